@@ -1,0 +1,185 @@
+"""What a user writes: the scenario file, as pydantic models.
+
+Every model forbids unknown keys so that a typo is an error, not a silently ignored option.
+Field names follow SGLang's server arguments (underscored) and bench_serving's client flags.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+GpuKind = Literal["h100", "h200", "b200"]
+AttentionBackend = Literal[
+    "fa3",  # flashinfer's FA3 kernels (SGLang's Hopper default)
+    "flashinfer",  # flashinfer FA2 kernels
+    "flashmla",
+    "flashmla_sparse",
+    "flashmla_kv",
+    "trtllm_mla",
+    "cutlass_mla",
+    "trtllm",
+]
+
+
+class ModelSpec(_Strict):
+    name: str = Field(
+        description="model zoo entry (see `simperf models`), e.g. deepseek-v3, llama-3.1-8b, or a label when config is given"
+    )
+    config: Path | None = Field(
+        default=None, description="path to a HuggingFace config.json; overrides the zoo entry's architecture"
+    )
+    weight_dtype: Literal["bf16", "fp8"] | None = Field(
+        default=None, description="dtype of the linear weights; default: the zoo entry's (fp8 for DeepSeek)"
+    )
+
+
+class HardwareSpec(_Strict):
+    gpu: GpuKind = Field(description="GPU kind from the hardware catalogue")
+    count: int = Field(default=1, ge=1, le=1024, description="GPUs serving one replica")
+
+
+class AcceptLength(_Strict):
+    mean: float = Field(gt=1.0, description="mean accepted tokens per verify step, including the bonus token")
+    min: float | None = None
+    max: float | None = None
+
+
+class SpeculativeSpec(_Strict):
+    algorithm: Literal["eagle", "eagle3", "mtp"] = "mtp"
+    num_steps: int = Field(default=3, ge=1, le=16)
+    eagle_topk: int = Field(default=1, ge=1, le=16)
+    num_draft_tokens: int | None = Field(default=None, ge=2, le=64)
+    accept_length: AcceptLength | None = None
+
+
+class ServingSpec(_Strict):
+    """SGLang server arguments that shape performance. `None` means SGLang's own default rule."""
+
+    sglang_version: str = Field(default="0.5.23", description="selects version-dependent scheduler rules")
+    tp: int = Field(default=1, ge=1, description="--tp-size")
+    dp_attention: int = Field(default=1, ge=1, description="--attn-dp-size (DP attention ranks)")
+    ep: int = Field(default=1, ge=1, description="--ep-size (expert parallel size)")
+    page_size: int | None = Field(default=None, ge=1, description="--page-size; default: backend's rule")
+    kv_cache_dtype: Literal["auto", "bf16", "fp8_e4m3"] = "auto"
+    attention_backend: AttentionBackend | None = Field(default=None, description="--attention-backend")
+    prefill_attention_backend: AttentionBackend | None = None
+    decode_attention_backend: AttentionBackend | None = None
+    chunked_prefill_size: int | None = Field(default=None, description="--chunked-prefill-size; -1 disables")
+    max_running_requests: int | None = Field(default=None, ge=1)
+    max_prefill_tokens: int = Field(default=16384, ge=1)
+    max_total_tokens: int | None = Field(
+        default=None, ge=1, description="KV pool size in tokens per DP rank, e.g. from the server's startup log"
+    )
+    mem_fraction_static: float | None = Field(default=None, gt=0.0, lt=1.0)
+    cuda_graph_max_bs: int | None = Field(default=None, ge=1)
+    disable_cuda_graph: bool = False
+    disable_overlap_schedule: bool = False
+    enable_mixed_chunk: bool = False
+    schedule_policy: Literal["fcfs", "lpm"] = "fcfs"
+    schedule_conservativeness: float = Field(default=1.0, gt=0.0)
+    load_balance_method: Literal["round_robin", "total_requests"] = "round_robin"
+    speculative: SpeculativeSpec | None = None
+
+    @field_validator("chunked_prefill_size")
+    @classmethod
+    def _chunk_positive_or_disabled(cls, v: int | None) -> int | None:
+        if v is not None and v != -1 and v < 1:
+            raise ValueError("must be a positive token count, or -1 to disable chunked prefill")
+        return v
+
+    @model_validator(mode="after")
+    def _layout_consistent(self) -> ServingSpec:
+        if self.tp % self.dp_attention != 0:
+            raise ValueError(f"dp_attention ({self.dp_attention}) must divide tp ({self.tp})")
+        if self.ep > 1 and self.tp % self.ep != 0:
+            raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
+        return self
+
+
+class RandomDataset(_Strict):
+    """bench_serving's `random` dataset: lengths ~ U{max(int(L*r),1) .. L}, input and output independent."""
+
+    kind: Literal["random"] = "random"
+    input_len: int = Field(ge=1, description="--random-input-len")
+    output_len: int = Field(ge=1, description="--random-output-len")
+    range_ratio: float = Field(default=0.0, ge=0.0, le=1.0, description="--random-range-ratio (1 = fixed)")
+
+
+class FixedDataset(_Strict):
+    kind: Literal["fixed"] = "fixed"
+    input_len: int = Field(ge=1)
+    output_len: int = Field(ge=1)
+
+
+class TraceDataset(_Strict):
+    kind: Literal["trace"] = "trace"
+    path: Path = Field(description="simperf JSONL/Parquet, Mooncake JSONL or Azure CSV trace")
+    use_timestamps: bool = Field(default=True, description="replay the trace's arrival times (else use `request_rate`)")
+
+
+Dataset = Annotated[RandomDataset | FixedDataset | TraceDataset, Field(discriminator="kind")]
+
+
+class WorkloadSpec(_Strict):
+    dataset: Dataset
+    num_prompts: int = Field(default=1000, ge=1, description="--num-prompts")
+    request_rate: float | Literal["inf"] = Field(default="inf", description="Poisson rate in req/s, or 'inf'")
+    max_concurrency: int | None = Field(default=None, ge=1, description="--max-concurrency")
+    seed: int = Field(default=42, description="--seed (bench_serving uses random.seed and np.random.seed)")
+    warmup_requests: int = Field(default=1, ge=0)
+    ignore_eos: bool = True
+
+    @field_validator("request_rate")
+    @classmethod
+    def _rate_positive(cls, v: float | str) -> float | str:
+        if v != "inf" and (not isinstance(v, int | float) or v <= 0 or math.isinf(v)):
+            raise ValueError("must be a positive number of requests per second, or 'inf'")
+        return v
+
+    @property
+    def rate(self) -> float:
+        return math.inf if self.request_rate == "inf" else float(self.request_rate)
+
+
+class Overheads(_Strict):
+    """Constant costs that are not kernel timings. Named, documented, and reported (docs/costmodel.md)."""
+
+    scheduler_us_per_iteration: float = Field(
+        default=300.0, ge=0, description="CPU time to ingest, schedule and launch one iteration"
+    )
+    process_us_per_iteration: float = Field(
+        default=150.0, ge=0, description="CPU time to process one batch's results (append tokens, free KV, stream)"
+    )
+    cuda_graph_replay_us: float = Field(default=30.0, ge=0, description="host cost of one CUDA-graph replay")
+    eager_launch_us_per_kernel: float = Field(default=5.0, ge=0, description="launch gap per kernel outside graphs")
+    ingress_us: float = Field(default=2000.0, ge=0, description="tokenize + IPC before the scheduler sees a request")
+    egress_us: float = Field(default=500.0, ge=0, description="detokenize + IPC + HTTP per streamed chunk")
+
+
+class Scenario(_Strict):
+    name: str = "scenario"
+    model: ModelSpec
+    hardware: HardwareSpec
+    serving: ServingSpec = ServingSpec()
+    workload: WorkloadSpec
+    overheads: Overheads = Overheads()
+    calibration_dir: Path | None = Field(
+        default=None, description="calibration tables; default: the shipped calibration/<gpu>/"
+    )
+
+    @model_validator(mode="after")
+    def _gpus_match_layout(self) -> Scenario:
+        if self.serving.tp > self.hardware.count:
+            raise ValueError(
+                f"serving.tp ({self.serving.tp}) needs at least that many GPUs; hardware.count is {self.hardware.count}"
+            )
+        return self
