@@ -1,0 +1,58 @@
+"""A scenario with every SGLang default rule applied: what the server would actually run.
+
+`resolve(scenario)` (in simperf.scenario.resolve) turns user input into this; the cost model and the simulator read
+only this, so SGLang's defaulting rules live in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    tp: int
+    dp_attention: int
+    ep: int
+
+    @property
+    def attn_tp(self) -> int:
+        """Attention TP size A = TP / DP (shared model doc §2.1)."""
+        return self.tp // self.dp_attention
+
+
+@dataclass(frozen=True)
+class SpecSettings:
+    algorithm: str
+    num_steps: int
+    eagle_topk: int
+    num_draft_tokens: int
+    accept_length_mean: float | None
+
+
+@dataclass(frozen=True)
+class ResolvedServing:
+    layout: ParallelLayout
+    gpu: str  # hardware catalogue key
+    weight_dtype: str  # bf16 | fp8
+    kv_dtype: str  # bf16 | fp8_e4m3
+    page_size: int
+    prefill_backend: str  # scenario-level names: fa3 | flashinfer | flashmla | flashmla_sparse | ...
+    decode_backend: str
+    chunked_prefill_size: int  # per DP rank; -1 = disabled
+    max_prefill_tokens: int
+    max_running_requests: int  # per DP rank
+    max_total_tokens: int  # KV pool tokens per DP rank
+    cuda_graph_max_bs: int  # 0 when graphs are disabled
+    cuda_graph_bs: tuple[int, ...]  # decode graph buckets, ascending
+    overlap_schedule: bool
+    enable_mixed_chunk: bool
+    schedule_policy: str
+    init_new_token_ratio: float
+    min_new_token_ratio: float
+    new_token_ratio_decay: float
+    context_len: int
+    speculative: SpecSettings | None
+    sglang_version: str
+    # how each number was obtained, for the report ("default rule", "user", "server log")
+    notes: tuple[str, ...] = ()
