@@ -77,7 +77,9 @@ class ServingSpec(_Strict):
     max_running_requests: int | None = Field(default=None, ge=1)
     max_prefill_tokens: int = Field(default=16384, ge=1)
     max_total_tokens: int | None = Field(
-        default=None, ge=1, description="KV pool size in tokens per DP rank, e.g. from the server's startup log"
+        default=None,
+        ge=1,
+        description="KV pool size in tokens per DP rank, e.g. from the server's startup log",
     )
     mem_fraction_static: float | None = Field(default=None, gt=0.0, lt=1.0)
     cuda_graph_max_bs: int | None = Field(default=None, ge=1)
@@ -123,7 +125,9 @@ class FixedDataset(_Strict):
 class TraceDataset(_Strict):
     kind: Literal["trace"] = "trace"
     path: Path = Field(description="simperf JSONL/Parquet, Mooncake JSONL or Azure CSV trace")
-    use_timestamps: bool = Field(default=True, description="replay the trace's arrival times (else use `request_rate`)")
+    use_timestamps: bool = Field(
+        default=True, description="replay the trace's arrival times (else use `request_rate`)"
+    )
 
 
 Dataset = Annotated[RandomDataset | FixedDataset | TraceDataset, Field(discriminator="kind")]
@@ -157,11 +161,17 @@ class Overheads(_Strict):
         default=300.0, ge=0, description="CPU time to ingest, schedule and launch one iteration"
     )
     process_us_per_iteration: float = Field(
-        default=150.0, ge=0, description="CPU time to process one batch's results (append tokens, free KV, stream)"
+        default=150.0,
+        ge=0,
+        description="CPU time to process one batch's results (append tokens, free KV, stream)",
     )
     cuda_graph_replay_us: float = Field(default=30.0, ge=0, description="host cost of one CUDA-graph replay")
-    eager_launch_us_per_kernel: float = Field(default=5.0, ge=0, description="launch gap per kernel outside graphs")
-    ingress_us: float = Field(default=2000.0, ge=0, description="tokenize + IPC before the scheduler sees a request")
+    eager_launch_us_per_kernel: float = Field(
+        default=5.0, ge=0, description="launch gap per kernel outside graphs"
+    )
+    ingress_us: float = Field(
+        default=2000.0, ge=0, description="tokenize + IPC before the scheduler sees a request"
+    )
     egress_us: float = Field(default=500.0, ge=0, description="detokenize + IPC + HTTP per streamed chunk")
 
 

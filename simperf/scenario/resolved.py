@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# SGLang's clip of the expected output length used in admission (SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION).
+CLIP_MAX_NEW_TOKENS = 4096
+
 
 @dataclass(frozen=True)
 class ParallelLayout:

@@ -1,0 +1,153 @@
+"""The `simperf` command: a thin typer layer over the pipeline's modules."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Predict SGLang serving performance from measured kernel timings.",
+)
+perfdb_app = typer.Typer(no_args_is_help=True, help="Inspect calibration tables.")
+app.add_typer(perfdb_app, name="perfdb")
+
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+def predict(
+    scenario: Annotated[Path, typer.Argument(help="scenario YAML file")],
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+    requests: Annotated[
+        Path | None, typer.Option(help="write one row per request to this Parquet file")
+    ] = None,
+    breakdown: Annotated[
+        bool, typer.Option(help="print per-op step times of a representative prefill and decode")
+    ] = False,
+    calibration: Annotated[
+        Path | None, typer.Option(help="calibration directory (default: shipped tables)")
+    ] = None,
+) -> None:
+    """Simulate a scenario and print bench_serving-style metrics."""
+    from simperf.pipeline import UnsupportedScenario
+    from simperf.pipeline import predict as run_predict
+    from simperf.report.output import result_json, write_requests_parquet
+    from simperf.report.text import print_bench_block
+    from simperf.scenario.load import ScenarioError, load_scenario
+
+    if output not in ("text", "json"):
+        _fail(f"--output: got {output!r}; allowed values: text, json")
+    try:
+        sc = load_scenario(scenario)
+        prediction = run_predict(sc, calibration_dir=calibration)
+    except (ScenarioError, UnsupportedScenario) as e:
+        _fail(str(e))
+    except (ValueError, FileNotFoundError) as e:
+        _fail(f"{scenario}: {e}")
+    if requests is not None:
+        write_requests_parquet(prediction.records, requests)
+    if output == "json":
+        sys.stdout.write(result_json(prediction.result, prediction.extra()) + "\n")
+    else:
+        console = Console()
+        title = f"simperf prediction: {sc.name} ({prediction.arch.name} on {sc.hardware.count}x {prediction.gpu.key})"
+        print_bench_block(prediction.result, console, title, prediction.notes)
+        if breakdown:
+            from simperf.report.breakdown import print_breakdown
+
+            print_breakdown(prediction, console)
+        if requests is not None:
+            console.print(f"per-request rows written to {requests}")
+
+
+@app.command()
+def schema(
+    out: Annotated[Path | None, typer.Option(help="write to this file instead of stdout")] = None,
+) -> None:
+    """Print the JSON Schema of scenario files."""
+    from simperf.scenario.load import scenario_json_schema
+
+    text = scenario_json_schema()
+    if out is None:
+        sys.stdout.write(text + "\n")
+    else:
+        out.write_text(text + "\n")
+
+
+@app.command()
+def models() -> None:
+    """List the model zoo."""
+    from simperf.models.arch import load_arch
+    from simperf.models.zoo import zoo_names
+
+    table = Table("name", "family", "layers", "hidden", "heads", "kv heads", "experts", "context")
+    for name in zoo_names():
+        a = load_arch(name)
+        table.add_row(
+            name,
+            a.family,
+            str(a.num_layers),
+            str(a.hidden_size),
+            str(a.num_heads),
+            str(a.num_kv_heads),
+            str(getattr(a, "n_routed_experts", 0) or "-"),
+            str(a.context_len),
+        )
+    Console().print(table)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def calibrate(ctx: typer.Context) -> None:
+    """Time the real kernels on this machine's GPU (see `simperf calibrate --help`)."""
+    from simperf.calibrate.__main__ import main as calibrate_main
+
+    raise typer.Exit(calibrate_main(list(ctx.args)))
+
+
+@perfdb_app.command("check")
+def perfdb_check(
+    directory: Annotated[Path, typer.Argument(help="calibration directory, e.g. calibration/h200")],
+) -> None:
+    """Held-out interpolation error per op family (rows measured off the grid, never used to interpolate)."""
+    from simperf.perfdb.check import heldout_errors, heldout_summary
+
+    if not directory.is_dir():
+        _fail(f"{directory}: not a directory")
+    errors = heldout_errors(directory)
+    if errors.height == 0:
+        _fail(f"{directory}: no held-out rows (run `simperf calibrate --heldout N`)", code=1)
+    summary = heldout_summary(errors)
+    table = Table(*summary.columns, title=f"held-out interpolation error, {directory}")
+    for row in summary.iter_rows():
+        table.add_row(*[f"{v:.2%}" if isinstance(v, float) else str(v) for v in row])
+    Console().print(table)
+
+
+@perfdb_app.command("coverage")
+def perfdb_coverage(directory: Annotated[Path, typer.Argument(help="calibration directory")]) -> None:
+    """What the tables in a calibration directory cover."""
+    from simperf.perfdb.check import summarize_coverage
+
+    if not directory.is_dir():
+        _fail(f"{directory}: not a directory")
+    cov = summarize_coverage(directory)
+    table = Table(*cov.columns, title=str(directory))
+    for row in cov.iter_rows():
+        table.add_row(*[str(v) for v in row])
+    Console().print(table)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

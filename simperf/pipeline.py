@@ -1,0 +1,129 @@
+"""`predict`: scenario -> resolved settings -> perf database -> cost model -> simulation -> bench_serving metrics.
+
+The one place where the pipeline's stages meet; the CLI, sweeps and tests call this.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simperf.costmodel.step import SGLangStepCost
+from simperf.hardware.catalog import GpuSpec
+from simperf.models.arch import ModelArch
+from simperf.perfdb.db import PerfDB, shipped_calibration_dir
+from simperf.report.metrics import summarize
+from simperf.scenario.models import Scenario
+from simperf.scenario.resolve import resolve
+from simperf.scenario.resolved import ResolvedServing
+from simperf.sim.engine import SimStats, Simulator
+from simperf.sim.records import RequestRecords
+from simperf.workload.requests import build_requests
+
+
+class UnsupportedScenario(ValueError):
+    """A scenario asks for something this version of the simulator does not model yet."""
+
+
+@dataclass
+class Prediction:
+    scenario: Scenario
+    serving: ResolvedServing
+    arch: ModelArch
+    gpu: GpuSpec
+    calibration_dir: Path | None
+    cost: SGLangStepCost
+    db: PerfDB
+    records: RequestRecords
+    stats: SimStats
+    result: dict
+    wall_s: float
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def extra(self) -> dict:
+        """simperf's own numbers beside bench_serving's keys (JSON output)."""
+        shares = self.stats.source_shares()
+        s = self.serving
+        return {
+            "scenario": self.scenario.name,
+            "model": self.arch.name,
+            "gpu": self.gpu.key,
+            "num_gpus": self.scenario.hardware.count,
+            "calibration_dir": str(self.calibration_dir) if self.calibration_dir else None,
+            "step_time_share_by_source": shares,
+            "measured_share": shares["measured"] + shares["interpolated"],
+            "iterations": self.stats.iterations,
+            "extend_iterations": self.stats.extend_iterations,
+            "decode_iterations": self.stats.decode_iterations,
+            "cuda_graph_decode_iterations": self.stats.graph_iterations,
+            "eager_decode_iterations": self.stats.eager_decode_iterations,
+            "gpu_busy_s": self.stats.gpu_busy_s,
+            "retractions": self.stats.retractions,
+            "rejected": [{"request": r, "reason": why} for r, why in self.stats.rejected],
+            "kv_capacity_tokens_per_rank": s.max_total_tokens,
+            "kv_peak_tokens_per_rank": self.stats.max_kv_used,
+            "requests_per_dp_rank": self.stats.per_rank_requests,
+            "resolved": {
+                "tp": s.layout.tp,
+                "dp_attention": s.layout.dp_attention,
+                "ep": s.layout.ep,
+                "page_size": s.page_size,
+                "kv_dtype": s.kv_dtype,
+                "weight_dtype": s.weight_dtype,
+                "prefill_backend": s.prefill_backend,
+                "decode_backend": s.decode_backend,
+                "chunked_prefill_size_per_rank": s.chunked_prefill_size,
+                "max_running_requests_per_rank": s.max_running_requests,
+                "cuda_graph_max_bs": s.cuda_graph_max_bs,
+                "overlap_schedule": s.overlap_schedule,
+                "notes": list(s.notes),
+            },
+            "simulation_wall_s": self.wall_s,
+        }
+
+
+def check_supported(scenario: Scenario) -> None:
+    if scenario.serving.speculative is not None:
+        raise UnsupportedScenario(
+            "serving.speculative: speculative decoding (EAGLE/MTP) is not modeled by this version yet; "
+            "remove the block to predict without it"
+        )
+
+
+def open_perfdb(scenario: Scenario, gpu: GpuSpec, override: Path | None = None) -> tuple[PerfDB, Path | None]:
+    directory = override or scenario.calibration_dir or shipped_calibration_dir(gpu.key)
+    return PerfDB.load(directory, gpu), directory
+
+
+def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Prediction:
+    check_supported(scenario)
+    serving, arch, gpu = resolve(scenario)
+    db, directory = open_perfdb(scenario, gpu, calibration_dir)
+    cost = SGLangStepCost(arch, serving, db, scenario.overheads)
+    requests = build_requests(scenario.workload, context_len=arch.context_len)
+    simulator = Simulator(serving, cost, scenario.overheads)
+    if scenario.serving.load_balance_method == "total_requests":
+        simulator.balance_by_load = True
+    started = time.perf_counter()
+    records, stats = simulator.run(
+        requests.input_len,
+        requests.output_len,
+        requests.arrival_s,
+        max_concurrency=scenario.workload.max_concurrency,
+        ignore_eos=scenario.workload.ignore_eos,
+    )
+    wall = time.perf_counter() - started
+    result = summarize(records)
+    shares = stats.source_shares()
+    notes = {
+        "Step time from measured tables": f"{100 * (shares['measured'] + shares['interpolated']):.1f}%",
+        "Step time from roofline estimates": f"{100 * shares['roofline']:.1f}%",
+        "Step time extrapolated": f"{100 * shares['extrapolated']:.1f}%",
+        "KV pool (tokens per DP rank)": f"{serving.max_total_tokens:,}",
+        "Rejected requests": str(len(stats.rejected)),
+        "Retractions": str(stats.retractions),
+    }
+    if shares["third_party"] > 0:
+        notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
+    return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes)

@@ -1,0 +1,97 @@
+"""Reading scenario files, with errors a user can act on (field path, what was given, what is allowed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from simperf.scenario.models import Scenario
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; the message lists every problem, one per line."""
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item in ("random", "fixed", "trace") and parts and parts[-1].endswith("dataset"):
+            # the discriminated union adds the chosen variant to the path; the user did not write it
+            continue
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts) or "(top level)"
+
+
+def format_validation_error(err: ValidationError, source: str) -> str:
+    lines = [f"{source}: {err.error_count()} problem(s) in the scenario"]
+    for e in err.errors():
+        path = _field_path(e["loc"])
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            msg = "unknown key (check the spelling; `simperf schema` lists every allowed key)"
+        elif kind == "literal_error":
+            expected = e.get("ctx", {}).get("expected", "")
+            msg = f"got {e.get('input')!r}; allowed values: {expected}"
+        elif kind == "missing":
+            msg = "required field is missing"
+        elif kind == "union_tag_invalid":
+            msg = f"got kind {e.get('input', {}).get('kind')!r}; allowed: {e.get('ctx', {}).get('expected_tags')}"
+        else:
+            msg = f"{e['msg']} (got {e.get('input')!r})"
+        lines.append(f"  {path}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_scenario(data: Any, source: str = "<scenario>", base_dir: Path | None = None) -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioError(
+            f"{source}: a scenario must be a mapping of keys to values, got {type(data).__name__}"
+        )
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(format_validation_error(err, source)) from None
+    return _resolve_relative_paths(scenario, base_dir) if base_dir else scenario
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    path = Path(path)
+    if not path.exists():
+        raise ScenarioError(f"{path}: no such scenario file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ScenarioError(f"{path}: not valid YAML: {err}") from None
+    return parse_scenario(data, str(path), base_dir=path.parent)
+
+
+def _resolve_relative_paths(scenario: Scenario, base_dir: Path) -> Scenario:
+    """Paths inside a scenario are relative to the scenario file, so a scenario directory can move as a whole."""
+
+    def fix(p: Path | None) -> Path | None:
+        if p is None or p.is_absolute():
+            return p
+        candidate = base_dir / p
+        return candidate if candidate.exists() or not p.exists() else p
+
+    updates: dict[str, Any] = {}
+    if scenario.model.config is not None:
+        updates["model"] = scenario.model.model_copy(update={"config": fix(scenario.model.config)})
+    dataset = scenario.workload.dataset
+    if dataset.kind == "trace":
+        new_ds = dataset.model_copy(update={"path": fix(dataset.path)})
+        updates["workload"] = scenario.workload.model_copy(update={"dataset": new_ds})
+    if scenario.calibration_dir is not None:
+        updates["calibration_dir"] = fix(scenario.calibration_dir)
+    return scenario.model_copy(update=updates) if updates else scenario
+
+
+def scenario_json_schema() -> str:
+    return json.dumps(Scenario.model_json_schema(), indent=2)

@@ -1,0 +1,205 @@
+"""SGLang's default rules, applied once: Scenario -> ResolvedServing.
+
+Each rule cites the section of the shared model doc (docs/simulator.md repeats them). Numbers the user gives win;
+numbers the server log gives (max_total_tokens) win over derived ones.
+"""
+
+from __future__ import annotations
+
+from simperf.hardware.catalog import GpuSpec, get_gpu
+from simperf.models.arch import ModelArch, load_arch
+from simperf.scenario.models import Scenario
+from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
+
+MIB = 1024 * 1024
+# Memory the CUDA context and allocator hold before weights load; SGLang measures this on the machine, we cannot.
+CUDA_CONTEXT_MIB = 600
+
+
+def is_blackwell(gpu: GpuSpec) -> bool:
+    return float(gpu.sm) >= 10.0
+
+
+def default_backends(arch: ModelArch, gpu: GpuSpec, kv_dtype: str) -> tuple[str, str]:
+    """(prefill, decode) attention backends SGLang picks when none is given (model doc §4.2, §4.3)."""
+    if arch.family == "nsa_moe":
+        if is_blackwell(gpu):
+            return ("trtllm", "trtllm")
+        return ("flashmla_kv", "flashmla_kv") if kv_dtype == "fp8_e4m3" else ("flashmla_sparse", "fa3")
+    if arch.family == "mla_moe":
+        return ("trtllm_mla", "trtllm_mla") if is_blackwell(gpu) else ("fa3", "fa3")
+    return ("flashinfer", "flashinfer") if is_blackwell(gpu) else ("fa3", "fa3")
+
+
+def default_page_size(arch: ModelArch, prefill: str, decode: str) -> int:
+    """Model doc §1.11: FlashMLA forces 64, trtllm_mla/cutedsl 64, DSA/NSA 64, otherwise 1."""
+    if arch.family == "nsa_moe":
+        return 64
+    if {"flashmla", "trtllm_mla", "cutlass_mla"} & {prefill, decode}:
+        return 64 if "cutlass_mla" not in (prefill, decode) else 128
+    return 1
+
+
+def default_chunked_prefill_size(gpu: GpuSpec) -> int:
+    """Model doc §1.5: by GPU memory."""
+    gib = gpu.memory_bytes / 1024**3
+    if gib < 20:
+        return 2048
+    if gib < 60:
+        return 4096
+    if gib < 160:
+        return 8192
+    return 16384
+
+
+def default_cuda_graph_max_bs(gpu: GpuSpec, tp: int) -> int:
+    """Model doc §1.10: H100/H200 256 (TP<4) / 512 (TP>=4); B200 512."""
+    if is_blackwell(gpu):
+        return 512
+    return 512 if tp >= 4 else 256
+
+
+def decode_graph_buckets(max_bs: int, speculative: bool) -> tuple[int, ...]:
+    """Decode CUDA-graph batch sizes (model doc §1.10), up to and including max_bs."""
+    if speculative:
+        sizes = list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4))
+        sizes += list(range(72, 257, 8)) + list(range(272, max(max_bs, 272) + 1, 16))
+    else:
+        sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 497, 16))
+        sizes += list(range(512, max(max_bs, 512) + 1, 32))
+    kept = sorted({s for s in sizes if s <= max_bs} | {max_bs})
+    return tuple(kept)
+
+
+def default_mem_fraction_static(
+    gpu: GpuSpec, chunk: int, tp: int, max_bs: int, dp: int, mla: bool, prefill_graph: bool
+) -> float:
+    """Model doc §1.12: reserve activations, graphs and the like; the rest is static (weights + KV)."""
+    gpu_mib = gpu.memory_bytes / MIB
+    graph_reserve = 2 * max_bs
+    if dp > 1:
+        graph_reserve += 3 * max_bs * dp + (1.5 * max_bs * dp if max_bs > 300 else 0)
+    if prefill_graph and mla:
+        graph_reserve += 1536
+    reserved = 512 + 1.5 * max(chunk, 2048) + 1024 * tp / 8 + graph_reserve
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10240)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def resolve(scenario: Scenario) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
+    s = scenario.serving
+    gpu = get_gpu(scenario.hardware.gpu)
+    arch = load_arch(scenario.model.name, scenario.model.config)
+    layout = ParallelLayout(tp=s.tp, dp_attention=s.dp_attention, ep=s.ep)
+    notes: list[str] = []
+
+    weight_dtype = scenario.model.weight_dtype or arch.default_weight_dtype
+    if s.kv_cache_dtype != "auto":
+        kv_dtype = s.kv_cache_dtype
+    elif arch.family == "nsa_moe" and is_blackwell(gpu):
+        kv_dtype = "fp8_e4m3"
+    else:
+        kv_dtype = "bf16"
+
+    auto_prefill, auto_decode = default_backends(arch, gpu, kv_dtype)
+    prefill_backend = s.prefill_attention_backend or s.attention_backend or auto_prefill
+    decode_backend = s.decode_attention_backend or s.attention_backend or auto_decode
+    page_size = s.page_size or default_page_size(arch, prefill_backend, decode_backend)
+
+    if s.chunked_prefill_size is None:
+        chunk = default_chunked_prefill_size(gpu)
+        notes.append(f"chunked_prefill_size={chunk} by SGLang's GPU-memory rule")
+    else:
+        chunk = s.chunked_prefill_size
+    if chunk > 0 and s.dp_attention > 1:
+        chunk = chunk // s.dp_attention  # model doc §1.5: C is split across DP ranks
+
+    graphs_on = not s.disable_cuda_graph
+    max_bs = s.cuda_graph_max_bs or default_cuda_graph_max_bs(gpu, s.tp)
+    if s.max_running_requests is not None:
+        max_bs = min(max_bs, max(1, s.max_running_requests // s.dp_attention))
+
+    mla = arch.family in ("mla_moe", "nsa_moe")
+    mem_fraction = s.mem_fraction_static
+    if mem_fraction is None:
+        mem_fraction = default_mem_fraction_static(
+            gpu, max(chunk, 0) * s.dp_attention, s.tp, max_bs, s.dp_attention, mla, prefill_graph=mla
+        )
+        notes.append(f"mem_fraction_static={mem_fraction} by SGLang's reservation rule")
+
+    kv_bytes = arch.kv_bytes_per_token_per_rank(layout, kv_dtype, decode_backend)
+    if s.max_total_tokens is not None:
+        max_total_tokens = s.max_total_tokens
+        notes.append("max_total_tokens given by the user (server log)")
+    else:
+        pre_load = gpu.memory_bytes - CUDA_CONTEXT_MIB * MIB
+        weights = arch.weight_bytes_per_rank(layout, weight_dtype)
+        rest = pre_load * mem_fraction - weights
+        if rest <= 0:
+            raise ValueError(
+                f"{arch.name} needs {weights / 1e9:.1f} GB of weights per GPU with tp={s.tp}, ep={s.ep}, "
+                f"dp_attention={s.dp_attention}; a {gpu.key} leaves {pre_load * mem_fraction / 1e9:.1f} GB "
+                f"at mem_fraction_static={mem_fraction}: it does not fit"
+            )
+        max_total_tokens = int(rest // kv_bytes) // page_size * page_size
+        notes.append(
+            f"KV pool {max_total_tokens} tokens/rank = ({pre_load / 1e9:.1f} GB x {mem_fraction} - weights "
+            f"{weights / 1e9:.1f} GB) / {kv_bytes} B per token (estimated; give serving.max_total_tokens from the "
+            f"server log to override)"
+        )
+    if max_total_tokens < page_size * 2:
+        raise ValueError(f"KV pool of {max_total_tokens} tokens per rank is too small to serve anything")
+
+    if s.max_running_requests is not None:
+        max_running = max(1, s.max_running_requests // s.dp_attention)
+    elif s.speculative is not None:
+        max_running = 48
+    else:
+        by_context = max_total_tokens / arch.context_len * 512
+        max_running = int(min(min(max(by_context, 2048), 4096), max_total_tokens // 2))
+    max_bs = min(max_bs, max_running)
+    buckets = decode_graph_buckets(max_bs, s.speculative is not None) if graphs_on else ()
+
+    init_ratio = min(0.7 * s.schedule_conservativeness * (0.3 if s.dp_attention > 1 else 1.0), 1.0)
+    min_ratio = init_ratio * 0.14
+    spec = None
+    if s.speculative is not None:
+        sp = s.speculative
+        draft = sp.num_draft_tokens or (
+            sp.num_steps + 1 if sp.eagle_topk == 1 else sp.num_steps * sp.eagle_topk + 1
+        )
+        spec = SpecSettings(
+            sp.algorithm,
+            sp.num_steps,
+            sp.eagle_topk,
+            draft,
+            sp.accept_length.mean if sp.accept_length else None,
+        )
+
+    resolved = ResolvedServing(
+        layout=layout,
+        gpu=gpu.key,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        page_size=page_size,
+        prefill_backend=prefill_backend,
+        decode_backend=decode_backend,
+        chunked_prefill_size=chunk,
+        max_prefill_tokens=s.max_prefill_tokens,
+        max_running_requests=max_running,
+        max_total_tokens=max_total_tokens,
+        cuda_graph_max_bs=max_bs if graphs_on else 0,
+        cuda_graph_bs=buckets,
+        overlap_schedule=not s.disable_overlap_schedule,
+        enable_mixed_chunk=s.enable_mixed_chunk,
+        schedule_policy=s.schedule_policy,
+        init_new_token_ratio=init_ratio,
+        min_new_token_ratio=min_ratio,
+        new_token_ratio_decay=(init_ratio - min_ratio) / 600,
+        context_len=arch.context_len,
+        speculative=spec,
+        sglang_version=s.sglang_version,
+        notes=tuple(notes),
+    )
+    return resolved, arch, gpu

@@ -1,0 +1,437 @@
+"""The SimPy model of one SGLang server: DP ranks in lock-step, overlap or normal event loop (model doc §1.2, §2.3).
+
+One SimPy timeout per scheduler iteration, or per *run* of decode iterations in which nothing but the KV lengths
+changes (no arrival reaches the scheduler, no request finishes, the KV pool does not fill up). A run's iterations are
+still simulated one by one — their start, launch, GPU end and token emission times come from the same recurrence as
+a single iteration — but the scheduling decision and the cost-model call are made once, vectorised over the run.
+
+Invariants (docs/simulator.md numbers them): the clock never goes backwards; same scenario and seed give identical
+output; KV tokens in use never exceed the pool on any rank; every admitted request finishes with exactly its
+requested output tokens or is reported rejected with a reason; a request's first token follows its last prefill
+chunk and its token times increase; every step has positive time with a per-source split that sums to it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from simperf.costmodel.api import StepCostModel
+from simperf.perfdb.schema import SOURCES
+from simperf.scenario.models import Overheads
+from simperf.scenario.resolved import ResolvedServing
+from simperf.sim.client import Client
+from simperf.sim.rank import ExtendPlan, RankState, RequestTable
+from simperf.sim.records import RequestRecords
+
+US = 1e-6
+
+
+@dataclass
+class Batch:
+    """An iteration that has been launched; its results are processed (tokens emitted) later."""
+
+    key: int
+    gpu_end_s: float
+    token_reqs: list[int] = field(default_factory=list)  # get a token from an extend
+    finished: list[tuple[int, int]] = field(default_factory=list)  # (rank, request) finishing with this batch
+    timeline: list[tuple[int, int]] = field(default_factory=list)  # (rank, timeline index) of decode entries
+
+
+@dataclass
+class SimStats:
+    iterations: int = 0
+    extend_iterations: int = 0
+    decode_iterations: int = 0
+    decode_runs: int = 0
+    graph_iterations: int = 0
+    eager_decode_iterations: int = 0
+    gpu_busy_s: float = 0.0
+    time_by_source_us: np.ndarray = field(default_factory=lambda: np.zeros(len(SOURCES)))
+    retractions: int = 0
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    max_kv_used: list[int] = field(default_factory=list)
+    kv_capacity: int = 0
+    per_rank_requests: list[int] = field(default_factory=list)
+
+    def source_shares(self) -> dict[str, float]:
+        total = float(self.time_by_source_us.sum()) or 1.0
+        return {name: float(v) / total for name, v in zip(SOURCES, self.time_by_source_us, strict=True)}
+
+
+class Simulator:
+    def __init__(
+        self,
+        serving: ResolvedServing,
+        cost: StepCostModel,
+        overheads: Overheads,
+        *,
+        kv_observer=None,
+    ) -> None:
+        self.s = serving
+        self.cost = cost
+        self.o = overheads
+        self.sched_s = overheads.scheduler_us_per_iteration * US
+        self.proc_s = overheads.process_us_per_iteration * US
+        self.egress_s = overheads.egress_us * US
+        self.overlap = serving.overlap_schedule
+        self._kv_observer = kv_observer  # test hook: called with the ranks after every commit
+        self.balance_by_load = False  # load_balance_method=total_requests
+
+    # ------------------------------------------------------------------ public
+    def run(
+        self,
+        input_len: np.ndarray,
+        output_len: np.ndarray,
+        arrival_s: np.ndarray,
+        max_concurrency: int | None = None,
+        ignore_eos: bool = True,
+    ) -> tuple[RequestRecords, SimStats]:
+        n = len(input_len)
+        order = np.argsort(arrival_s, kind="stable")
+        if not np.array_equal(order, np.arange(n)):
+            raise ValueError("requests must be given in arrival order")
+        self.table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
+        self.client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
+        dp = self.s.layout.dp_attention
+        self.ranks = [RankState(i, self.s, self.table) for i in range(dp)]
+        self.stats = SimStats(kv_capacity=self.s.max_total_tokens, per_rank_requests=[0] * dp)
+        self._rr = 0
+        self.gpu_free = 0.0
+        self.pending: Batch | None = None
+        self._last_decode_us = 0.0
+        self._batch_emit: list[float] = []  # process time of each batch, by key
+        self.finish_s = np.full(n, math.nan)
+        self.done = 0
+        self.n = n
+        self._max_len_limit = min(self.s.context_len - 1, self.s.max_total_tokens - 1) - 5
+
+        env = simpy.Environment()
+        self.env = env
+        env.process(self._server())
+        env.run()
+        for rank in self.ranks:
+            self.stats.retractions += rank.retracted_total
+            self.stats.max_kv_used.append(rank.max_used)
+        return self._records(), self.stats
+
+    # ------------------------------------------------------------------ dispatch
+    def _reject(self, r: int, reason: str) -> None:
+        self.stats.rejected.append((r, reason))
+        self.done += 1
+        self.client.reject(self.env.now)
+
+    def _ingest(self, now: float) -> None:
+        for r in self.client.pop_ready(now):
+            if self.table.input_len[r] > self._max_len_limit:
+                self._reject(
+                    r,
+                    f"prompt of {self.table.input_len[r]} tokens exceeds max_req_input_len {self._max_len_limit}",
+                )
+                continue
+            if self.s.layout.dp_attention == 1:
+                rank = self.ranks[0]
+            else:
+                rank = self._pick_rank()
+            rank.waiting.append(r)
+            self.table.rank[r] = rank.rank_id
+            self.stats.per_rank_requests[rank.rank_id] += 1
+
+    def _pick_rank(self) -> RankState:
+        # round_robin ignores load; total_requests picks the least loaded (model doc §2.2)
+        if self.balance_by_load:
+            return min(self.ranks, key=lambda rk: len(rk.running) + len(rk.waiting))
+        rank = self.ranks[self._rr % len(self.ranks)]
+        self._rr += 1
+        return rank
+
+    # ------------------------------------------------------------------ the loop
+    def _server(self):
+        env = self.env
+        while self.done < self.n:
+            now = env.now
+            self._ingest(now)
+            plans = [rank.form_extend(self._reject) for rank in self.ranks]
+            if any(p is not None for p in plans):
+                cpu_next = self._extend_iteration(plans)
+            elif any(rank.running for rank in self.ranks):
+                cpu_next = self._decode_run()
+            elif self.pending is not None:
+                cpu_next = self._process(self.pending, max(now, self.pending.gpu_end_s))
+                self.pending = None
+            else:
+                for rank in self.ranks:
+                    rank.on_idle()
+                nxt = self.client.next_ready_time()
+                if math.isinf(nxt):
+                    if self.done < self.n:
+                        self._reject_stuck()
+                    break
+                yield env.timeout(nxt - now)
+                continue
+            yield env.timeout(max(cpu_next - now, 0.0))
+
+    def _reject_stuck(self) -> None:
+        for rank in self.ranks:
+            while rank.waiting:
+                self._reject(
+                    rank.waiting.popleft(), "could not be admitted: KV pool exhausted with nothing running"
+                )
+
+    # ------------------------------------------------------------------ timing
+    def _launch(self, batch: Batch, step_us: float) -> float:
+        """Launch `batch` at the current CPU time; returns when the CPU starts the next iteration."""
+        c = self.env.now
+        scheduled = c + self.sched_s
+        start = max(scheduled, self.gpu_free)
+        batch.gpu_end_s = start + step_us * US
+        self.gpu_free = batch.gpu_end_s
+        self.stats.gpu_busy_s += step_us * US
+        self.stats.iterations += 1
+        if not self.overlap:
+            return self._process(batch, batch.gpu_end_s)
+        cpu_next = scheduled
+        if self.pending is not None:
+            cpu_next = self._process(self.pending, max(scheduled, self.pending.gpu_end_s))
+        self.pending = batch
+        return cpu_next
+
+    def _process(self, batch: Batch, wait_until: float) -> float:
+        """process_batch_result: tokens of `batch` reach the detokenizer at the returned time."""
+        emit = wait_until + self.proc_s
+        self._batch_emit[batch.key] = emit
+        for rank_id, idx in batch.timeline:
+            self.ranks[rank_id].timeline_emit[idx] = emit
+        for rank_id, r in batch.finished:
+            self.finish_s[r] = emit + self.egress_s
+            self.ranks[rank_id].free(r)
+            self.client.release(emit + self.egress_s)
+            self.done += 1
+        return emit
+
+    def _new_batch(self) -> Batch:
+        key = len(self._batch_emit)
+        self._batch_emit.append(math.nan)
+        return Batch(key=key, gpu_end_s=math.nan)
+
+    def _padded_bs(self, bs: int) -> tuple[int, bool]:
+        buckets = self.s.cuda_graph_bs
+        if not buckets or bs > buckets[-1]:
+            return bs, False
+        return buckets[bisect.bisect_left(buckets, bs)], True
+
+    # ------------------------------------------------------------------ extend
+    def _extend_iteration(self, plans: list[ExtendPlan | None]) -> float:
+        batch = self._new_batch()
+        step = np.zeros(len(SOURCES))
+        max_bs = max(len(rank.running) for rank in self.ranks)
+        for rank, plan in zip(self.ranks, plans, strict=True):
+            if plan is not None:
+                decode_kv = None
+                if plan.mixed_decode and rank.running:
+                    decode_kv = np.array([rank.kv_len_now(r) + 1 for r in rank.running], dtype=np.int64)
+                rank_cost = self.cost.extend_step(
+                    np.asarray(plan.extend_lens, dtype=np.int64),
+                    np.asarray(plan.prefix_lens, dtype=np.int64),
+                    decode_kv,
+                )
+                if plan.mixed_decode and rank.running:
+                    self._decode_one(rank, batch)
+                token_reqs, finished = rank.commit_extend(plan, batch.key)
+                batch.token_reqs.extend(token_reqs)
+                batch.finished.extend((rank.rank_id, r) for r in finished)
+            elif rank.running and self.s.layout.dp_attention > 1:
+                # another rank extends: this one decodes in the same lock-step iteration, eagerly (model doc §2.4)
+                bs = len(rank.running)
+                kv_total = np.array([rank.kv_base_sum + bs * (rank.timeline_len + 1)], dtype=np.float64)
+                rank_cost = self.cost.decode_steps(bs, max(bs, max_bs), kv_total, 0, False)[0]
+                self._decode_one(rank, batch)
+            else:
+                continue
+            if rank_cost.sum() > step.sum():
+                step = rank_cost
+        self.stats.extend_iterations += 1
+        self.stats.time_by_source_us += step
+        cpu_next = self._launch(batch, float(step.sum()))
+        self._observe()
+        return cpu_next
+
+    def _decode_one(self, rank: RankState, batch: Batch) -> None:
+        if not rank.next_decode_fits():
+            rank.retract_for_next_decode()
+        t0, finished = rank.advance_decode(1)
+        batch.timeline.append((rank.rank_id, t0))
+        batch.finished.extend((rank.rank_id, r) for r in finished)
+
+    # ------------------------------------------------------------------ decode runs
+    def _decode_run(self) -> float:
+        ranks = [rank for rank in self.ranks if rank.running]
+        for rank in ranks:
+            if not rank.next_decode_fits():
+                rank.retract_for_next_decode()
+        ranks = [rank for rank in self.ranks if rank.running]
+        # how many iterations can run unchanged
+        k_max = min(rank.steps_to_first_finish() for rank in ranks)
+        k_mem = min(rank.decode_steps_that_fit() for rank in ranks)
+        # under ignore_eos in SGLang >= 0.5.6 the admission budget only changes when a request finishes; otherwise
+        # the decaying new_token_ratio can admit a waiting request at any iteration
+        blocked_by_memory = any(
+            rank.waiting and not rank.batch_is_full and rank.ratio_applies for rank in self.ranks
+        )
+        if blocked_by_memory or k_mem < 1:
+            # the admission budget grows as new_token_ratio decays: re-check every iteration
+            k_max = 1
+        else:
+            k_max = min(k_max, k_mem)
+        next_ready = self.client.next_ready_time()
+
+        max_bs = max(len(rank.running) for rank in ranks)
+        padded_bs, graph = self._padded_bs(max_bs)
+        # size the cost call by how many iterations fit before the next request reaches the scheduler
+        k_eval = k_max
+        if not math.isinf(next_ready) and k_max > 8:
+            per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
+            k_eval = min(k_max, int((next_ready - self.env.now) / per_iter * 1.25) + 4)
+        steps = self._decode_costs(ranks, padded_bs, graph, k_eval)
+        step_us = steps.sum(axis=1)
+        step_s = step_us * US
+        self._last_decode_us = float(step_us[-1])
+
+        # the iteration recurrence (overlap loop, model doc §1.2), solved in closed form over the run:
+        # after the first two iterations the GPU start of iteration j+1 is start_j + max(T_j, sched + proc)
+        sched, proc = self.sched_s, self.proc_s
+        c0 = self.env.now
+        start0 = max(c0 + sched, self.gpu_free)
+        if self.overlap:
+            if self.pending is not None:
+                c1 = self._process(self.pending, max(c0 + sched, self.pending.gpu_end_s))
+                self.pending = None
+                # finishes it emitted may free client slots: requests sent then reach us later
+                next_ready = self.client.next_ready_time()
+            else:
+                c1 = c0 + sched
+            starts = np.empty(k_eval)
+            starts[0] = start0
+            cpu_starts = np.empty(k_eval)  # when the CPU begins iteration j (and sees new requests)
+            cpu_starts[0] = c0
+            if k_eval > 1:
+                starts[1] = max(c1 + sched, start0 + step_s[0])
+                cpu_starts[1] = c1
+                if k_eval > 2:
+                    gaps = np.maximum(step_s[1:-1], sched + proc)
+                    starts[2:] = starts[1] + np.cumsum(gaps)
+                    cpu_starts[2:] = starts[1:-1] + proc
+            ends = starts + step_s
+            # iteration j-1's tokens are processed when iteration j has been launched
+            emits = starts[1:] + proc
+        else:
+            cpu_starts = c0 + np.concatenate(([0.0], np.cumsum(sched + step_s[:-1] + proc)))
+            starts = cpu_starts + sched
+            starts[0] = start0
+            ends = starts + step_s
+            emits = ends + proc
+        k_done = k_eval
+        if not math.isinf(next_ready) and k_eval > 1:
+            first_seeing = int(np.searchsorted(cpu_starts[1:], next_ready, side="left")) + 1
+            k_done = min(k_eval, first_seeing)
+        gpu_free = ends[k_done - 1]
+
+        # commit k_done iterations on every decoding rank
+        batch = self._new_batch()
+        for rank in ranks:
+            t0, finished = rank.advance_decode(k_done)
+            last_idx = t0 + k_done - 1
+            if self.overlap:
+                rank.timeline_emit[t0:last_idx] = emits[: k_done - 1]
+            else:
+                rank.timeline_emit[t0 : last_idx + 1] = emits[:k_done]
+            batch.timeline.append((rank.rank_id, last_idx))
+            batch.finished.extend((rank.rank_id, r) for r in finished)
+        self.gpu_free = float(gpu_free)
+        self.stats.iterations += k_done
+        self.stats.decode_iterations += k_done
+        self.stats.decode_runs += 1
+        self.stats.gpu_busy_s += float(step_s[:k_done].sum())
+        self.stats.time_by_source_us += steps[:k_done].sum(axis=0)
+        if graph:
+            self.stats.graph_iterations += k_done
+        else:
+            self.stats.eager_decode_iterations += k_done
+        batch.gpu_end_s = float(ends[k_done - 1])
+        if self.overlap:
+            self.pending = batch
+            cpu_next = float(cpu_starts[k_done]) if k_done < k_eval else float(starts[k_done - 1] + proc)
+            if k_done == k_eval and k_done == 1:
+                cpu_next = c1
+        else:
+            # the last iteration's tokens and finishes go through the common path
+            cpu_next = self._process(batch, batch.gpu_end_s)
+        self._observe()
+        return cpu_next
+
+    def _decode_costs(self, ranks: list[RankState], padded_bs: int, graph: bool, k: int) -> np.ndarray:
+        step = None
+        offsets = np.arange(k, dtype=np.float64)
+        for rank in ranks:
+            bs = len(rank.running)
+            kv_total = rank.kv_base_sum + bs * (rank.timeline_len + 1) + bs * offsets
+            kv_max = 0
+            cost = self.cost.decode_steps(bs, padded_bs, kv_total, kv_max, graph)
+            if step is None:
+                step = cost
+            else:
+                # lock-step DP ranks: each iteration lasts as long as the slowest rank
+                step = np.where((cost.sum(axis=1) > step.sum(axis=1))[:, None], cost, step)
+        return step
+
+    def _observe(self) -> None:
+        if self._kv_observer is not None:
+            self._kv_observer(self.ranks)
+
+    # ------------------------------------------------------------------ records
+    def _records(self) -> RequestRecords:
+        t = self.table
+        done_ids = [r for r in range(self.n) if not math.isnan(self.finish_s[r])]
+        batch_emit = np.asarray(self._batch_emit) + self.egress_s
+        timelines = [rank.timeline_emit[: rank.timeline_len] + self.egress_s for rank in self.ranks]
+        chunk_times: list[np.ndarray] = []
+        offsets = [0]
+        for r in done_ids:
+            parts = []
+            for ev in t.events[r]:
+                if ev[0] == "p":
+                    parts.append(batch_emit[ev[1] : ev[1] + 1])
+                else:
+                    _, rank_id, start, stop = ev
+                    parts.append(timelines[rank_id][start:stop])
+            times = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            chunk_times.append(times)
+            offsets.append(offsets[-1] + len(times))
+        flat = np.concatenate(chunk_times) if chunk_times else np.zeros(0)
+        ids = np.asarray(done_ids, dtype=np.int64)
+        offs = np.asarray(offsets, dtype=np.int64)
+        send = self.client.send_s[ids] if len(ids) else np.zeros(0)
+        first = flat[offs[:-1]] if len(ids) else np.zeros(0)
+        finish = self.finish_s[ids] if len(ids) else np.zeros(0)
+        duration = float(np.nanmax(self.finish_s)) if len(ids) else 0.0
+        records = RequestRecords(
+            request_id=ids,
+            send_s=send,
+            input_len=np.asarray([t.input_len[r] for r in done_ids], dtype=np.int64),
+            output_len=np.asarray([t.output_len[r] for r in done_ids], dtype=np.int64),
+            first_token_s=first,
+            finish_s=finish,
+            chunk_offsets=offs,
+            chunk_time_s=flat,
+            chunk_num_tokens=np.ones(len(flat), dtype=np.int64),
+            dp_rank=np.asarray([t.rank[r] for r in done_ids], dtype=np.int64),
+            retractions=np.asarray([t.retractions[r] for r in done_ids], dtype=np.int64),
+            cached_tokens=np.zeros(len(ids), dtype=np.int64),
+            duration_s=duration,
+            extra={"rejected": list(self.stats.rejected)},
+        )
+        return records

@@ -1,0 +1,356 @@
+"""One DP rank's scheduler state: waiting queue, running batch, KV pool, chunked request (model doc §1.3–1.8).
+
+Per-request state lives in flat Python lists shared by all ranks (`RequestTable`), indexed by request id: scalar
+access to lists is what the hot loop does most, and it is several times cheaper than numpy scalar access.
+
+Decode bookkeeping avoids per-token work: each rank has a *token timeline*, one entry per iteration in which its
+running requests each receive a token. A request that joins decoding at timeline index `join` with `kv` tokens in
+its cache has `kv + (t - join) + 1` KV tokens at index t and finishes at index `finish` known on joining, so a run of
+decode steps is a few integer updates, and per-token times are read off the timeline at the end.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simperf.scenario.resolved import CLIP_MAX_NEW_TOKENS, ResolvedServing
+
+RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def ceil_page(n: int, page: int) -> int:
+    return -(-n // page) * page
+
+
+def floor_page(n: int, page: int) -> int:
+    return n // page * page
+
+
+@dataclass
+class RequestTable:
+    """Per-request state, one slot per request id."""
+
+    input_len: list[int]
+    output_len: list[int]
+    ignore_eos: bool
+    out_done: list[int] = field(init=False)  # tokens generated so far
+    fill_len: list[int] = field(
+        init=False
+    )  # tokens the current prefill must cover (prompt + generated on retract)
+    prefilled: list[int] = field(init=False)  # of fill_len, tokens already in the KV cache
+    kv_alloc: list[int] = field(init=False)  # KV tokens held (page granular)
+    join_idx: list[int] = field(init=False)
+    kv_at_join: list[int] = field(init=False)
+    finish_idx: list[int] = field(init=False)
+    rank: list[int] = field(init=False)
+    retractions: list[int] = field(init=False)
+    # token events in time order: ("p", batch_key) for a token from an extend, ("s", rank, start, stop) for a
+    # stretch of decode timeline entries
+    events: list[list[tuple]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.input_len)
+        self.out_done = [0] * n
+        self.fill_len = list(self.input_len)
+        self.prefilled = [0] * n
+        self.kv_alloc = [0] * n
+        self.join_idx = [-1] * n
+        self.kv_at_join = [0] * n
+        self.finish_idx = [-1] * n
+        self.rank = [-1] * n
+        self.retractions = [0] * n
+        self.events = [[] for _ in range(n)]
+
+
+@dataclass
+class ExtendPlan:
+    """What one rank runs in an extend iteration."""
+
+    reqs: list[int]
+    extend_lens: list[int]
+    prefix_lens: list[int]
+    last_chunk: list[bool]
+    mixed_decode: bool = False  # running requests ride along as 1-token extends (--enable-mixed-chunk)
+
+
+class RankState:
+    def __init__(self, rank_id: int, serving: ResolvedServing, table: RequestTable) -> None:
+        self.rank_id = rank_id
+        self.s = serving
+        self.t = table
+        self.page = serving.page_size
+        self.capacity = serving.max_total_tokens
+        self.used = 0  # KV tokens allocated on this rank
+        self.waiting: deque[int] = deque()
+        self.running: list[int] = []
+        self._running_pos: dict[int, int] = {}
+        self._finish_heap: list[tuple[int, int]] = []  # (finish_idx, req), lazily pruned
+        self.chunked: int | None = None
+        self.kv_base_sum = 0  # Σ (kv_at_join - join_idx) over running
+        self.finish_sum = 0  # Σ finish_idx over running (for the clipped output reservation)
+        self._long: set[int] = set()  # running requests whose remaining output may exceed the 4096 clip
+        self.ratio_applies = not (table.ignore_eos and version_tuple(serving.sglang_version) >= (0, 5, 6))
+        self.timeline_len = 0
+        self.timeline_emit = np.zeros(1024)
+        self.new_token_ratio = serving.init_new_token_ratio
+        self.batch_is_full = False
+        self.retracted_total = 0
+        self.max_used = 0
+
+    # ---------------------------------------------------------------- running set
+    def _join(self, r: int) -> None:
+        t = self.t
+        t.join_idx[r] = self.timeline_len
+        t.kv_at_join[r] = t.fill_len[r]
+        remaining = t.output_len[r] - t.out_done[r]
+        t.finish_idx[r] = self.timeline_len + remaining - 1
+        self._running_pos[r] = len(self.running)
+        self.running.append(r)
+        heapq.heappush(self._finish_heap, (t.finish_idx[r], r))
+        self.kv_base_sum += t.kv_at_join[r] - t.join_idx[r]
+        self.finish_sum += t.finish_idx[r]
+        if remaining > CLIP_MAX_NEW_TOKENS:
+            self._long.add(r)
+
+    def _leave(self, r: int) -> None:
+        t = self.t
+        pos = self._running_pos.pop(r)
+        last = self.running.pop()
+        if last != r:
+            self.running[pos] = last
+            self._running_pos[last] = pos
+        self.kv_base_sum -= t.kv_at_join[r] - t.join_idx[r]
+        self.finish_sum -= t.finish_idx[r]
+        self._long.discard(r)
+        self.batch_is_full = False
+
+    def kv_len_now(self, r: int) -> int:
+        """KV tokens of running request r before the next decode step."""
+        t = self.t
+        return t.kv_at_join[r] + (self.timeline_len - t.join_idx[r])
+
+    def steps_to_first_finish(self) -> int:
+        heap = self._finish_heap
+        finish_idx = self.t.finish_idx
+        while heap and (heap[0][1] not in self._running_pos or finish_idx[heap[0][1]] != heap[0][0]):
+            heapq.heappop(heap)
+        return heap[0][0] - self.timeline_len + 1 if heap else 1 << 30
+
+    # ---------------------------------------------------------------- memory
+    @property
+    def free_tokens(self) -> int:
+        return self.capacity - self.used
+
+    def running_output_reservation(self) -> float:
+        """Σ over running of min(max_new - out, 4096)·ρ_r (model doc §1.4; ρ_r = 1 for ignore_eos in 0.5.23)."""
+        bs = len(self.running)
+        if not bs:
+            return 0.0
+        if not self._long:
+            # remaining output of r at timeline index t is finish_idx - t + 1
+            total = self.finish_sum - bs * self.timeline_len + bs
+        else:
+            t = self.t
+            now = self.timeline_len
+            total = sum(min(t.finish_idx[r] - now + 1, CLIP_MAX_NEW_TOKENS) for r in self.running)
+        return total * (self.new_token_ratio if self.ratio_applies else 1.0)
+
+    def decode_steps_that_fit(self) -> int:
+        """Decode steps the KV pool can take without a check failing (conservative for page_size > 1)."""
+        bs = len(self.running)
+        if bs == 0:
+            return 1 << 30
+        free = self.free_tokens
+        if self.page == 1:
+            return free // bs
+        return max(0, free // bs - self.page + 1)
+
+    def next_decode_fits(self) -> bool:
+        """check_decode_mem: a request needs a new page when its KV length is a multiple of the page size."""
+        if self.page == 1:
+            return len(self.running) <= self.free_tokens
+        need = sum(self.page for r in self.running if self.kv_len_now(r) % self.page == 0)
+        return need <= self.free_tokens
+
+    def _new_decode_alloc(self, k: int) -> int:
+        if self.page == 1:
+            return len(self.running) * k
+        kv = np.fromiter((self.kv_len_now(r) for r in self.running), dtype=np.int64, count=len(self.running))
+        p = self.page
+        return int(((kv + k + p - 1) // p * p - (kv + p - 1) // p * p).sum())
+
+    # ---------------------------------------------------------------- admission (PrefillAdder)
+    def form_extend(self, reject) -> ExtendPlan | None:
+        """One PrefillAdder pass (model doc §1.4). `reject(r, reason)` drops a request that can never run."""
+        if not self.waiting and self.chunked is None:
+            return None
+        t = self.t
+        page = self.page
+        chunk_cap = self.s.chunked_prefill_size if self.s.chunked_prefill_size > 0 else 1 << 60
+        running_bs = len(self.running)
+        mixed = self.s.enable_mixed_chunk and running_bs > 0
+        rem_chunk = chunk_cap - (running_bs if mixed else 0)
+        rem_input = self.s.max_prefill_tokens - (running_bs if mixed else 0)
+        rem_total = self.free_tokens - self.running_output_reservation()
+        plan = ExtendPlan([], [], [], [], mixed_decode=mixed)
+
+        if self.chunked is not None:
+            r = self.chunked
+            prefix = t.prefilled[r]
+            remaining = t.fill_len[r] - prefix
+            take = remaining if remaining <= rem_chunk else floor_page(prefix + rem_chunk, page) - prefix
+            take = max(take, min(remaining, page))  # the chunk always progresses
+            last = take >= remaining
+            plan.reqs.append(r)
+            plan.extend_lens.append(take)
+            plan.prefix_lens.append(prefix)
+            plan.last_chunk.append(last)
+            rem_chunk -= ceil_page(take, page)
+            rem_input -= ceil_page(take, page)
+            rem_total -= ceil_page(take, page) + (
+                min(t.output_len[r] - t.out_done[r], CLIP_MAX_NEW_TOKENS) if last else 0
+            )
+            if not last:
+                return plan
+
+        max_running = self.s.max_running_requests
+        while self.waiting:
+            if rem_input <= 0 or rem_chunk <= 0:
+                break
+            if running_bs + len(plan.reqs) - (1 if self.chunked is not None else 0) >= max_running:
+                self.batch_is_full = True
+                break
+            r = self.waiting[0]
+            ext = t.fill_len[r]
+            out_reserve = min(t.output_len[r] - t.out_done[r], CLIP_MAX_NEW_TOKENS)
+            if ext + out_reserve + page >= self.capacity:
+                self.waiting.popleft()
+                reject(
+                    r, f"needs {ext + out_reserve + page} KV tokens; the pool holds {self.capacity} per rank"
+                )
+                continue
+            if ext + out_reserve + page >= rem_total:
+                break  # NO_TOKEN: head-of-line blocking, no skipping
+            self.waiting.popleft()
+            t.rank[r] = self.rank_id
+            if ceil_page(ext, page) > rem_chunk:
+                take = floor_page(rem_chunk, page)
+                if take <= 0:
+                    self.waiting.appendleft(r)
+                    break
+                self.chunked = r
+                plan.reqs.append(r)
+                plan.extend_lens.append(take)
+                plan.prefix_lens.append(0)
+                plan.last_chunk.append(False)
+                break
+            plan.reqs.append(r)
+            plan.extend_lens.append(ext)
+            plan.prefix_lens.append(0)
+            plan.last_chunk.append(True)
+            rem_chunk -= ceil_page(ext, page)
+            rem_input -= ceil_page(ext, page)
+            rem_total -= ceil_page(ext, page) + page + out_reserve
+        return plan if plan.reqs else None
+
+    def commit_extend(self, plan: ExtendPlan, batch_key: int) -> tuple[list[int], list[int]]:
+        """Allocate KV for the plan and move finished prefills into the running batch.
+
+        Returns (requests that get a token from this batch, requests that finish with it).
+        """
+        t = self.t
+        page = self.page
+        token_reqs: list[int] = []
+        finished: list[int] = []
+        for r, ext, prefix, last in zip(
+            plan.reqs, plan.extend_lens, plan.prefix_lens, plan.last_chunk, strict=True
+        ):
+            new_alloc = ceil_page(prefix + ext, page)
+            self.used += new_alloc - t.kv_alloc[r]
+            t.kv_alloc[r] = new_alloc
+            t.prefilled[r] = prefix + ext
+            if not last:
+                continue
+            if self.chunked == r:
+                self.chunked = None
+            t.out_done[r] += 1
+            t.events[r].append(("p", batch_key))
+            token_reqs.append(r)
+            if t.out_done[r] >= t.output_len[r]:
+                finished.append(r)
+            else:
+                self._join(r)
+        self.max_used = max(self.max_used, self.used)
+        return token_reqs, finished
+
+    # ---------------------------------------------------------------- decode
+    def advance_decode(self, k: int) -> tuple[int, list[int]]:
+        """Commit k decode steps of the running batch. Returns (first timeline index, requests finishing)."""
+        t = self.t
+        t0 = self.timeline_len
+        self.used += self._new_decode_alloc(k)
+        self.max_used = max(self.max_used, self.used)
+        end = t0 + k
+        self.timeline_len = end
+        while len(self.timeline_emit) < end:
+            self.timeline_emit = np.concatenate([self.timeline_emit, np.zeros(len(self.timeline_emit))])
+        finished: list[int] = []
+        heap = self._finish_heap
+        while heap and heap[0][0] < end:
+            fin, r = heapq.heappop(heap)
+            if r in self._running_pos and t.finish_idx[r] == fin:
+                finished.append(r)
+        for r in finished:
+            # decode growth was charged to `used` in bulk; settle this request's share before it is freed
+            t.kv_alloc[r] = ceil_page(t.kv_at_join[r] + (end - t.join_idx[r]), self.page)
+            t.out_done[r] = t.output_len[r]
+            t.events[r].append(("s", self.rank_id, t.join_idx[r], end))
+            self._leave(r)
+        self.new_token_ratio = max(
+            self.s.min_new_token_ratio, self.new_token_ratio - k * self.s.new_token_ratio_decay
+        )
+        return t0, finished
+
+    def free(self, r: int) -> None:
+        self.used -= self.t.kv_alloc[r]
+        self.t.kv_alloc[r] = 0
+
+    def retract_for_next_decode(self) -> list[int]:
+        """retract_decode (model doc §1.7): fewest generated tokens, longest prompt first, until the step fits."""
+        t = self.t
+        order = sorted(
+            self.running, key=lambda r: (t.out_done[r] + self.timeline_len - t.join_idx[r], -t.input_len[r])
+        )
+        retracted: list[int] = []
+        while not self.next_decode_fits() and len(self.running) > 1:
+            r = order.pop(0)
+            done_now = t.out_done[r] + (self.timeline_len - t.join_idx[r])
+            t.events[r].append(("s", self.rank_id, t.join_idx[r], self.timeline_len))
+            self._leave(r)
+            t.out_done[r] = done_now
+            t.fill_len[r] = t.input_len[r] + done_now
+            t.prefilled[r] = 0
+            t.retractions[r] += 1
+            t.kv_alloc[r] = ceil_page(self.kv_len_now(r), self.page)
+            self.free(r)
+            self.waiting.append(r)
+            retracted.append(r)
+        self.retracted_total += len(retracted)
+        if retracted:
+            decoded = sum(t.out_done[r] + self.timeline_len - t.join_idx[r] for r in self.running)
+            max_new = sum(t.output_len[r] for r in self.running) or 1
+            n = len(self.running)
+            self.new_token_ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * n) / max_new)
+        return retracted
+
+    def on_idle(self) -> None:
+        self.new_token_ratio = self.s.init_new_token_ratio

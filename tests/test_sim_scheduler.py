@@ -1,0 +1,209 @@
+"""The SGLang scheduler model, checked with a cost model simple enough to compute by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from simfakes import LinearCost, make_serving
+
+from simperf.scenario.models import Overheads
+from simperf.sim.engine import Simulator
+
+NO_OVERHEAD = Overheads(
+    scheduler_us_per_iteration=0,
+    process_us_per_iteration=0,
+    cuda_graph_replay_us=0,
+    eager_launch_us_per_kernel=0,
+    ingress_us=0,
+    egress_us=0,
+)
+
+
+def simulate(inputs, outputs, arrivals=None, serving=None, cost=None, overheads=NO_OVERHEAD, **kw):
+    inputs = np.asarray(inputs)
+    outputs = np.asarray(outputs)
+    arrivals = np.zeros(len(inputs)) if arrivals is None else np.asarray(arrivals, dtype=float)
+    sim = Simulator(serving or make_serving(), cost or LinearCost(), overheads, **kw.pop("sim_kw", {}))
+    records, stats = sim.run(inputs, outputs, arrivals, **kw)
+    return sim, records, stats
+
+
+def token_times(records, i):
+    return records.chunk_time_s[records.chunk_offsets[i] : records.chunk_offsets[i + 1]]
+
+
+def test_chunked_prefill_splits_long_prompt_at_page_boundary():
+    cost = LinearCost()
+    serving = make_serving(page_size=16, chunked_prefill_size=100)
+    simulate([250], [2], serving=serving, cost=cost)
+    # floor_P(100) = 96 per chunk, the last chunk takes the rest
+    assert [c[0] for c in cost.extend_calls] == [[96], [96], [58]]
+    assert [c[1] for c in cost.extend_calls] == [[0], [96], [192]]
+
+
+def test_first_token_comes_after_last_prefill_chunk():
+    cost = LinearCost(base_us=1000, per_token_us=0)
+    serving = make_serving(chunked_prefill_size=100, overlap_schedule=False)
+    _, rec, _ = simulate([250], [3], serving=serving, cost=cost)
+    # three 1 ms chunk iterations, then the first token; two 1 ms decode steps follow
+    assert token_times(rec, 0) == pytest.approx([0.003, 0.004, 0.005])
+
+
+def test_prefill_preempts_decode_so_running_requests_see_an_itl_gap():
+    cost = LinearCost(base_us=1000, per_token_us=10)
+    serving = make_serving(overlap_schedule=False)
+    # request 1 arrives while request 0 decodes: its 1000-token prefill (11 ms) runs instead of a decode step, so
+    # request 0 waits for the prefill plus the next decode step, now of two rows (1.02 ms)
+    _, rec, _ = simulate([10, 1000], [50, 5], arrivals=[0.0, 0.0205], serving=serving, cost=cost)
+    gaps = np.diff(token_times(rec, 0))
+    assert gaps.max() == pytest.approx(0.011 + 0.00102, rel=1e-6)
+    assert np.median(gaps) == pytest.approx(0.00101, rel=1e-6)
+
+
+def test_admission_stops_at_max_running_requests():
+    seen_bs = []
+
+    class Spy(LinearCost):
+        def decode_steps(self, bs, padded_bs, kv_total, kv_max, graph):
+            seen_bs.append(bs)
+            return super().decode_steps(bs, padded_bs, kv_total, kv_max, graph)
+
+    _, rec, _ = simulate([10] * 20, [30] * 20, serving=make_serving(max_running_requests=4), cost=Spy())
+    assert max(seen_bs) == 4
+    assert len(rec) == 20
+
+
+def test_decode_pads_to_cuda_graph_bucket_and_runs_eager_past_max_bs():
+    seen = []
+
+    class Spy(LinearCost):
+        def decode_steps(self, bs, padded_bs, kv_total, kv_max, graph):
+            seen.append((bs, padded_bs, graph))
+            return super().decode_steps(bs, padded_bs, kv_total, kv_max, graph)
+
+    serving = make_serving(cuda_graph_bs=(1, 2, 4, 8), cuda_graph_max_bs=8)
+    simulate([10] * 5, [4] * 5, serving=serving, cost=Spy())
+    assert (5, 8, True) in seen
+    simulate([10] * 9, [4] * 9, serving=serving, cost=Spy())
+    assert (9, 9, False) in seen
+
+
+def test_retraction_frees_kv_and_every_request_still_gets_all_its_tokens():
+    # without ignore_eos SGLang reserves only new_token_ratio x the remaining output, so it over-admits and must
+    # retract when decoding fills the pool
+    serving = make_serving(max_total_tokens=400, max_running_requests=64, init_new_token_ratio=0.1)
+    peak = []
+    sim, rec, stats = simulate(
+        [40] * 8,
+        [100] * 8,
+        serving=serving,
+        ignore_eos=False,
+        sim_kw={"kv_observer": lambda ranks: peak.append(ranks[0].used)},
+    )
+    assert stats.retractions > 0
+    assert len(rec) == 8
+    assert np.array_equal(np.diff(rec.chunk_offsets), rec.output_len)
+    assert max(peak) <= 400
+    assert rec.retractions.sum() == stats.retractions
+
+
+def test_request_larger_than_kv_pool_or_context_is_rejected_with_reason():
+    serving = make_serving(max_total_tokens=500)
+    _, rec, stats = simulate([100, 300, 900], [10, 400, 10], serving=serving)
+    assert list(rec.request_id) == [0]
+    reasons = dict(stats.rejected)
+    assert "KV" in reasons[1]
+    assert "max_req_input_len" in reasons[2]
+
+
+def test_overlap_hides_cpu_scheduling_behind_gpu_time():
+    cost = LinearCost(base_us=1000, per_token_us=0)
+    overheads = NO_OVERHEAD.model_copy(
+        update={"scheduler_us_per_iteration": 300, "process_us_per_iteration": 200}
+    )
+    _, normal, _ = simulate(
+        [10], [200], serving=make_serving(overlap_schedule=False), cost=cost, overheads=overheads
+    )
+    _, overlap, _ = simulate(
+        [10], [200], serving=make_serving(overlap_schedule=True), cost=cost, overheads=overheads
+    )
+    # normal loop: period = sched + GPU + process; overlap: period = max(GPU, sched + process)
+    assert np.median(np.diff(token_times(normal, 0))) == pytest.approx(0.0015)
+    assert np.median(np.diff(token_times(overlap, 0))) == pytest.approx(0.0010)
+
+
+def test_max_concurrency_delays_sends_until_a_request_finishes():
+    _, rec, _ = simulate([10] * 6, [20] * 6, max_concurrency=2)
+    order = np.argsort(rec.send_s)
+    sends = rec.send_s[order]
+    finishes = rec.finish_s[order]
+    for i in range(2, 6):
+        # request i is sent no earlier than the (i-2)-th finish
+        assert sends[i] >= np.sort(finishes)[i - 2] - 1e-12
+    # at most two requests in flight at any send time
+    for t in sends:
+        assert ((rec.send_s <= t) & (rec.finish_s > t)).sum() <= 2
+
+
+def test_same_inputs_give_identical_records():
+    rng = np.random.default_rng(3)
+    inputs, outputs = rng.integers(10, 500, 50), rng.integers(1, 80, 50)
+    arrivals = np.cumsum(rng.exponential(0.01, 50))
+    arrivals[0] = 0
+    _, a, _ = simulate(inputs, outputs, arrivals)
+    _, b, _ = simulate(inputs, outputs, arrivals)
+    assert np.array_equal(a.chunk_time_s, b.chunk_time_s) and np.array_equal(a.send_s, b.send_s)
+
+
+workloads = st.integers(min_value=1, max_value=25).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(1, 300), min_size=n, max_size=n),
+        st.lists(st.integers(1, 60), min_size=n, max_size=n),
+        st.lists(st.floats(0, 0.05), min_size=n, max_size=n),
+        st.sampled_from([1, 4, 16]),
+        st.integers(300, 3000),
+        st.booleans(),
+        st.sampled_from([None, 2, 5]),
+    )
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads)
+def test_scheduler_invariants_hold_on_random_workloads(case):
+    inputs, outputs, gaps, page, pool, overlap, concurrency = case
+    arrivals = np.cumsum(gaps) - gaps[0]
+    serving = make_serving(
+        page_size=page,
+        max_total_tokens=pool,
+        chunked_prefill_size=128,
+        overlap_schedule=overlap,
+        max_running_requests=8,
+    )
+    used_ok = []
+    sim, rec, stats = simulate(
+        inputs,
+        outputs,
+        arrivals,
+        serving=serving,
+        overheads=Overheads(),
+        max_concurrency=concurrency,
+        sim_kw={"kv_observer": lambda ranks: used_ok.append(all(0 <= r.used <= r.capacity for r in ranks))},
+    )
+    # KV in use never exceeds capacity
+    assert all(used_ok)
+    # every request finishes or is rejected with a reason
+    assert len(rec) + len(stats.rejected) == len(inputs)
+    # tokens out == tokens asked
+    assert np.array_equal(np.diff(rec.chunk_offsets), rec.output_len)
+    assert np.array_equal(rec.output_len, np.asarray(outputs)[rec.request_id])
+    for i in range(len(rec)):
+        times = token_times(rec, i)
+        # the first token (end of prefill) comes after the request was sent; token times never go backwards
+        assert times[0] > rec.send_s[i]
+        assert np.all(np.diff(times) > 0)
+        assert times[-1] == pytest.approx(rec.finish_s[i])
+    # all KV is returned at the end
+    assert all(r.used == 0 for r in sim.ranks)
