@@ -13,6 +13,7 @@ from simperf.costmodel.step import SGLangStepCost
 from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
 from simperf.perfdb.db import PerfDB, shipped_calibration_dir
+from simperf.report.arguments import bench_arguments
 from simperf.report.metrics import summarize
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolve import resolve
@@ -114,7 +115,9 @@ def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Predicti
         ignore_eos=scenario.workload.ignore_eos,
     )
     wall = time.perf_counter() - started
-    result = summarize(records)
+    # bench_serving's clock also waits out the sender's last sleep after the final request
+    records.duration_s = max(records.duration_s, requests.sender_done_s)
+    result = {**bench_arguments(scenario.workload), **summarize(records)}
     shares = stats.source_shares()
     notes = {
         "Step time from measured tables": f"{100 * (shares['measured'] + shares['interpolated']):.1f}%",
@@ -124,6 +127,8 @@ def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Predicti
         "Rejected requests": str(len(stats.rejected)),
         "Retractions": str(stats.retractions),
     }
+    if requests.num_capped:
+        notes["Requests capped to the context length"] = str(requests.num_capped)
     if shares["third_party"] > 0:
         notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
     return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes)

@@ -1,0 +1,36 @@
+"""Client send times as sglang.bench_serving's request generator (`get_request`) produces them.
+
+The generator yields request 0 at once, and after yielding each request sleeps `np.random.exponential(1/rate)`
+before the next one. It also sleeps after the last request, and the benchmark only gathers the request tasks once
+the generator is exhausted, so the measured duration is at least the sum of all n gaps: `sender_done_s`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    send_s: np.ndarray  # float64, non-decreasing, send_s[0] == 0
+    sender_done_s: float  # when the generator finishes: after the trailing gap that follows the last request
+
+
+def poisson_arrivals(rng: np.random.RandomState, num: int, rate: float) -> Arrivals:
+    """n send times with Exp(1/rate) gaps, drawing from `rng` exactly as bench_serving's loop does.
+
+    One vectorised `exponential(scale, size=n)` call consumes the legacy RandomState stream exactly as n scalar
+    calls do, so the gaps equal bench_serving's for the same generator state.
+    """
+    if num < 0:
+        raise ValueError(f"num must be >= 0, got {num}")
+    if rate <= 0 or np.isnan(rate):
+        raise ValueError(f"rate must be positive or inf, got {rate}")
+    if np.isinf(rate) or num == 0:
+        return Arrivals(np.zeros(num, dtype=np.float64), 0.0)
+    gaps = rng.exponential(1.0 / rate, size=num)
+    ends = np.cumsum(gaps)
+    send = np.concatenate(([0.0], ends[:-1]))
+    return Arrivals(send, float(ends[-1]))

@@ -1,0 +1,293 @@
+"""Read a request trace: simperf's own schema, Mooncake JSONL or the Azure LLM inference CSV.
+
+The format is recognised from the column names, not the file name, so a renamed file still reads:
+
+| format   | time column           | prompt tokens   | output tokens     | prefix blocks        |
+|----------|-----------------------|-----------------|-------------------|----------------------|
+| simperf  | arrival_s (seconds)   | input_len       | output_len        | hash_ids (optional)  |
+| mooncake | timestamp (ms)        | input_length    | output_length     | hash_ids (optional)  |
+| azure    | TIMESTAMP (date-time) | ContextTokens   | GeneratedTokens   | -                    |
+
+simperf traces come as JSONL, CSV or Parquet; Mooncake as JSONL (or Parquet with its columns); Azure as CSV.
+A bad row raises TraceError naming the file and its line (row for Parquet). Rows are replayed in time order,
+as bench_serving's trace replay sorts them, with times shifted so the first request is at 0 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# Mooncake's hash_ids name 512-token prompt blocks; simperf's own traces use the same convention.
+HASH_BLOCK_TOKENS = 512
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read; the message names the file and the line or row."""
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    name: str
+    time_key: str
+    input_key: str
+    output_key: str
+    hashes_key: str | None
+    seconds_per_unit: float | None  # None: the time column holds date-time strings
+
+
+FORMATS = (
+    TraceFormat("simperf", "arrival_s", "input_len", "output_len", "hash_ids", 1.0),
+    TraceFormat("mooncake", "timestamp", "input_length", "output_length", "hash_ids", 1e-3),
+    TraceFormat("azure", "TIMESTAMP", "ContextTokens", "GeneratedTokens", None, None),
+)
+
+
+@dataclass(frozen=True)
+class Trace:
+    arrival_s: np.ndarray  # float64, non-decreasing, first is 0
+    input_len: np.ndarray  # int64 >= 1
+    output_len: np.ndarray  # int64 >= 1
+    block_hashes: list[np.ndarray] | None  # int64 block ids per request, when the trace has them
+    format: str
+
+    def __len__(self) -> int:
+        return int(self.input_len.shape[0])
+
+
+def detect_format(columns: set[str] | list[str], where: str) -> TraceFormat:
+    present = set(columns)
+    for fmt in FORMATS:
+        if {fmt.time_key, fmt.input_key, fmt.output_key} <= present:
+            return fmt
+    known = "; ".join(f"{f.name}: {f.time_key}, {f.input_key}, {f.output_key}" for f in FORMATS)
+    raise TraceError(f"{where}: unrecognised trace columns {sorted(present)}; expected one of ({known})")
+
+
+def read_trace(path: Path | str, limit: int | None = None) -> Trace:
+    """Read the first `limit` requests (all when None) of a trace file, in time order."""
+    path = Path(path)
+    if not path.is_file():
+        raise TraceError(f"{path}: no such trace file")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return _read_parquet(path, limit)
+    if suffix == ".csv":
+        return _collect(_csv_rows(path, limit), path)
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return _collect(_jsonl_rows(path, limit), path)
+    with path.open() as f:
+        head = f.read(4096).lstrip()
+    looks_json = head.startswith(("{", "["))
+    return _collect((_jsonl_rows if looks_json else _csv_rows)(path, limit), path)
+
+
+# ---------------------------------------------------------------------------------------------------- row readers
+
+
+def _jsonl_rows(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, Any], TraceFormat]]:
+    fmt: TraceFormat | None = None
+    taken = 0
+    with path.open() as f:
+        for line_no, line in enumerate(f, start=1):
+            if limit is not None and taken >= limit:
+                return
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise TraceError(f"{path}:{line_no}: invalid JSON ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise TraceError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}")
+            if fmt is None:
+                fmt = detect_format(list(row), f"{path}:{line_no}")
+            taken += 1
+            yield line_no, row, fmt
+
+
+def _csv_rows(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, Any], TraceFormat]]:
+    with path.open(newline="", encoding="utf-8-sig") as f:  # -sig: spreadsheet exports start with a BOM
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            return
+        header = [h.strip() for h in header]
+        fmt = detect_format(header, f"{path}:1")
+        taken = 0
+        for fields in reader:
+            line_no = reader.line_num
+            if limit is not None and taken >= limit:
+                return
+            if not fields or all(not x.strip() for x in fields):
+                continue
+            if len(fields) != len(header):
+                raise TraceError(f"{path}:{line_no}: expected {len(header)} fields, got {len(fields)}")
+            taken += 1
+            yield line_no, dict(zip(header, fields, strict=True)), fmt
+
+
+# ------------------------------------------------------------------------------------------------ value checking
+
+
+def _length(value: Any, key: str, where: str) -> int:
+    if isinstance(value, bool):
+        raise TraceError(f"{where}: {key} must be an integer token count, got {value!r}")
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise TraceError(f"{where}: {key} must be an integer token count, got {value!r}") from None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise TraceError(f"{where}: {key} must be an integer token count, got {value!r}")
+    if value < 1:
+        raise TraceError(f"{where}: {key} must be >= 1, got {value}")
+    return value
+
+
+def _number(value: Any, key: str, where: str) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise TraceError(f"{where}: {key} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise TraceError(f"{where}: {key} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _hashes(value: Any, key: str, where: str) -> np.ndarray:
+    if not isinstance(value, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
+        raise TraceError(f"{where}: {key} must be a list of integer block ids")
+    return np.asarray(value, dtype=np.int64)
+
+
+def _collect(rows: Iterator[tuple[int, dict[str, Any], TraceFormat]], path: Path) -> Trace:
+    times: list[Any] = []
+    lines: list[int] = []
+    inputs: list[int] = []
+    outputs: list[int] = []
+    hashes: list[np.ndarray | None] = []
+    fmt: TraceFormat | None = None
+    for line_no, row, row_fmt in rows:
+        fmt = row_fmt
+        where = f"{path}:{line_no}"
+        for key in (fmt.time_key, fmt.input_key, fmt.output_key):
+            if key not in row or row[key] is None:
+                raise TraceError(f"{where}: missing {key}")
+        if fmt.seconds_per_unit is None:
+            times.append(str(row[fmt.time_key]).strip())
+        else:
+            times.append(_number(row[fmt.time_key], fmt.time_key, where) * fmt.seconds_per_unit)
+        inputs.append(_length(row[fmt.input_key], fmt.input_key, where))
+        outputs.append(_length(row[fmt.output_key], fmt.output_key, where))
+        has_hashes = fmt.hashes_key is not None and row.get(fmt.hashes_key) is not None
+        hashes.append(_hashes(row[fmt.hashes_key], fmt.hashes_key, where) if has_hashes else None)
+        lines.append(line_no)
+    if fmt is None:
+        raise TraceError(f"{path}: trace has no requests")
+    missing = [i for i, h in enumerate(hashes) if h is None]
+    if missing and len(missing) < len(hashes):
+        raise TraceError(f"{path}:{lines[missing[0]]}: {fmt.hashes_key} missing while other rows have it")
+    if fmt.seconds_per_unit is None:
+        seconds = _parse_datetimes(times, lines, path, fmt.time_key)
+    else:
+        seconds = np.asarray(times, dtype=np.float64)
+    block_hashes = None if missing else [h for h in hashes if h is not None]
+    return _in_time_order(seconds, np.asarray(inputs), np.asarray(outputs), block_hashes, fmt.name)
+
+
+def _parse_datetimes(texts: list[str], lines: list[int], path: Path, key: str) -> np.ndarray:
+    """Date-time strings -> seconds since the first, at ns resolution (Azure has 7 fractional digits)."""
+    try:
+        stamps = np.array(texts, dtype="datetime64[ns]")
+    except ValueError:
+        for text, line_no in zip(texts, lines, strict=True):
+            try:
+                np.datetime64(text, "ns")
+            except ValueError:
+                raise TraceError(f"{path}:{line_no}: {key} is not a date-time: {text!r}") from None
+        raise
+    if np.isnat(stamps).any():
+        bad = int(np.flatnonzero(np.isnat(stamps))[0])
+        raise TraceError(f"{path}:{lines[bad]}: {key} is not a date-time: {texts[bad]!r}")
+    ns = (stamps - stamps.min()).astype(np.int64)
+    return ns.astype(np.float64) * 1e-9
+
+
+def _in_time_order(
+    seconds: np.ndarray,
+    input_len: np.ndarray,
+    output_len: np.ndarray,
+    hashes: list[np.ndarray] | None,
+    fmt_name: str,
+) -> Trace:
+    order = np.argsort(seconds, kind="stable")
+    seconds = seconds[order]
+    arrival = seconds - seconds[0] if seconds.size else seconds
+    return Trace(
+        arrival_s=arrival.astype(np.float64),
+        input_len=input_len[order].astype(np.int64),
+        output_len=output_len[order].astype(np.int64),
+        block_hashes=None if hashes is None else [hashes[i] for i in order],
+        format=fmt_name,
+    )
+
+
+# ------------------------------------------------------------------------------------------------------- parquet
+
+
+def _read_parquet(path: Path, limit: int | None) -> Trace:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    if limit is not None:
+        table = table.slice(0, limit)
+    fmt = detect_format(table.column_names, str(path))
+    if fmt.seconds_per_unit is None:
+        raise TraceError(f"{path}: the {fmt.name} format is read from CSV only")
+    if table.num_rows == 0:
+        raise TraceError(f"{path}: trace has no requests")
+
+    def numeric(key: str) -> np.ndarray:
+        column = table.column(key)
+        if column.null_count:
+            bad = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+            raise TraceError(f"{path}: row {bad}: missing {key}")
+        values = column.to_numpy()
+        if not np.issubdtype(values.dtype, np.number):
+            raise TraceError(f"{path}: column {key} must be numeric, found {column.type}")
+        return values
+
+    seconds = numeric(fmt.time_key).astype(np.float64) * fmt.seconds_per_unit
+    if not np.isfinite(seconds).all():
+        bad = int(np.flatnonzero(~np.isfinite(seconds))[0])
+        raise TraceError(f"{path}: row {bad}: {fmt.time_key} must be a finite number")
+    lengths = []
+    for key in (fmt.input_key, fmt.output_key):
+        values = numeric(key)
+        bad_rows = np.flatnonzero((values < 1) | (values != np.floor(values)))
+        if bad_rows.size:
+            raise TraceError(
+                f"{path}: row {int(bad_rows[0])}: {key} must be an integer >= 1, got {values[bad_rows[0]]}"
+            )
+        lengths.append(values.astype(np.int64))
+    hashes = None
+    if fmt.hashes_key is not None and fmt.hashes_key in table.column_names:
+        column = table.column(fmt.hashes_key).combine_chunks()
+        if column.null_count:
+            bad = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+            raise TraceError(f"{path}: row {bad}: missing {fmt.hashes_key}")
+        offsets = column.offsets.to_numpy()
+        flat = column.values.to_numpy(zero_copy_only=False).astype(np.int64)
+        hashes = [flat[offsets[i] : offsets[i + 1]] for i in range(len(column))]
+    return _in_time_order(seconds, lengths[0], lengths[1], hashes, fmt.name)
