@@ -1,0 +1,304 @@
+"""SGLangStepCost: the time of one SGLang forward step on one rank, from the calibration tables.
+
+Step time = sum over the step's ops (models.ops) of count x the perf database's timing of that op, plus one named
+overhead (CUDA-graph replay, or per-kernel launch gaps when eager), shared model doc §8. Every op's time keeps the
+source label the database gave it, so a step comes back split by schema.SOURCES.
+
+Cost of a call matters (the simulator asks ~100k times): the row-dependent part of a decode step is cached per
+padded batch, the attention part is one curve evaluation per attention op, vectorised over the k steps; extend
+steps are cached per batch composition (LRU) and their row part per token count.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simperf.costmodel.overhead import OVERHEAD_SOURCE, step_overhead
+from simperf.hardware.catalog import get_gpu
+from simperf.models.arch import ModelArch
+from simperf.models.kernels import Key
+from simperf.models.ops import (
+    OpCall,
+    StepSettings,
+    attention_ops,
+    decode_attention_ops,
+    decode_row_ops,
+    kernels_per_step,
+    plan_extend,
+    row_ops,
+    uncosted_kernels_per_step,
+)
+from simperf.perfdb.db import OpCurve, PerfDB
+from simperf.perfdb.schema import SOURCE_INDEX, SOURCES
+from simperf.scenario.models import Overheads
+from simperf.scenario.resolved import ResolvedServing
+
+NUM_SOURCES = len(SOURCES)
+_OVERHEAD_COLUMN = SOURCE_INDEX[OVERHEAD_SOURCE]
+
+
+@dataclass(frozen=True)
+class BreakdownRow:
+    """One op of a step, for `simperf predict --breakdown`."""
+
+    name: str  # e.g. "q_b_proj"
+    op: str  # schema op, or "overhead"
+    key: dict[str, Any]  # the table key used
+    axes: dict[str, float]
+    count: int  # calls per step
+    us_per_call: float
+    total_us: float
+    source: str  # one of schema.SOURCES
+    detail: str  # how the database obtained the number
+
+
+class _LRU:
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        value = self._items.get(key)
+        if value is None:
+            value = make()
+            self._items[key] = value
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+        else:
+            self._items.move_to_end(key)
+        return value
+
+
+@dataclass(frozen=True)
+class _DecodeAttention:
+    """A decode attention op with its curve resolved; evaluated per call with that call's kv_len."""
+
+    curve: OpCurve
+    count: int
+    fixed_axes: dict[str, float]  # every axis but kv_len
+
+
+class SGLangStepCost:
+    """StepCostModel (costmodel.api) of SGLang on one rank.
+
+    sm_major: compute capability major of the GPU (head padding of DSA kernels, §2.1); default from the catalogue.
+    prefill_graph_max_tokens: extends up to this many tokens replay a prefill CUDA graph (absorbed MLA, graph
+    replay overhead); 0 = never, until ResolvedServing carries SGLang 0.5.23's breakable-graph setting.
+    """
+
+    def __init__(
+        self,
+        arch: ModelArch,
+        serving: ResolvedServing,
+        db: PerfDB,
+        overheads: Overheads,
+        *,
+        sm_major: int | None = None,
+        prefill_graph_max_tokens: int = 0,
+        extend_cache_size: int = 4096,
+    ) -> None:
+        if sm_major is None:
+            sm_major = int(float(get_gpu(serving.gpu).sm))
+        self.arch = arch
+        self.serving = serving
+        self.db = db
+        self.overheads = overheads
+        self.settings = StepSettings.from_serving(serving, sm_major, prefill_graph_max_tokens)
+        self._chosen: dict[tuple[str, tuple[Key, ...]], tuple[Key, OpCurve]] = {}
+        self._decode_rows: dict[int, tuple[np.ndarray, int]] = {}
+        self._decode: dict[tuple[int, int, bool], tuple[np.ndarray, list[_DecodeAttention]]] = {}
+        self._extend_rows = _LRU(256)
+        self._extend = _LRU(extend_cache_size)
+
+    # ---- the StepCostModel protocol ----------------------------------------------------------------------------
+    def extend_step(
+        self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
+    ) -> np.ndarray:
+        self._refuse_speculative()
+        ext = np.ascontiguousarray(extend_lens, dtype=np.int64)
+        pre = np.ascontiguousarray(prefix_lens, dtype=np.int64)
+        dec = None if decode_kv_lens is None else np.ascontiguousarray(decode_kv_lens, dtype=np.int64)
+        cache_key = (ext.tobytes(), pre.tobytes(), None if dec is None or dec.size == 0 else dec.tobytes())
+        value = self._extend.get_or_make(cache_key, lambda: self._extend_cost(ext, pre, dec))
+        return value.copy()
+
+    def decode_steps(
+        self, bs: int, padded_bs: int, kv_total: np.ndarray, kv_max: int, graph: bool
+    ) -> np.ndarray:
+        self._refuse_speculative()
+        if bs < 1 or padded_bs < bs:
+            raise ValueError(f"need 1 <= bs <= padded_bs, got bs={bs}, padded_bs={padded_bs}")
+        base, attention = self._decode_entry(bs, padded_bs, graph)
+        kv_total = np.asarray(kv_total, dtype=np.float64)
+        if kv_total.size == 1:  # the common case: one step, scalar curve path
+            out = base.reshape(1, -1).copy()
+            kv = float(kv_total.reshape(-1)[0]) / bs
+            for a in attention:
+                us, src = a.curve(**a.fixed_axes, kv_len=kv)
+                out[0, int(src)] += float(us) * a.count
+            return out
+        kv_mean = kv_total.reshape(-1) / bs
+        out = np.tile(base, (kv_mean.size, 1))
+        steps = np.arange(kv_mean.size)
+        for a in attention:
+            us, src = a.curve(**a.fixed_axes, kv_len=kv_mean)
+            # (step, source) pairs are distinct within one op, so fancy-index addition is exact
+            out[steps, src] += us * a.count
+        return out
+
+    # ---- breakdowns ---------------------------------------------------------------------------------------------
+    def breakdown_extend(
+        self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
+    ) -> list[BreakdownRow]:
+        self._refuse_speculative()
+        ops = self.extend_ops(extend_lens, prefix_lens, decode_kv_lens)
+        rows = [self._breakdown_row(op) for op in ops]
+        graph = self._extend_graph(int(sum(int(x) for x in extend_lens)) + _size(decode_kv_lens))
+        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch))]
+
+    def breakdown_decode(
+        self, bs: int, padded_bs: int, kv_total: int, kv_max: int, graph: bool
+    ) -> list[BreakdownRow]:
+        self._refuse_speculative()
+        ops = self.decode_ops(bs, padded_bs, float(kv_total) / bs)
+        rows = [self._breakdown_row(op) for op in ops]
+        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch))]
+
+    # ---- op lists (public for reports and tests) ---------------------------------------------------------------
+    def extend_ops(
+        self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
+    ) -> list[OpCall]:
+        plan = plan_extend(self.arch, self.settings, extend_lens, prefix_lens, decode_kv_lens)
+        rows = row_ops(self.arch, self.settings, plan.num_tokens, plan.num_logit_rows, plan.method, self._has)
+        return rows + attention_ops(
+            self.arch, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
+        )
+
+    def decode_ops(self, bs: int, padded_bs: int, kv_len: float) -> list[OpCall]:
+        return decode_row_ops(self.arch, self.settings, padded_bs, self._has) + decode_attention_ops(
+            self.arch, self.settings, bs, kv_len
+        )
+
+    # ---- internals ------------------------------------------------------------------------------------------------
+    def _refuse_speculative(self) -> None:
+        if self.serving.speculative is not None:
+            raise NotImplementedError(
+                "speculative decoding (draft, verify and draft-extend steps) is not in the step cost model yet"
+            )
+
+    def _has(self, op: str, key: dict[str, Any]) -> bool:
+        return self.db.has(op, key)
+
+    def _resolve(self, op: OpCall) -> tuple[Key, OpCurve]:
+        """The first candidate key a measured table covers, else the preferred one (roofline-labelled)."""
+        ck = (op.op, op.candidates)
+        hit = self._chosen.get(ck)
+        if hit is None:
+            key = next((k for k in op.candidates if self.db.has(op.op, dict(k))), op.candidates[0])
+            hit = (key, self.db.curve(op.op, dict(key)))
+            self._chosen[ck] = hit
+        return hit
+
+    def _sum_ops(self, ops: Sequence[OpCall]) -> np.ndarray:
+        """Time per source of ops whose axes are scalars."""
+        out = np.zeros(NUM_SOURCES)
+        for op in ops:
+            _, curve = self._resolve(op)
+            us, src = curve(**{name: float(v) for name, v in op.axes.items()})
+            out[int(src)] += float(us) * op.count
+        return out
+
+    def _decode_rows_cost(self, padded_bs: int) -> tuple[np.ndarray, int]:
+        hit = self._decode_rows.get(padded_bs)
+        if hit is None:
+            ops = decode_row_ops(self.arch, self.settings, padded_bs, self._has)
+            hit = (self._sum_ops(ops), sum(o.count * o.kernels for o in ops))
+            self._decode_rows[padded_bs] = hit
+        return hit
+
+    def _decode_entry(
+        self, bs: int, padded_bs: int, graph: bool
+    ) -> tuple[np.ndarray, list[_DecodeAttention]]:
+        """Cached per (bs, padded bs, graph): row ops + overhead per source, and the resolved attention ops."""
+        hit = self._decode.get((bs, padded_bs, graph))
+        if hit is None:
+            rows_cost, row_kernels = self._decode_rows_cost(padded_bs)
+            ops = decode_attention_ops(self.arch, self.settings, bs, 1.0)
+            attention = []
+            for op in ops:
+                if set(op.axes) - {"batch", "m"} != {"kv_len"}:
+                    raise AssertionError(f"decode attention op {op.name} has axes {sorted(op.axes)}")
+                fixed = {name: float(v) for name, v in op.axes.items() if name != "kv_len"}
+                attention.append(_DecodeAttention(self._resolve(op)[1], op.count, fixed))
+            kernels = (
+                row_kernels + sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
+            )
+            base = rows_cost.copy()
+            base[_OVERHEAD_COLUMN] += step_overhead(self.overheads, graph, kernels).us
+            hit = (base, attention)
+            self._decode[(bs, padded_bs, graph)] = hit
+        return hit
+
+    def _extend_graph(self, num_tokens: int) -> bool:
+        return 0 < num_tokens <= self.settings.prefill_graph_max_tokens
+
+    def _extend_cost(self, ext: np.ndarray, pre: np.ndarray, dec: np.ndarray | None) -> np.ndarray:
+        plan = plan_extend(self.arch, self.settings, ext, pre, dec)
+
+        def rows() -> tuple[np.ndarray, int]:
+            ops = row_ops(
+                self.arch, self.settings, plan.num_tokens, plan.num_logit_rows, plan.method, self._has
+            )
+            return self._sum_ops(ops), sum(o.count * o.kernels for o in ops)
+
+        rows_cost, row_kernels = self._extend_rows.get_or_make(
+            (plan.num_tokens, plan.num_logit_rows, plan.method), rows
+        )
+        attn = attention_ops(
+            self.arch, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
+        )
+        out = rows_cost + self._sum_ops(attn)
+        kernels = row_kernels + sum(o.count * o.kernels for o in attn) + uncosted_kernels_per_step(self.arch)
+        out[_OVERHEAD_COLUMN] += step_overhead(
+            self.overheads, self._extend_graph(plan.num_tokens), kernels
+        ).us
+        return out
+
+    def _breakdown_row(self, op: OpCall) -> BreakdownRow:
+        key, curve = self._resolve(op)
+        axes = {name: float(np.asarray(v).reshape(-1)[0]) for name, v in op.axes.items()}
+        t = curve.timing(**axes)
+        return BreakdownRow(
+            name=op.name,
+            op=op.op,
+            key=dict(key),
+            axes=axes,
+            count=op.count,
+            us_per_call=t.us,
+            total_us=t.us * op.count,
+            source=t.source,
+            detail=t.detail,
+        )
+
+    def _overhead_row(self, graph: bool, kernels: int) -> BreakdownRow:
+        o = step_overhead(self.overheads, graph, kernels)
+        return BreakdownRow(
+            name=o.name,
+            op="overhead",
+            key={},
+            axes={"kernels": float(kernels)},
+            count=o.count,
+            us_per_call=o.us_per_count,
+            total_us=o.us,
+            source=OVERHEAD_SOURCE,
+            detail=o.detail,
+        )
+
+
+def _size(a: np.ndarray | None) -> int:
+    return 0 if a is None else int(np.asarray(a).size)

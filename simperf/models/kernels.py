@@ -1,0 +1,106 @@
+"""Which calibration-table key stands for each kernel SGLang runs: backend proxies and dtype names.
+
+An op of the step is given an ordered tuple of candidate keys; the cost model takes the first one a measured
+table covers (PerfDB.has) and otherwise the first one (the db then answers with a labelled roofline). Aliases
+cover both the names in the brief/scenario and the names the calibration grid writes (e.g. "fp8" vs "fp8_e4m3").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import product
+from typing import Any
+
+from simperf.perfdb.schema import OP_SPECS
+
+Key = tuple[tuple[str, Any], ...]  # (column, value) pairs in OpSpec.key_columns order
+
+
+def make_key(op: str, **values: Any) -> Key:
+    columns = OP_SPECS[op].key_columns
+    if set(values) != set(columns):
+        raise ValueError(f"key for {op!r} needs exactly {list(columns)}, got {sorted(values)}")
+    return tuple((c, values[c]) for c in columns)
+
+
+def key_candidates(op: str, **choices: Any) -> tuple[Key, ...]:
+    """Every combination of the given values, in preference order (a tuple/list value lists alternatives)."""
+    columns = OP_SPECS[op].key_columns
+    options: list[Iterable[Any]] = []
+    for c in columns:
+        v = choices[c]
+        options.append(_dedupe(v) if isinstance(v, tuple | list) else (v,))
+    if set(choices) != set(columns):
+        raise ValueError(f"key for {op!r} needs exactly {list(columns)}, got {sorted(choices)}")
+    return tuple(tuple(zip(columns, combo, strict=True)) for combo in product(*options))
+
+
+def _dedupe(values: Iterable[Any]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return tuple(out)
+
+
+# Scenario attention-backend name -> table backend names (first preferred). SGLang's `fa3` runs sgl-kernel's
+# FA3; simperf calibrates flashinfer's FA3 kernels as its proxy. `flashinfer` is flashinfer's FA2 path.
+_ATTN_BACKEND_ALIASES: dict[str, tuple[str, ...]] = {
+    "fa3": ("flashinfer_fa3",),
+    "flashinfer": ("flashinfer_fa2",),
+    "flashmla": ("flashmla",),
+    "flashmla_sparse": ("flashmla_sparse",),
+    "flashmla_kv": ("flashmla_kv",),
+    "trtllm_mla": ("trtllm_mla", "trtllm_gen"),
+    "cutlass_mla": ("cutlass_mla", "cutlass"),
+    "trtllm": ("trtllm", "trtllm_gen"),
+}
+
+
+def table_attention_backends(scenario_backend: str) -> tuple[str, ...]:
+    return _ATTN_BACKEND_ALIASES.get(scenario_backend, (scenario_backend,))
+
+
+def kv_dtype_names(kv_dtype: str) -> tuple[str, ...]:
+    """Table spellings of a KV dtype: the resolved "fp8_e4m3" is written "fp8" by some calibrations."""
+    return ("fp8_e4m3", "fp8") if kv_dtype in ("fp8_e4m3", "fp8") else (kv_dtype,)
+
+
+def gemm_keys(weight_dtype: str, n: int, k: int) -> tuple[Key, ...]:
+    """Dense linear layer: block-scaled fp8 (DeepGEMM preferred) or rowwise fp8 as proxy; bf16 via torch."""
+    if weight_dtype == "fp8":
+        return (
+            make_key("gemm", backend="deep_gemm", dtype="fp8_block", n=n, k=k),
+            make_key("gemm", backend="torch_scaled_mm", dtype="fp8_block", n=n, k=k),
+            make_key("gemm", backend="torch_scaled_mm", dtype="fp8_rowwise", n=n, k=k),
+        )
+    return (make_key("gemm", backend="torch", dtype="bf16", n=n, k=k),)
+
+
+def bmm_keys(batch: int, n: int, k: int) -> tuple[Key, ...]:
+    return (make_key("bmm", backend="torch", dtype="bf16", batch=batch, n=n, k=k),)
+
+
+def moe_keys(
+    weight_dtype: str, num_experts: int, experts_per_rank: int, topk: int, n: int, k: int
+) -> tuple[Key, ...]:
+    dtypes = ("fp8_block", "fp8_rowwise", "fp8") if weight_dtype == "fp8" else ("bf16",)
+    return key_candidates(
+        "moe",
+        backend="torch_grouped_mm",
+        dtype=dtypes,
+        num_experts=num_experts,
+        experts_per_rank=experts_per_rank,
+        topk=topk,
+        n=n,
+        k=k,
+        routing="balanced",
+    )
+
+
+def elementwise_keys(variant: str, n: int) -> tuple[Key, ...]:
+    return key_candidates("elementwise", backend=("torch", "flashinfer"), variant=variant, n=n)
+
+
+def collective_keys(op: str, group_size: int) -> tuple[Key, ...]:
+    return (make_key(op, backend="nccl", dtype="bf16", group_size=group_size),)

@@ -1,0 +1,606 @@
+"""The ops of one forward step on one rank: names, calibration-table keys, axes and per-step multiplicity.
+
+Follows the shared model doc §4 (DeepSeek per-layer table §4.1, MLA/MHA selection §4.2, V3.2 additions §4.3)
+and the usual Llama/Qwen layer for dense models. Ops that are the same in every layer of a kind appear once,
+with `count` = number of such layers, so a step is a few dozen OpCalls, not layers × ops.
+
+A step splits into two parts that the cost model caches differently:
+* row ops: their shapes depend only on how many token rows the step carries (GEMMs, norms, MoE, collectives,
+  lm_head) -> cached per padded decode batch / per extend token count;
+* attention ops: their axes depend on the requests' lengths (attention kernels, the NSA indexer, and the MHA
+  path's kv_b_proj over all KV tokens) -> evaluated per call, vectorised over decode steps.
+
+Ragged batches are costed as a work-equivalent uniform batch (same requests, same new tokens, same causal
+query-key pairs); the ragged-aware model is a later issue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from simperf.models.arch import ModelArch
+from simperf.models.kernels import (
+    Key,
+    bmm_keys,
+    collective_keys,
+    elementwise_keys,
+    gemm_keys,
+    key_candidates,
+    kv_dtype_names,
+    moe_keys,
+    table_attention_backends,
+)
+from simperf.scenario.resolved import ParallelLayout, ResolvedServing
+
+Method = Literal["absorb", "mha", "sparse", "gqa"]
+Phase = Literal["extend", "decode"]
+HasTable = Callable[[str, dict[str, Any]], bool]
+
+# Shared model doc §4.2 / §4.3 thresholds (SGLang env defaults).
+CHUNKED_PREFIX_CACHE_THRESHOLD = 8192  # SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD
+MAX_KV_CHUNK_CAPACITY = 131072  # SGLANG_MAX_KV_CHUNK_CAPACITY (above: MHA_CHUNKED_KV, costed like one shot)
+DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD = 2048  # SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+
+# Kernels SGLang launches that no calibration table times (small per-token kernels); counted for the eager
+# launch overhead only. Per layer: KV-cache store; MoE layers: grouped top-k; NSA layers: indexer k store +
+# Hadamard/quant + top-k transform. Per step: embedding lookup, sampling (argmax + copy).
+UNCOSTED_KERNELS_PER_LAYER = 1
+UNCOSTED_KERNELS_PER_MOE_LAYER = 1
+UNCOSTED_KERNELS_PER_NSA_LAYER = 3
+UNCOSTED_KERNELS_PER_STEP = 3
+# A routed-expert layer is several kernels (align/sort, gate_up grouped GEMM, activation, down GEMM, combine).
+MOE_KERNELS_PER_CALL = 5
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    """What of the resolved server settings the op lists depend on."""
+
+    layout: ParallelLayout
+    weight_dtype: str  # bf16 | fp8
+    kv_dtype: str  # bf16 | fp8_e4m3
+    page_size: int
+    prefill_backend: str  # scenario-level names (fa3, flashinfer, flashmla, ...)
+    decode_backend: str
+    sm_major: int = 9
+    sglang_version: str = "0.5.23"
+    # Extends of at most this many tokens replay a prefill (breakable) CUDA graph, which pins DeepSeek to the
+    # absorbed MLA path (§4.2). 0: never captured (ResolvedServing has no such field yet).
+    prefill_graph_max_tokens: int = 0
+
+    @classmethod
+    def from_serving(
+        cls, serving: ResolvedServing, sm_major: int = 9, prefill_graph_max_tokens: int = 0
+    ) -> StepSettings:
+        return cls(
+            layout=serving.layout,
+            weight_dtype=serving.weight_dtype,
+            kv_dtype=serving.kv_dtype,
+            page_size=serving.page_size,
+            prefill_backend=serving.prefill_backend,
+            decode_backend=serving.decode_backend,
+            sm_major=sm_major,
+            sglang_version=serving.sglang_version,
+            prefill_graph_max_tokens=prefill_graph_max_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class OpCall:
+    """One op of the step: `count` identical calls (e.g. one per MoE layer) with these axes."""
+
+    name: str  # what it is in the model, e.g. "q_b_proj"
+    op: str  # schema op, e.g. "gemm"
+    candidates: tuple[Key, ...]  # table keys in preference order; the first measured one is used
+    axes: Mapping[str, Any]  # axis values (scalars, or arrays over decode steps)
+    count: int
+    kernels: int = 1  # CUDA kernels per call, for the eager launch overhead
+
+    @property
+    def key(self) -> dict[str, Any]:
+        """The preferred key (what runs in SGLang, or its named proxy)."""
+        return dict(self.candidates[0])
+
+
+@dataclass(frozen=True)
+class AttentionGroup:
+    """Requests costed together as one uniform batch with the same attention work."""
+
+    batch: int
+    q_len: float  # new tokens per request (mean)
+    kv_len: Any  # KV length per request, incl. new tokens, such that causal q-k pairs match (float or array)
+    kv_tokens: Any  # sum of KV lengths: rows the MHA path decompresses through kv_b_proj
+    context_mean: Any  # mean causal context of a query token (NSA indexer work per query)
+    sparse_kv_len: Any  # NSA: mean min(index_topk, context) per query token, as a kv_len axis value
+
+
+@dataclass(frozen=True)
+class ExtendPlan:
+    method: Method
+    num_tokens: int  # rows of the step on this rank (new tokens + riding decode rows)
+    num_logit_rows: int  # sequences whose last token goes through lm_head
+    groups: tuple[AttentionGroup, ...]
+    skip_indexer_logits: bool  # NSA prefill with all sequences <= index_topk: k-only indexer
+
+
+# ---- method selection -------------------------------------------------------------------------------------------
+def select_mla_method(sum_prefix: int, captured_graph: bool = False) -> Method:
+    """DeepSeek V3/R1 extend on fa3/flashinfer/flashmla (§4.2): MHA when no prefix or a long one, else MLA.
+
+    Above MAX_KV_CHUNK_CAPACITY total KV SGLang runs MHA_CHUNKED_KV; it is costed as the same MHA work.
+    """
+    if captured_graph:
+        return "absorb"
+    if sum_prefix == 0 or sum_prefix >= CHUNKED_PREFIX_CACHE_THRESHOLD:
+        return "mha"
+    return "absorb"
+
+
+def select_nsa_method(
+    max_kv_len: int,
+    sum_seq_lens: int,
+    kv_dtype: str,
+    sm_major: int,
+    sglang_version: str,
+    captured_graph: bool,
+) -> Method:
+    """DeepSeek V3.2 extend (§4.3): dense MHA one-shot for short sequences, else sparse MLA."""
+    arch_ok = sm_major in (9, 10)  # SM90, SM100-109
+    dtype_ok = kv_dtype == "bf16" or (
+        kv_dtype.startswith("fp8") and not _version_le(sglang_version, (0, 5, 5))
+    )
+    if (
+        arch_ok
+        and dtype_ok
+        and not captured_graph
+        and max_kv_len <= DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+        and sum_seq_lens <= MAX_KV_CHUNK_CAPACITY
+    ):
+        return "mha"
+    return "sparse"
+
+
+def decode_method(arch: ModelArch) -> Method:
+    return {"mla_moe": "absorb", "nsa_moe": "sparse"}.get(arch.family, "gqa")  # type: ignore[return-value]
+
+
+def _version_le(version: str, bound: tuple[int, ...]) -> bool:
+    parts: list[int] = []
+    for piece in version.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts) <= bound
+
+
+# ---- batch descriptions -------------------------------------------------------------------------------------------
+def _sum_min_topk(prefix: np.ndarray, q: np.ndarray, topk: int) -> np.ndarray:
+    """Per request: sum over its new tokens of min(topk, causal context), context = prefix+1 .. prefix+q."""
+    a = prefix + 1.0
+    b = prefix + q
+    below = (a + b) * q / 2.0
+    above = topk * q
+    split = (a + topk) * (topk - a + 1.0) / 2.0 + topk * (b - topk)
+    return np.where(b <= topk, below, np.where(a > topk, above, split))
+
+
+def _group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> AttentionGroup:
+    q = extend.astype(np.float64)
+    p = prefix.astype(np.float64)
+    n = int(q.size)
+    sum_q = float(q.sum())
+    q_mean = sum_q / n
+    # causal query-key pairs sum_j context_j, context_j = p + j for j = 1..q
+    pairs = float((q * p + q * (q + 1.0) / 2.0).sum())
+    context_mean = pairs / sum_q
+    kv_eq = context_mean + (q_mean - 1.0) / 2.0  # uniform batch with the same pairs
+    sparse = float(_sum_min_topk(p, q, topk).sum()) / sum_q if topk else context_mean
+    sparse_kv = sparse if topk and sparse < topk - 1e-9 else context_mean
+    return AttentionGroup(
+        batch=n,
+        q_len=q_mean,
+        kv_len=kv_eq,
+        kv_tokens=float((p + q).sum()),
+        context_mean=context_mean,
+        sparse_kv_len=sparse_kv,
+    )
+
+
+def decode_group(bs: int, kv_len: Any) -> AttentionGroup:
+    """`bs` requests decoding one token each over `kv_len` KV tokens (incl. the new one; scalar or per step)."""
+    kv = np.asarray(kv_len, dtype=np.float64)
+    return AttentionGroup(
+        batch=bs, q_len=1.0, kv_len=kv, kv_tokens=kv * bs, context_mean=kv, sparse_kv_len=kv
+    )
+
+
+def plan_extend(
+    arch: ModelArch,
+    s: StepSettings,
+    extend_lens: np.ndarray,
+    prefix_lens: np.ndarray,
+    decode_kv_lens: np.ndarray | None = None,
+) -> ExtendPlan:
+    extend_lens = np.asarray(extend_lens, dtype=np.int64)
+    prefix_lens = np.asarray(prefix_lens, dtype=np.int64)
+    if extend_lens.shape != prefix_lens.shape or extend_lens.size == 0:
+        raise ValueError("extend_lens and prefix_lens must be non-empty and of equal length")
+    if (extend_lens < 1).any() or (prefix_lens < 0).any():
+        raise ValueError("extend lengths must be >= 1 and prefix lengths >= 0")
+    dec = np.asarray(decode_kv_lens if decode_kv_lens is not None else [], dtype=np.int64)
+    num_tokens = int(extend_lens.sum()) + int(dec.size)
+    seq_lens = np.concatenate([extend_lens + prefix_lens, dec])
+    # Mixed batches count as extend for method selection: decode rows' prefixes enter sum_prefix (§1.6).
+    sum_prefix = int(prefix_lens.sum()) + int(np.maximum(dec - 1, 0).sum())
+    captured = 0 < num_tokens <= s.prefill_graph_max_tokens
+    topk = arch.index_topk
+    method: Method
+    if arch.family == "mla_moe":
+        method = select_mla_method(sum_prefix, captured)
+    elif arch.family == "nsa_moe":
+        method = select_nsa_method(
+            int(seq_lens.max()), int(seq_lens.sum()), s.kv_dtype, s.sm_major, s.sglang_version, captured
+        )
+    else:
+        method = "gqa"
+    groups = [_group(extend_lens, prefix_lens, topk)]
+    if dec.size:
+        groups.append(_group(np.ones_like(dec), np.maximum(dec - 1, 0), topk))
+    return ExtendPlan(
+        method=method,
+        num_tokens=num_tokens,
+        num_logit_rows=int(extend_lens.size + dec.size),
+        groups=tuple(groups),
+        skip_indexer_logits=bool(topk and int(seq_lens.max()) <= topk),
+    )
+
+
+# ---- the op lists -----------------------------------------------------------------------------------------------
+def row_ops(
+    arch: ModelArch,
+    s: StepSettings,
+    num_tokens: int,
+    num_logit_rows: int,
+    method: Method,
+    has: HasTable | None = None,
+) -> list[OpCall]:
+    """Ops whose shapes depend only on the step's row counts (per rank)."""
+    lay = s.layout
+    T = int(num_tokens)
+    # DP attention (kept simple for now): every DP rank is assumed to carry T rows; the MLP/MoE runs on the
+    # gathered L = DP*T rows and both per-layer collectives are all-reduces of [L, hidden] over the TP group
+    # (SGLang's SUM_LEN gather via all-reduce, §2.5).
+    G = T * lay.dp_attention
+    R = int(num_logit_rows) * lay.dp_attention
+    h, L = arch.hidden_size, arch.num_layers
+    ops: list[OpCall] = []
+
+    def add(
+        name: str, op: str, candidates: tuple[Key, ...], count: int, kernels: int = 1, **axes: Any
+    ) -> None:
+        if count > 0:
+            ops.append(OpCall(name, op, candidates, axes, count, kernels))
+
+    def gemm(name: str, n: int, k: int, m: int, count: int, dtype: str | None = None) -> None:
+        add(name, "gemm", gemm_keys(dtype or s.weight_dtype, n, k), count, m=m)
+
+    def norm(name: str, variant: str, n: int, m: int, count: int) -> None:
+        add(name, "elementwise", elementwise_keys(variant, n), count, m=m)
+
+    def allreduce(name: str, rows: int, count: int) -> None:
+        if lay.tp > 1:
+            add(name, "allreduce", collective_keys("allreduce", lay.tp), count, message_bytes=rows * h * 2)
+
+    if lay.dp_attention == 1:
+        allreduce("embed_allreduce", T, 1)  # vocab-parallel embedding sums partial lookups
+    norm("input_layernorm", "add_rmsnorm", h, T, L)
+    if arch.is_mla:
+        _mla_row_ops(arch, s, T, method, gemm, norm, add)
+    else:
+        _gqa_row_ops(arch, s, T, gemm, norm)
+    allreduce("attn_allreduce", G, L)
+    norm("post_attention_layernorm", "add_rmsnorm", h, T, L)
+    _mlp_ops(arch, s, G, gemm, norm, add, has)
+    allreduce("mlp_allreduce", G, L)
+    norm("final_norm", "add_rmsnorm", h, T, 1)
+    vocab = arch.vocab_per_rank(lay.tp)
+    gemm("lm_head", vocab, h, R, 1, dtype="bf16")
+    if lay.tp > 1:
+        add(
+            "logits_allgather",
+            "allgather",
+            collective_keys("allgather", lay.tp),
+            1,
+            message_bytes=R * vocab * lay.tp * 2,  # the gathered [R, vocab] bf16 tensor
+        )
+    return ops
+
+
+def _mla_row_ops(arch: ModelArch, s: StepSettings, T: int, method: Method, gemm, norm, add) -> None:
+    lay, L, h = s.layout, arch.num_layers, arch.hidden_size
+    H = arch.heads_per_rank(lay)
+    qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
+    if arch.q_lora_rank:
+        gemm("fused_qkv_a_proj", arch.q_lora_rank + arch.kv_latent_dim, h, T, L)
+        norm("q_a_layernorm", "rmsnorm", arch.q_lora_rank, T, L)
+        gemm("q_b_proj", H * qk, arch.q_lora_rank, T, L)
+    else:
+        gemm("kv_a_proj_with_mqa", arch.kv_latent_dim, h, T, L)
+        gemm("q_proj", H * qk, h, T, L)
+    norm("kv_a_layernorm", "rmsnorm", arch.kv_lora_rank, T, L)
+    if arch.family == "nsa_moe":
+        ih, idim = arch.index_n_heads, arch.index_head_dim
+        gemm("indexer.wq_b", ih * idim, arch.q_lora_rank or h, T, L)
+        gemm("indexer.wk", idim, h, T, L)
+        gemm("indexer.weights_proj", ih, h, T, L, dtype="bf16")
+        norm("indexer.rope", "rope", ih * arch.qk_rope_head_dim, T, L)
+    if method in ("absorb", "sparse"):
+        add("w_kc", "bmm", bmm_keys(H, arch.kv_lora_rank, arch.qk_nope_head_dim), L, m=T)
+    norm("rope", "rope", H * arch.qk_rope_head_dim, T, L)
+    if method in ("absorb", "sparse"):
+        add("w_vc", "bmm", bmm_keys(H, arch.v_head_dim, arch.kv_lora_rank), L, m=T)
+    gemm("o_proj", h, H * arch.v_head_dim, T, L)
+
+
+def _gqa_row_ops(arch: ModelArch, s: StepSettings, T: int, gemm, norm) -> None:
+    lay, L, h, hd = s.layout, arch.num_layers, arch.hidden_size, arch.head_dim
+    H, KV = arch.heads_per_rank(lay), arch.kv_heads_per_rank(lay)
+    gemm("qkv_proj", (H + 2 * KV) * hd, h, T, L)
+    if arch.qk_norm:
+        norm("q_norm", "rmsnorm", hd, T * H, L)
+        norm("k_norm", "rmsnorm", hd, T * KV, L)
+    norm("rope", "rope", H * hd, T, L)
+    gemm("o_proj", h, H * hd, T, L)
+
+
+def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: HasTable | None) -> None:
+    lay, h = s.layout, arch.hidden_size
+    tp, ep = lay.tp, max(1, lay.ep)
+    n_dense = arch.num_dense_mlp_layers
+    if n_dense:
+        inter = arch.intermediate_size // tp
+        gemm("mlp.gate_up_proj", 2 * inter, h, G, n_dense)
+        norm("mlp.silu_mul", "silu_mul", inter, G, n_dense)
+        gemm("mlp.down_proj", h, inter, G, n_dense)
+    n_moe = arch.num_moe_layers
+    if not n_moe:
+        return
+    E, topk = arch.num_routed_experts, arch.experts_per_token
+    moe_inter = arch.moe_intermediate_size // max(1, tp // ep)
+    gemm("moe.gate", E, h, G, n_moe, dtype="bf16")
+    shared = arch.num_shared_experts
+    # SGLang fuses the shared expert into the routed MoE as extra always-chosen experts when EP == 1 (§4.1).
+    fused = shared > 0 and ep == 1
+    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h)
+    plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h)
+    if fused and has is not None and not _any_measured(has, "moe", fused_keys):
+        # The fused layout is not calibrated: the plain routed MoE plus a separate shared MLP is its proxy.
+        fused = not _any_measured(has, "moe", plain_keys)
+    if fused:
+        add("moe.experts", "moe", fused_keys, n_moe, MOE_KERNELS_PER_CALL, m=G)
+        return
+    add("moe.experts", "moe", plain_keys, n_moe, MOE_KERNELS_PER_CALL, m=G)
+    if shared:
+        si = arch.moe_intermediate_size * shared // tp
+        gemm("moe.shared.gate_up_proj", 2 * si, h, G, n_moe)
+        norm("moe.shared.silu_mul", "silu_mul", si, G, n_moe)
+        gemm("moe.shared.down_proj", h, si, G, n_moe)
+
+
+def _any_measured(has: HasTable, op: str, candidates: tuple[Key, ...]) -> bool:
+    return any(has(op, dict(k)) for k in candidates)
+
+
+def attention_ops(
+    arch: ModelArch,
+    s: StepSettings,
+    groups: tuple[AttentionGroup, ...],
+    method: Method,
+    phase: Phase,
+    skip_indexer_logits: bool = False,
+) -> list[OpCall]:
+    """Ops whose axes depend on the requests' lengths, one set per attention group."""
+    lay, L = s.layout, arch.num_layers
+    backend = s.decode_backend if phase == "decode" else s.prefill_backend
+    backends = table_attention_backends(backend)
+    kv_dtypes = kv_dtype_names(s.kv_dtype)
+    ops: list[OpCall] = []
+    for i, g in enumerate(groups):
+        suffix = "" if i == 0 else f"[{i}]"
+        if method == "gqa":
+            H, KV, hd = arch.heads_per_rank(lay), arch.kv_heads_per_rank(lay), arch.head_dim
+            if phase == "decode":
+                keys = key_candidates(
+                    "attn_gqa_decode",
+                    backend=("flashinfer", *backends),
+                    kv_dtype=kv_dtypes,
+                    num_heads=H,
+                    num_kv_heads=KV,
+                    head_dim=hd,
+                    page_size=s.page_size,
+                )
+                ops.append(
+                    OpCall(
+                        "attention" + suffix,
+                        "attn_gqa_decode",
+                        keys,
+                        {"batch": g.batch, "kv_len": g.kv_len},
+                        L,
+                    )
+                )
+            else:
+                ops.append(_mha_prefill_op(arch, s, g, H, KV, hd, hd, backend, L, suffix))
+            continue
+        H = arch.heads_per_rank(lay)
+        if method == "mha":
+            kv_b_n = H * (arch.qk_nope_head_dim + arch.v_head_dim)
+            ops.append(
+                OpCall(
+                    "kv_b_proj" + suffix,
+                    "gemm",
+                    gemm_keys(s.weight_dtype, kv_b_n, arch.kv_lora_rank),
+                    {"m": g.kv_tokens},
+                    L,
+                )
+            )
+            qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
+            ops.append(_mha_prefill_op(arch, s, g, H, H, qk, arch.v_head_dim, backend, L, suffix))
+        elif method == "absorb":
+            if phase == "decode":
+                keys = key_candidates(
+                    "attn_mla_decode",
+                    backend=backends,
+                    kv_dtype=kv_dtypes,
+                    num_heads=H,
+                    page_size=s.page_size,
+                    q_len=1,
+                )
+                axes = {"batch": g.batch, "kv_len": g.kv_len}
+                ops.append(OpCall("attention" + suffix, "attn_mla_decode", keys, axes, L))
+            else:
+                keys = key_candidates(
+                    "attn_mla_extend",
+                    backend=(*backends, "flashinfer_fa3", "flashinfer_fa2"),
+                    kv_dtype=kv_dtypes,
+                    num_heads=H,
+                    page_size=s.page_size,
+                )
+                axes = {"batch": g.batch, "q_len": g.q_len, "kv_len": g.kv_len}
+                ops.append(OpCall("attention" + suffix, "attn_mla_extend", keys, axes, L))
+        elif method == "sparse":
+            ops += _nsa_ops(arch, s, g, H, phase, backends, kv_dtypes, skip_indexer_logits, suffix)
+    return ops
+
+
+def _mha_prefill_op(
+    arch: ModelArch,
+    s: StepSettings,
+    g: AttentionGroup,
+    H: int,
+    KV: int,
+    d_qk: int,
+    d_v: int,
+    backend: str,
+    count: int,
+    suffix: str,
+) -> OpCall:
+    # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` selects its FA2 kernels.
+    backends = ("flashinfer_fa2", "flashinfer_fa3") if backend == "flashinfer" else ("flashinfer_fa3",)
+    keys = key_candidates(
+        "attn_mha_prefill",
+        backend=backends,
+        dtype="bf16",
+        num_heads=H,
+        num_kv_heads=KV,
+        head_dim=d_qk,
+        head_dim_v=d_v,
+    )
+    axes = {"batch": g.batch, "q_len": g.q_len, "kv_len": g.kv_len}
+    return OpCall("attention" + suffix, "attn_mha_prefill", keys, axes, count)
+
+
+def nsa_padded_heads(heads: int, backend: str, sm_major: int) -> int:
+    """Query heads as the DSA kernels run them (§2.1): flashmla_sparse pads to 64 (SM90) / 128 (SM100+),
+    flashmla_kv to 64 when <= 64 else 128."""
+    if backend.startswith("flashmla_sparse"):
+        mult = 64 if sm_major < 10 else 128
+        return -(-heads // mult) * mult
+    if backend.startswith("flashmla_kv"):
+        return 64 if heads <= 64 else 128
+    return heads
+
+
+def _nsa_ops(
+    arch: ModelArch,
+    s: StepSettings,
+    g: AttentionGroup,
+    H: int,
+    phase: Phase,
+    backends: tuple[str, ...],
+    kv_dtypes: tuple[str, ...],
+    skip_indexer_logits: bool,
+    suffix: str,
+) -> list[OpCall]:
+    L, topk = arch.num_layers, arch.index_topk
+    heads = nsa_padded_heads(H, backends[0], s.sm_major)
+    ops: list[OpCall] = []
+    if phase == "decode":
+        keys = key_candidates(
+            "attn_nsa_decode",
+            backend=backends,
+            kv_dtype=kv_dtypes,
+            num_heads=heads,
+            topk=topk,
+            page_size=s.page_size,
+        )
+        ops.append(
+            OpCall("attention" + suffix, "attn_nsa_decode", keys, {"batch": g.batch, "kv_len": g.kv_len}, L)
+        )
+        indexer_axes = {"m": g.batch, "kv_len": g.kv_len}
+    else:
+        keys = key_candidates(
+            "attn_nsa_prefill", backend=backends, kv_dtype=kv_dtypes, num_heads=heads, topk=topk
+        )
+        m = g.batch * g.q_len
+        ops.append(
+            OpCall("attention" + suffix, "attn_nsa_prefill", keys, {"m": m, "kv_len": g.sparse_kv_len}, L)
+        )
+        indexer_axes = {"m": m, "kv_len": g.context_mean}
+    if not (phase == "extend" and skip_indexer_logits):
+        keys = key_candidates(
+            "nsa_indexer",
+            backend="deep_gemm",
+            variant=phase if phase == "decode" else "prefill",
+            num_heads=arch.index_n_heads,
+            head_dim=arch.index_head_dim,
+            topk=topk,
+        )
+        ops.append(OpCall("indexer.logits_topk" + suffix, "nsa_indexer", keys, indexer_axes, L))
+    return ops
+
+
+def decode_row_ops(
+    arch: ModelArch, s: StepSettings, padded_bs: int, has: HasTable | None = None
+) -> list[OpCall]:
+    """Row ops of a decode step: every GEMM, collective and MoE runs on the padded (CUDA-graph bucket) rows."""
+    return row_ops(arch, s, padded_bs, padded_bs, decode_method(arch), has)
+
+
+def decode_attention_ops(arch: ModelArch, s: StepSettings, bs: int, kv_len: Any) -> list[OpCall]:
+    """Attention of a decode step: the real `bs` requests at KV length `kv_len` (scalar or one per step)."""
+    return attention_ops(arch, s, (decode_group(bs, kv_len),), decode_method(arch), "decode")
+
+
+def decode_ops(
+    arch: ModelArch, s: StepSettings, bs: int, padded_bs: int, kv_len: Any, has: HasTable | None = None
+) -> list[OpCall]:
+    return decode_row_ops(arch, s, padded_bs, has) + decode_attention_ops(arch, s, bs, kv_len)
+
+
+def extend_ops(
+    arch: ModelArch,
+    s: StepSettings,
+    extend_lens: np.ndarray,
+    prefix_lens: np.ndarray,
+    decode_kv_lens: np.ndarray | None = None,
+    has: HasTable | None = None,
+) -> list[OpCall]:
+    plan = plan_extend(arch, s, extend_lens, prefix_lens, decode_kv_lens)
+    return row_ops(arch, s, plan.num_tokens, plan.num_logit_rows, plan.method, has) + attention_ops(
+        arch, s, plan.groups, plan.method, "extend", plan.skip_indexer_logits
+    )
+
+
+def uncosted_kernels_per_step(arch: ModelArch) -> int:
+    n = UNCOSTED_KERNELS_PER_STEP + UNCOSTED_KERNELS_PER_LAYER * arch.num_layers
+    n += UNCOSTED_KERNELS_PER_MOE_LAYER * arch.num_moe_layers
+    if arch.family == "nsa_moe":
+        n += UNCOSTED_KERNELS_PER_NSA_LAYER * arch.num_layers
+    return n
+
+
+def kernels_per_step(ops: list[OpCall], arch: ModelArch) -> int:
+    return sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(arch)

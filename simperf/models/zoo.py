@@ -1,0 +1,133 @@
+"""The model zoo: HF config.json files shipped with simperf, and the parser that turns one into a ModelArch.
+
+A zoo entry is a verbatim subset of the model's public HF config.json (simperf/models/zoo/<name>.json), so a
+user's own config.json of a known family goes through exactly the same parser.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from simperf.models.arch import Family, ModelArch
+
+# HF `architectures[0]` -> simperf family. Dense GQA models of the Llama lineage share one op list.
+_ARCHITECTURE_FAMILY: dict[str, Family] = {
+    "LlamaForCausalLM": "dense",
+    "MistralForCausalLM": "dense",
+    "Qwen2ForCausalLM": "dense",
+    "Qwen3ForCausalLM": "dense",
+    "Qwen3MoeForCausalLM": "gqa_moe",
+    "DeepseekV3ForCausalLM": "mla_moe",
+    "DeepseekV32ForCausalLM": "nsa_moe",
+}
+
+
+class UnknownModelError(ValueError):
+    pass
+
+
+def zoo_names() -> list[str]:
+    """Names of the shipped zoo entries, sorted."""
+    zoo = resources.files("simperf.models") / "zoo"
+    return sorted(p.name.removesuffix(".json") for p in zoo.iterdir() if p.name.endswith(".json"))
+
+
+def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
+    """The architecture of a zoo model, or of a user's HF config.json (then `name` is only a label)."""
+    if config_path is not None:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+        return arch_from_hf_config(name, config, source=str(config_path))
+    if name not in zoo_names():
+        raise UnknownModelError(
+            f"model {name!r} is not in the zoo; known: {', '.join(zoo_names())} "
+            "(or give model.config: path to a HF config.json)"
+        )
+    text = (resources.files("simperf.models") / "zoo" / f"{name}.json").read_text(encoding="utf-8")
+    return arch_from_hf_config(name, json.loads(text), source=f"zoo/{name}.json")
+
+
+def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "config") -> ModelArch:
+    archs = config.get("architectures") or []
+    hf_arch = archs[0] if archs else ""
+    family = _ARCHITECTURE_FAMILY.get(hf_arch)
+    if family is None:
+        raise UnknownModelError(
+            f"{source}: architecture {hf_arch or '(none)'!r} is not supported; "
+            f"supported: {', '.join(sorted(_ARCHITECTURE_FAMILY))}"
+        )
+    try:
+        return _parse(name, hf_arch, family, config)
+    except KeyError as e:
+        raise UnknownModelError(f"{source}: {hf_arch} config lacks the field {e.args[0]!r}") from None
+
+
+def _parse(name: str, hf_arch: str, family: Family, c: Mapping[str, Any]) -> ModelArch:
+    heads = int(c["num_attention_heads"])
+    hidden = int(c["hidden_size"])
+    quant = c.get("quantization_config") or {}
+    is_fp8 = quant.get("quant_method") == "fp8"
+    block = quant.get("weight_block_size")
+    common: dict[str, Any] = dict(
+        name=name,
+        family=family,
+        hf_architecture=hf_arch,
+        hidden_size=hidden,
+        num_layers=int(c["num_hidden_layers"]),
+        num_heads=heads,
+        num_kv_heads=int(c.get("num_key_value_heads") or heads),
+        intermediate_size=int(c["intermediate_size"]),
+        vocab_size=int(c["vocab_size"]),
+        context_len=int(c["max_position_embeddings"]),
+        default_weight_dtype="fp8" if is_fp8 else "bf16",
+        tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
+        weight_block_size=tuple(int(x) for x in block) if block else None,
+    )
+    if family in ("dense", "gqa_moe"):
+        common.update(
+            head_dim=int(c.get("head_dim") or hidden // heads),
+            # Qwen2 always has q/k/v biases; Llama and Qwen3 say so in attention_bias.
+            attention_bias=bool(c.get("attention_bias", hf_arch == "Qwen2ForCausalLM")),
+            qk_norm=hf_arch.startswith("Qwen3"),
+        )
+        if family == "gqa_moe":
+            if c.get("mlp_only_layers"):
+                raise UnknownModelError(f"{name}: mlp_only_layers (mixed dense/MoE Qwen3) is not modelled")
+            if int(c.get("decoder_sparse_step", 1)) != 1:
+                raise UnknownModelError(f"{name}: decoder_sparse_step != 1 is not modelled")
+            common.update(
+                num_routed_experts=int(c["num_experts"]),
+                experts_per_token=int(c["num_experts_per_tok"]),
+                moe_intermediate_size=int(c["moe_intermediate_size"]),
+            )
+        return ModelArch(**common)
+
+    # DeepSeek V3 / V3.2
+    if int(c.get("moe_layer_freq", 1)) != 1:
+        raise UnknownModelError(f"{name}: moe_layer_freq != 1 is not modelled")
+    nope, rope = int(c["qk_nope_head_dim"]), int(c["qk_rope_head_dim"])
+    common.update(
+        head_dim=nope + rope,
+        q_lora_rank=int(c.get("q_lora_rank") or 0),
+        kv_lora_rank=int(c["kv_lora_rank"]),
+        qk_nope_head_dim=nope,
+        qk_rope_head_dim=rope,
+        v_head_dim=int(c["v_head_dim"]),
+        num_dense_layers=int(c["first_k_dense_replace"]),
+        num_routed_experts=int(c["n_routed_experts"]),
+        num_shared_experts=int(c.get("n_shared_experts") or 0),
+        experts_per_token=int(c["num_experts_per_tok"]),
+        moe_intermediate_size=int(c["moe_intermediate_size"]),
+        num_nextn_predict_layers=int(c.get("num_nextn_predict_layers", 0)),
+    )
+    if family == "nsa_moe":
+        common.update(
+            index_n_heads=int(c["index_n_heads"]),
+            index_head_dim=int(c["index_head_dim"]),
+            index_topk=int(c["index_topk"]),
+        )
+    return ModelArch(**common)

@@ -1,0 +1,127 @@
+"""Checks of a calibration directory: how well the interpolator predicts points it never saw, and what is covered.
+
+Held-out rows (sample "heldout") are measured off the grid on purpose; the interpolator is built from grid rows
+only, so predicting them measures interpolation error honestly. `simperf perfdb check DIR` prints both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from simperf.hardware.catalog import GpuSpec, get_gpu
+from simperf.perfdb.db import PerfDB
+from simperf.perfdb.keys import format_key, key_dict
+from simperf.perfdb.schema import OP_SPECS, SOURCES
+
+_FAMILIES = {
+    "gemm": "gemm",
+    "bmm": "gemm",
+    "moe": "moe",
+    "elementwise": "elementwise",
+    "allreduce": "comm",
+    "allgather": "comm",
+    "reducescatter": "comm",
+    "alltoall": "comm",
+}
+
+
+def op_family(op: str) -> str:
+    """attention (attn_* and the NSA indexer), gemm (gemm, bmm), moe, elementwise, comm (collectives)."""
+    return _FAMILIES.get(op, "attention" if op.startswith(("attn_", "nsa_")) else "other")
+
+
+def resolve_gpu(directory: Path, gpu: GpuSpec | str | None = None) -> GpuSpec:
+    """The GPU a calibration directory was measured on: as given, else the tables' gpu column, else the
+    directory's name (calibration/<gpu>/)."""
+    if isinstance(gpu, GpuSpec):
+        return gpu
+    if isinstance(gpu, str):
+        return get_gpu(gpu)
+    found: set[str] = set()
+    for path in sorted(Path(directory).glob("*.parquet")):
+        column = pl.read_parquet(path, columns=["gpu"])["gpu"]
+        found |= {g for g in column.drop_nulls().unique().to_list()}
+    if len(found) == 1:
+        return get_gpu(found.pop())
+    if len(found) > 1:
+        raise ValueError(f"tables in {directory} come from several GPUs {sorted(found)}; pass gpu=")
+    return get_gpu(Path(directory).name)
+
+
+_ERROR_SCHEMA = {
+    "op": pl.String,
+    "family": pl.String,
+    "key": pl.String,
+    "point": pl.String,
+    "measured_us": pl.Float64,
+    "predicted_us": pl.Float64,
+    "rel_error": pl.Float64,  # predicted / measured - 1
+    "source": pl.String,  # label of the prediction
+}
+
+
+def heldout_errors(directory: Path, gpu: GpuSpec | str | None = None) -> pl.DataFrame:
+    """One row per usable held-out point: the measured time, the prediction from the grid rows, the error."""
+    db = PerfDB.load(Path(directory), resolve_gpu(directory, gpu))
+    heldout = db.table_rows().filter(
+        (pl.col("sample") == "heldout") & (pl.col("status") == "ok") & pl.col("time_us").is_not_null()
+    )
+    frames = []
+    for op in sorted(set(heldout["op"].drop_nulls().to_list()) & set(OP_SPECS)):
+        spec = OP_SPECS[op]
+        rows = heldout.filter(pl.col("op") == op)
+        for key, group in rows.partition_by(
+            list(spec.key_columns), as_dict=True, maintain_order=True
+        ).items():
+            group = group.drop_nulls(list(spec.axis_columns))
+            if group.height == 0:
+                continue
+            curve = db.curve(op, key_dict(spec, tuple(key)))
+            axes = {name: group[name].cast(pl.Float64).to_numpy() for name in spec.axis_columns}
+            predicted, source = curve(**axes)
+            measured = group["time_us"].to_numpy()
+            points = [
+                ", ".join(f"{name}={int(axes[name][i])}" for name in spec.axis_columns)
+                for i in range(group.height)
+            ]
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "op": [op] * group.height,
+                        "family": [op_family(op)] * group.height,
+                        "key": [format_key(spec, tuple(key))] * group.height,
+                        "point": points,
+                        "measured_us": measured,
+                        "predicted_us": predicted,
+                        "rel_error": predicted / measured - 1.0,
+                        "source": [SOURCES[int(s)] for s in np.atleast_1d(source)],
+                    },
+                    schema=_ERROR_SCHEMA,
+                )
+            )
+    if not frames:
+        return pl.DataFrame(schema=_ERROR_SCHEMA)
+    return pl.concat(frames)
+
+
+def heldout_summary(errors: pl.DataFrame) -> pl.DataFrame:
+    """Per op family: count, median and p90 of |relative error|, and the worst point's error."""
+    abs_error = pl.col("rel_error").abs()
+    return (
+        errors.group_by("family")
+        .agg(
+            count=pl.len(),
+            median_abs_rel_error=abs_error.median(),
+            p90_abs_rel_error=abs_error.quantile(0.9, interpolation="linear"),
+            max_abs_rel_error=abs_error.max(),
+        )
+        .sort("family")
+    )
+
+
+def summarize_coverage(directory: Path, gpu: GpuSpec | str | None = None) -> pl.DataFrame:
+    """Per op and key: usable grid points and row counts by status and sample (PerfDB.coverage)."""
+    return PerfDB.load(Path(directory), resolve_gpu(directory, gpu)).coverage()

@@ -1,0 +1,456 @@
+"""The performance database: calibration tables of one GPU, answered as timings with their provenance.
+
+`PerfDB.load(dir, gpu)` reads every *.parquet of a calibration directory once; `curve(op, key)` resolves an op's
+exact key (OpSpec.key_columns) to an `OpCurve`, built lazily and cached, that the cost model evaluates over the
+op's axes. A curve is backed, in order of preference, by
+  1. the measured grid of that key (interpolated, monotone, roofline-scaled beyond the grid; grid.py),
+  2. for collectives only: an alpha-beta model fitted on another measured group size (alphabeta.py),
+  3. the roofline (roofline.py).
+Rows with status != "ok" never time anything; rows with sample "heldout" or "ragged" are kept for checks but never
+interpolated over. docs/perfdb.md states these rules in prose.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+
+import simperf
+from simperf.hardware.catalog import GpuSpec
+from simperf.perfdb.alphabeta import AlphaBetaModel, fit_alpha_beta
+from simperf.perfdb.grid import Grid, build_grid
+from simperf.perfdb.keys import (
+    KeyTuple,
+    PerfDBError,
+    format_key,
+    key_dict,
+    normalize_key,
+    op_spec,
+)
+from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
+from simperf.perfdb.schema import OP_SPECS, SOURCE_INDEX, SOURCES, OpSpec, arrow_schema
+
+_EXTRAPOLATED = SOURCE_INDEX["extrapolated"]
+_ROOFLINE = SOURCE_INDEX["roofline"]
+_MEASURED = SOURCE_INDEX["measured"]
+_THIRD_PARTY = SOURCE_INDEX["third_party"]
+
+_PROVENANCE_LISTS = ("gpu_name", "sm", "driver", "cuda", "torch", "flashinfer", "flash_mla", "deep_gemm")
+_PROVENANCE_LISTS += ("timing_method", "source", "simperf_version")
+
+
+@dataclass(frozen=True)
+class Timing:
+    us: float
+    source: str  # one of schema.SOURCES
+    detail: str  # human-readable account of how the number was obtained
+
+
+def shipped_calibration_dir(gpu_key: str) -> Path | None:
+    """The repository's calibration/<gpu>/ next to the package, or None when it is absent."""
+    directory = Path(simperf.__file__).resolve().parent.parent / "calibration" / gpu_key
+    return directory if directory.is_dir() else None
+
+
+# ---- curve models: how one op + key turns axes into time ---------------------------------------------------------
+
+
+class _CurveModel(Protocol):
+    def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]: ...
+    def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]: ...
+    def explain(self, xs: Sequence[float]) -> Timing: ...
+
+
+class _GridModel:
+    def __init__(self, grid: Grid) -> None:
+        self.grid = grid
+
+    def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        return self.grid.evaluate(xs)
+
+    def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]:
+        return self.grid.value_scalar(xs)
+
+    def explain(self, xs: Sequence[float]) -> Timing:
+        result = self.grid.evaluate_scalar(xs)
+        names = self.grid.axis_names
+        notes = []
+        if result.filled_corners:
+            cells = "; ".join(_format_point(names, cell) for cell in result.filled_corners)
+            notes.append(
+                f"leans on unmeasured grid cells filled by roofline scaling from the nearest measured: {cells}"
+            )
+        if result.roofline_factor != 1.0 or any(c != x for c, x in zip(result.clamped, xs, strict=True)):
+            head = f"extrapolated x{result.roofline_factor:.3g} by roofline from {_format_point(names, result.clamped)}"
+        elif result.corners == 1:
+            cell = tuple(
+                values.index(c) for values, c in zip(self.grid.axis_lists, result.clamped, strict=True)
+            )
+            head = "third-party" if result.source == _THIRD_PARTY else "measured"
+            if result.source == _EXTRAPOLATED:
+                head = "extrapolated: grid point not measured"
+            if self.grid.raised[cell]:
+                notes.append("raised to the running max along monotone axes (measurement noise)")
+        else:
+            head = f"interpolated between {result.corners} points"
+            if result.source == _EXTRAPOLATED:
+                head = f"extrapolated: {head}"
+        detail = "; ".join([head, *notes])
+        return Timing(result.us, SOURCES[result.source], detail)
+
+
+class _RooflineModel:
+    def __init__(self, roofline: Roofline) -> None:
+        self.roofline = roofline
+        self.names = roofline.spec.axis_columns
+
+    def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        us = np.asarray(self.roofline.time_us(dict(zip(self.names, xs, strict=True))), dtype=np.float64)
+        return us, np.full(us.shape, _ROOFLINE, dtype=np.int8)
+
+    def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]:
+        return float(self.roofline.time_us(dict(zip(self.names, xs, strict=True)))), _ROOFLINE
+
+    def explain(self, xs: Sequence[float]) -> Timing:
+        us, detail = self.roofline.describe(dict(zip(self.names, xs, strict=True)))
+        return Timing(us, "roofline", detail)
+
+
+class _AlphaBetaCurveModel:
+    def __init__(self, model: AlphaBetaModel, group_size: int) -> None:
+        self.model = model
+        self.group_size = group_size
+
+    def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        us = self.model.time_us(self.group_size, xs[0])
+        return us, np.full(us.shape, _EXTRAPOLATED, dtype=np.int8)
+
+    def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]:
+        return float(self.model.time_us(self.group_size, np.asarray(xs[0]))), _EXTRAPOLATED
+
+    def explain(self, xs: Sequence[float]) -> Timing:
+        us, _ = self.evaluate_scalar(xs)
+        return Timing(us, "extrapolated", f"{self.model.describe()}, applied to group_size={self.group_size}")
+
+
+def _format_point(names: Sequence[str], values: Sequence[float]) -> str:
+    return ", ".join(f"{name}={_format_number(v)}" for name, v in zip(names, values, strict=True))
+
+
+def _format_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
+
+
+_SCALAR_TYPES = (int, float, np.integer, np.floating)
+
+
+class OpCurve:
+    """One op + exact key resolved against the tables (or against the roofline when no table covers it)."""
+
+    def __init__(self, spec: OpSpec, key: KeyTuple, model: _CurveModel, measured: bool) -> None:
+        self.op = spec.name
+        self.spec = spec
+        self.key: dict[str, object] = key_dict(spec, key)
+        self.measured = measured  # True if backed by a table of this very key
+        self._model = model
+        self._axis_names = spec.axis_columns
+        self._axis_set = frozenset(spec.axis_columns)
+
+    def __repr__(self) -> str:
+        backing = "measured" if self.measured else type(self._model).__name__.strip("_")
+        return f"OpCurve({self.op}, {format_key(self.spec, tuple(self.key.values()))}, {backing})"
+
+    def _axes_in_order(self, axes: Mapping[str, object]) -> list[object]:
+        if axes.keys() != self._axis_set:
+            missing = sorted(self._axis_set - set(axes))
+            extra = sorted(set(axes) - self._axis_set)
+            raise PerfDBError(
+                f"axes for op {self.op!r}: missing {missing}, unexpected {extra} (expected {list(self._axis_names)})"
+            )
+        return [axes[name] for name in self._axis_names]
+
+    def __call__(self, **axes: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Vectorised: axis arrays broadcast -> (us float64 array, source index int8 array into SOURCES)."""
+        values = self._axes_in_order(axes)
+        if all(isinstance(v, _SCALAR_TYPES) for v in values):
+            scalars = self._checked_scalars(values)
+            us, source = self._model.evaluate_scalar(scalars)
+            return np.asarray(us, dtype=np.float64), np.asarray(source, dtype=np.int8)
+        arrays = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in values))
+        for name, array in zip(self._axis_names, arrays, strict=True):
+            if not np.all(array >= 0.0):  # also catches NaN
+                raise PerfDBError(
+                    f"axis {name!r} of op {self.op!r} must be >= 0, got {array[~(array >= 0.0)][:3]}"
+                )
+        shape = arrays[0].shape
+        us, source = self._model.evaluate([a.reshape(-1) for a in arrays])
+        return us.reshape(shape), source.reshape(shape)
+
+    def timing(self, **axes: float) -> Timing:
+        return self._model.explain(self._checked_scalars(self._axes_in_order(axes)))
+
+    def _checked_scalars(self, values: Sequence[object]) -> list[float]:
+        scalars = [float(v) for v in values]  # type: ignore[arg-type]
+        for name, value in zip(self._axis_names, scalars, strict=True):
+            if not value >= 0.0:
+                raise PerfDBError(f"axis {name!r} of op {self.op!r} must be >= 0, got {value}")
+        return scalars
+
+
+# ---- the database ------------------------------------------------------------------------------------------------
+
+
+class PerfDB:
+    def __init__(
+        self, gpu: GpuSpec, rows: pl.DataFrame, files: Sequence[Path], directory: Path | None
+    ) -> None:
+        self.gpu = gpu
+        self.directory = directory
+        self.files = tuple(files)
+        self._rows = rows
+        self._grid_rows: dict[str, dict[KeyTuple, _KeyPoints]] = {}
+        self._curves: dict[tuple[str, KeyTuple], OpCurve] = {}
+
+    @classmethod
+    def load(cls, directory: Path | None, gpu: GpuSpec) -> PerfDB:
+        """All *.parquet tables of a calibration directory; a None or missing directory gives an empty database
+        (every lookup then falls back to the roofline)."""
+        files = (
+            sorted(Path(directory).glob("*.parquet"))
+            if directory is not None and Path(directory).is_dir()
+            else []
+        )
+        rows = _read_tables(files)
+        foreign = sorted({g for g in rows["gpu"].unique().to_list() if g is not None and g != gpu.key})
+        if foreign:
+            warnings.warn(
+                f"calibration tables in {directory} were measured on {foreign}, loaded as {gpu.key!r}",
+                stacklevel=2,
+            )
+        return cls(gpu, rows, files, Path(directory) if directory is not None else None)
+
+    @classmethod
+    def empty(cls, gpu: GpuSpec) -> PerfDB:
+        return cls(gpu, _read_tables([]), [], None)
+
+    def table_rows(self) -> pl.DataFrame:
+        """Every loaded row, in the schema's columns (failed, held-out and ragged rows included)."""
+        return self._rows
+
+    # -- grouping, once per op, on first use: one sort, then each key is a slice of numpy arrays
+    def _groups(self, op: str) -> dict[KeyTuple, _KeyPoints]:
+        groups = self._grid_rows.get(op)
+        if groups is None:
+            groups = _group_grid_rows(self._rows, op_spec(op))
+            self._grid_rows[op] = groups
+        return groups
+
+    def has(self, op: str, key: Mapping[str, object]) -> bool:
+        spec = op_spec(op)
+        return normalize_key(spec, key) in self._groups(op)
+
+    def keys(self, op: str) -> list[dict]:
+        """Measured keys of an op (those with at least one usable grid row), for choosing candidates."""
+        spec = op_spec(op)
+        found = sorted(self._groups(op), key=lambda k: tuple(("" if v is None else str(v)) for v in k))
+        return [key_dict(spec, k) for k in found]
+
+    def curve(self, op: str, key: Mapping[str, object]) -> OpCurve:
+        spec = op_spec(op)
+        normalized = normalize_key(spec, key)
+        cached = self._curves.get((op, normalized))
+        if cached is None:
+            cached = self._build_curve(spec, normalized)
+            self._curves[(op, normalized)] = cached
+        return cached
+
+    def lookup(self, op: str, key: Mapping[str, object], **axes: float) -> Timing:
+        return self.curve(op, key).timing(**axes)
+
+    def _build_curve(self, spec: OpSpec, key: KeyTuple) -> OpCurve:
+        roofline = Roofline(spec.name, key_dict(spec, key), self.gpu)
+        points = self._groups(spec.name).get(key)
+        if points is not None:
+            grid = build_grid(spec.axis_columns, points.axes, points.us, points.labels, roofline.time_us)
+            if grid is not None:
+                return OpCurve(spec, key, _GridModel(grid), measured=True)
+        if spec.name in COLLECTIVE_OPS:
+            model = self._alpha_beta(spec, key)
+            if model is not None:
+                group = int(key_dict(spec, key)["group_size"])  # type: ignore[arg-type]
+                return OpCurve(spec, key, _AlphaBetaCurveModel(model, group), measured=False)
+        return OpCurve(spec, key, _RooflineModel(roofline), measured=False)
+
+    def _alpha_beta(self, spec: OpSpec, key: KeyTuple) -> AlphaBetaModel | None:
+        """Fit on the measured group of the same backend and dtype closest to the requested one (the largest
+        smaller group if any, else the smallest larger one)."""
+        wanted = key_dict(spec, key)
+        target = int(wanted["group_size"])  # type: ignore[arg-type]
+        candidates: dict[int, _KeyPoints] = {}
+        for other, points in self._groups(spec.name).items():
+            other_key = key_dict(spec, other)
+            same = all(other_key[c] == wanted[c] for c in spec.key_columns if c != "group_size")
+            group = other_key["group_size"]
+            if same and isinstance(group, int) and group > 1:
+                candidates[group] = points
+        if not candidates or target <= 1:
+            return None
+        smaller = [g for g in candidates if g < target]
+        chosen = max(smaller) if smaller else min(candidates)
+        points = candidates[chosen]
+        return fit_alpha_beta(
+            spec.name, chosen, points.axes[:, 0], points.us, achievable_link_bytes_per_s(self.gpu)
+        )
+
+    # -- reports
+    def provenance(self) -> dict:
+        """GPU, library versions and measurement dates found in the tables."""
+        rows = self._rows
+        info: dict[str, object] = {
+            "gpu": self.gpu.key,
+            "directory": str(self.directory) if self.directory is not None else None,
+            "files": [f.name for f in self.files],
+            "rows": rows.height,
+            "table_gpus": _distinct(rows, "gpu"),
+            "schema_versions": sorted({_schema_version(f) for f in self.files} - {None}),
+        }
+        for column in _PROVENANCE_LISTS:
+            info[column] = _distinct(rows, column)
+        dates = rows["date"].drop_nulls()
+        info["date_min"] = dates.min() if dates.len() else None
+        info["date_max"] = dates.max() if dates.len() else None
+        return info
+
+    def coverage(self) -> pl.DataFrame:
+        """Per op and key: usable grid points and row counts by status and sample."""
+        frames = []
+        for op in sorted(set(self._rows["op"].drop_nulls().unique().to_list())):
+            rows = self._rows.filter(pl.col("op") == op)
+            spec = OP_SPECS.get(op)
+            key_columns = list(spec.key_columns) if spec else []
+            key_expr = (
+                pl.concat_str(
+                    [
+                        pl.format(f"{c}={{}}", pl.col(c).cast(pl.String).fill_null("null"))
+                        for c in key_columns
+                    ],
+                    separator=", ",
+                )
+                if key_columns
+                else pl.lit("")
+            )
+            usable = (pl.col("status") == "ok") & (pl.col("sample").is_null() | (pl.col("sample") == "grid"))
+            axis_columns = list(spec.axis_columns) if spec else []
+            point_id = pl.concat_str([pl.col(c).cast(pl.String) for c in axis_columns], separator="x")
+            counted = (
+                rows.with_columns(key=key_expr)
+                .group_by("key", maintain_order=True)
+                .agg(
+                    points=(point_id.filter(usable).n_unique() if axis_columns else pl.lit(0)),
+                    grid=(pl.col("sample").is_null() | (pl.col("sample") == "grid")).sum(),
+                    heldout=(pl.col("sample") == "heldout").sum(),
+                    ragged=(pl.col("sample") == "ragged").sum(),
+                    ok=(pl.col("status") == "ok").sum(),
+                    failed=(pl.col("status") == "failed").sum(),
+                    unsupported=(pl.col("status") == "unsupported").sum(),
+                    rows=pl.len(),
+                )
+            )
+            frames.append(counted.with_columns(op=pl.lit(op)))
+        schema = {
+            "op": pl.String,
+            "key": pl.String,
+            **{
+                c: pl.UInt32
+                for c in ("points", "grid", "heldout", "ragged", "ok", "failed", "unsupported", "rows")
+            },
+        }
+        if not frames:
+            return pl.DataFrame(schema=schema)
+        return pl.concat([f.select(list(schema)).cast(schema) for f in frames]).sort("op", "key")  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _KeyPoints:
+    """The usable grid rows of one op + key."""
+
+    axes: np.ndarray  # (N, d) float64, in OpSpec.axis_columns order
+    us: np.ndarray  # (N,)
+    labels: np.ndarray  # (N,) int8: measured or third_party
+
+
+def _group_grid_rows(rows: pl.DataFrame, spec: OpSpec) -> dict[KeyTuple, _KeyPoints]:
+    key_columns = list(spec.key_columns)
+    usable = (
+        rows.lazy()
+        .filter(
+            (pl.col("op") == spec.name)
+            & (pl.col("status") == "ok")
+            & (pl.col("sample").is_null() | (pl.col("sample") == "grid"))
+            & pl.col("time_us").is_not_null()
+        )
+        .select(
+            *key_columns,
+            *(pl.col(c).cast(pl.Float64) for c in spec.axis_columns),
+            "time_us",
+            third_party=pl.col("source").fill_null("measured").str.starts_with("third-party"),
+        )
+        .sort(key_columns, nulls_last=True, maintain_order=True)
+        .collect()
+    )
+    if usable.height == 0:
+        return {}
+    bounds = (
+        usable.select(key_columns)
+        .with_row_index("_row")
+        .group_by(key_columns, maintain_order=True)
+        .agg(start=pl.col("_row").min(), count=pl.len())
+    )
+    axes = (
+        usable.select(spec.axis_columns).to_numpy().astype(np.float64, copy=False).reshape(usable.height, -1)
+    )
+    us = usable["time_us"].to_numpy()
+    labels = np.where(usable["third_party"].to_numpy(), _THIRD_PARTY, _MEASURED).astype(np.int8)
+    groups: dict[KeyTuple, _KeyPoints] = {}
+    for *key, start, count in bounds.iter_rows():
+        part = slice(start, start + count)
+        groups[tuple(key)] = _KeyPoints(axes[part], us[part], labels[part])
+    return groups
+
+
+def _distinct(rows: pl.DataFrame, column: str) -> list[str]:
+    return sorted(str(v) for v in rows[column].drop_nulls().unique().to_list())
+
+
+def _schema_version(path: Path) -> str | None:
+    metadata = pq.read_schema(path).metadata or {}
+    value = metadata.get(b"simperf_schema_version")
+    return value.decode() if value is not None else None
+
+
+def _polars_schema() -> dict[str, pl.DataType]:
+    return dict(pl.from_arrow(arrow_schema().empty_table()).schema)  # type: ignore[union-attr]
+
+
+def _read_tables(files: Sequence[Path]) -> pl.DataFrame:
+    """Concatenate tables in the schema's column types; a column a table lacks becomes null."""
+    schema = _polars_schema()
+    aligned = []
+    for path in files:
+        frame = pl.read_parquet(path)
+        missing = [
+            pl.lit(None, dtype=dtype).alias(name)
+            for name, dtype in schema.items()
+            if name not in frame.columns
+        ]
+        aligned.append(frame.with_columns(missing).select(list(schema)).cast(schema))  # type: ignore[arg-type]
+    if not aligned:
+        return pl.DataFrame(schema=schema)
+    return pl.concat(aligned, how="vertical")

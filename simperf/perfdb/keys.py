@@ -1,0 +1,78 @@
+"""Validation and normalisation of an op's exact key (the OpSpec.key_columns a caller passes) and its axes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from simperf.perfdb.schema import OP_SPECS, SHAPE_COLUMNS, OpSpec
+
+KeyTuple = tuple[
+    object, ...
+]  # values in OpSpec.key_columns order; ints for shape columns, str for the others
+
+# Axes along which more work never takes less time; the grid is made monotone along these (docs/perfdb.md).
+MONOTONE_AXES: frozenset[str] = frozenset({"batch", "kv_len", "q_len", "m", "message_bytes"})
+
+_INT_COLUMNS = frozenset(SHAPE_COLUMNS)
+
+
+class PerfDBError(ValueError):
+    """A caller asked the perf database something it cannot answer (unknown op, malformed key or axes)."""
+
+
+def op_spec(op: str) -> OpSpec:
+    try:
+        return OP_SPECS[op]
+    except KeyError:
+        raise PerfDBError(f"unknown op {op!r}; known ops: {', '.join(sorted(OP_SPECS))}") from None
+
+
+def normalize_key(spec: OpSpec, key: Mapping[str, object]) -> KeyTuple:
+    """The caller's key as a tuple in key_columns order; raises naming missing or unexpected columns."""
+    expected = set(spec.key_columns)
+    given = set(key)
+    missing = sorted(expected - given)
+    extra = sorted(given - expected)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {missing}")
+        if extra:
+            parts.append(f"unexpected {extra}")
+        raise PerfDBError(
+            f"key for op {spec.name!r}: {'; '.join(parts)} (expected exactly {list(spec.key_columns)})"
+        )
+    return tuple(_normalize_value(spec, column, key[column]) for column in spec.key_columns)
+
+
+def _normalize_value(spec: OpSpec, column: str, value: object) -> object:
+    if value is None:
+        return None
+    if column in _INT_COLUMNS:
+        try:
+            as_float = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise PerfDBError(
+                f"key column {column!r} of op {spec.name!r} must be an integer, got {value!r}"
+            ) from None
+        if not as_float.is_integer():
+            raise PerfDBError(f"key column {column!r} of op {spec.name!r} must be an integer, got {value!r}")
+        return int(as_float)
+    return str(value)
+
+
+def key_dict(spec: OpSpec, key: KeyTuple) -> dict[str, object]:
+    return dict(zip(spec.key_columns, key, strict=True))
+
+
+def format_key(spec: OpSpec, key: KeyTuple) -> str:
+    return ", ".join(f"{column}={value}" for column, value in zip(spec.key_columns, key, strict=True))
+
+
+def check_axes(spec: OpSpec, axes: Mapping[str, object]) -> None:
+    if set(axes) != set(spec.axis_columns):
+        missing = sorted(set(spec.axis_columns) - set(axes))
+        extra = sorted(set(axes) - set(spec.axis_columns))
+        raise PerfDBError(
+            f"axes for op {spec.name!r}: missing {missing}, unexpected {extra} (expected {list(spec.axis_columns)})"
+        )

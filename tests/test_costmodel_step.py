@@ -1,0 +1,192 @@
+"""SGLangStepCost: step times from the perf database, their source split, caching and vectorisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simperf.costmodel.step import SGLangStepCost
+from simperf.hardware.catalog import get_gpu
+from simperf.models.zoo import load_arch
+from simperf.perfdb.db import PerfDB
+from simperf.perfdb.schema import SOURCE_INDEX, SOURCES
+from simperf.scenario.models import Overheads
+from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
+
+
+def serving(tp=8, dp=1, ep=1, weight="fp8", kv="bf16", page=1, prefill="fa3", decode="fa3", spec=None):
+    return ResolvedServing(
+        layout=ParallelLayout(tp, dp, ep),
+        gpu="h200",
+        weight_dtype=weight,
+        kv_dtype=kv,
+        page_size=page,
+        prefill_backend=prefill,
+        decode_backend=decode,
+        chunked_prefill_size=8192,
+        max_prefill_tokens=16384,
+        max_running_requests=256,
+        max_total_tokens=500_000,
+        cuda_graph_max_bs=256,
+        cuda_graph_bs=(1, 2, 4, 8, 16, 24, 32),
+        overlap_schedule=True,
+        enable_mixed_chunk=False,
+        schedule_policy="fcfs",
+        init_new_token_ratio=0.7,
+        min_new_token_ratio=0.098,
+        new_token_ratio_decay=0.001,
+        context_len=163840,
+        speculative=spec,
+        sglang_version="0.5.23",
+    )
+
+
+@pytest.fixture(scope="module")
+def empty_db():
+    return PerfDB.empty(get_gpu("h200"))
+
+
+@pytest.fixture(scope="module")
+def v3(empty_db):
+    return SGLangStepCost(load_arch("deepseek-v3"), serving(), empty_db, Overheads())
+
+
+@pytest.fixture(scope="module")
+def llama(empty_db):
+    return SGLangStepCost(load_arch("llama-3.1-8b"), serving(tp=1, weight="bf16"), empty_db, Overheads())
+
+
+def test_decode_step_grows_with_kv_length(v3, llama):
+    for cm in (v3, llama):
+        kv = np.array([16 * 100, 16 * 1000, 16 * 10000, 16 * 100000], dtype=float)
+        times = cm.decode_steps(16, 16, kv, 100, True).sum(axis=1)
+        assert (np.diff(times) > 0).all()
+
+
+def test_decode_step_grows_with_batch(v3, llama):
+    for cm in (v3, llama):
+        times = [cm.decode_steps(bs, bs, np.array([bs * 2000.0]), 2000, True).sum() for bs in (1, 8, 32, 128)]
+        assert (np.diff(times) > 0).all()
+
+
+def test_padding_costs_gemm_rows_but_not_attention(v3):
+    real = v3.decode_steps(20, 20, np.array([20 * 3000.0]), 3000, True).sum()
+    padded = v3.decode_steps(20, 24, np.array([20 * 3000.0]), 3000, True).sum()
+    assert padded > real
+    rows = {r.name: r for r in v3.breakdown_decode(20, 24, 20 * 3000, 3000, True)}
+    assert rows["attention"].axes["batch"] == 20 and rows["q_b_proj"].axes["m"] == 24
+
+
+@settings(max_examples=25, deadline=None)
+@given(bs=st.integers(1, 64), kv0=st.integers(1, 20000), k=st.integers(2, 40), graph=st.booleans())
+def test_vectorised_decode_equals_one_step_at_a_time(v3, bs, kv0, k, graph):
+    kv_total = bs * kv0 + bs * np.arange(k, dtype=float)
+    together = v3.decode_steps(bs, bs, kv_total, kv0, graph)
+    assert together.shape == (k, len(SOURCES))
+    one_by_one = np.vstack([v3.decode_steps(bs, bs, kv_total[j : j + 1], kv0, graph) for j in range(k)])
+    np.testing.assert_allclose(together, one_by_one, rtol=1e-9)
+
+
+def test_breakdown_rows_sum_to_the_step_and_split_by_source(v3):
+    bs, kv_total = 32, 32 * 4096
+    step = v3.decode_steps(bs, bs, np.array([float(kv_total)]), 4096, False)[0]
+    rows = v3.breakdown_decode(bs, bs, kv_total, 4096, False)
+    assert sum(r.total_us for r in rows) == pytest.approx(step.sum(), rel=1e-9)
+    per_source = np.zeros(len(SOURCES))
+    for r in rows:
+        per_source[SOURCE_INDEX[r.source]] += r.total_us
+    np.testing.assert_allclose(per_source, step, rtol=1e-9)
+    assert rows[-1].name == "eager_launch" and rows[-1].count > 61 * 10
+
+
+@pytest.mark.parametrize(
+    ("ext", "pre", "dec"),
+    [([8192], [0], None), ([1024], [2048], None), ([700, 300], [0, 10000], [100, 5000])],
+)
+def test_extend_breakdown_matches_extend_step(v3, ext, pre, dec):
+    dec_arr = None if dec is None else np.array(dec)
+    step = v3.extend_step(np.array(ext), np.array(pre), dec_arr)
+    rows = v3.breakdown_extend(np.array(ext), np.array(pre), dec_arr)
+    assert sum(r.total_us for r in rows) == pytest.approx(step.sum(), rel=1e-9)
+    assert step.sum() > 0 and (step >= 0).all()
+
+
+def test_extend_step_grows_with_tokens_and_cache_returns_copies(llama):
+    short = llama.extend_step(np.array([512]), np.array([0]))
+    long = llama.extend_step(np.array([4096]), np.array([0]))
+    assert long.sum() > short.sum()
+    short[:] = -1.0  # callers may mutate what they get back
+    again = llama.extend_step(np.array([512]), np.array([0]))
+    assert again.sum() > 0
+
+
+def test_cuda_graph_replay_replaces_per_kernel_launches(v3):
+    kv = np.array([8 * 1000.0])
+    graph = v3.decode_steps(8, 8, kv, 1000, True).sum()
+    eager = v3.decode_steps(8, 8, kv, 1000, False).sum()
+    kernels = v3.breakdown_decode(8, 8, 8000, 1000, False)[-1].count
+    assert eager - graph == pytest.approx(kernels * 5.0 - 30.0)
+
+
+def test_speculative_scenarios_are_refused_clearly(empty_db):
+    spec = SpecSettings("eagle", 3, 1, 4, 2.5)
+    cm = SGLangStepCost(load_arch("deepseek-v3"), serving(spec=spec), empty_db, Overheads())
+    with pytest.raises(NotImplementedError, match="speculative"):
+        cm.decode_steps(4, 4, np.array([400.0]), 100, True)
+
+
+def test_empty_database_labels_every_kernel_roofline(v3):
+    step = v3.decode_steps(8, 8, np.array([8000.0]), 1000, True)[0]
+    assert step[SOURCE_INDEX["measured"]] == 0 and step[SOURCE_INDEX["roofline"]] == pytest.approx(step.sum())
+
+
+def _write_gemm_table(path, backend, dtype, n, k, ms, us):
+    rows = {
+        "op": ["gemm"] * len(ms),
+        "backend": [backend] * len(ms),
+        "dtype": [dtype] * len(ms),
+        "n": [n] * len(ms),
+        "k": [k] * len(ms),
+        "m": list(ms),
+        "time_us": list(us),
+        "status": ["ok"] * len(ms),
+        "sample": ["grid"] * len(ms),
+        "gpu": ["h200"] * len(ms),
+        "source": ["measured"] * len(ms),
+    }
+    pq.write_table(pa.table(rows), path / "gemm.parquet")
+
+
+def test_measured_candidate_is_chosen_and_labelled_measured(tmp_path):
+    # q_b_proj of V3 at TP8 (n=3072, k=1536) measured only as rowwise fp8: that proxy must be used.
+    _write_gemm_table(
+        tmp_path, "torch_scaled_mm", "fp8_rowwise", 3072, 1536, [1, 8, 64, 512], [7.0, 7.5, 9.0, 20.0]
+    )
+    db = PerfDB.load(tmp_path, get_gpu("h200"))
+    cm = SGLangStepCost(load_arch("deepseek-v3"), serving(), db, Overheads())
+    rows = {r.name: r for r in cm.breakdown_decode(8, 8, 8000, 1000, True)}
+    q_b = rows["q_b_proj"]
+    assert q_b.key["dtype"] == "fp8_rowwise" and q_b.source == "measured"
+    assert q_b.us_per_call == pytest.approx(7.5) and q_b.total_us == pytest.approx(7.5 * 61)
+    step = cm.decode_steps(8, 8, np.array([8000.0]), 1000, True)[0]
+    assert step[SOURCE_INDEX["measured"]] == pytest.approx(7.5 * 61)
+
+
+def test_deepseek_v32_and_dense_moe_models_cost_end_to_end(empty_db):
+    v32 = SGLangStepCost(
+        load_arch("deepseek-v3.2"),
+        serving(kv="fp8_e4m3", page=64, prefill="flashmla_kv", decode="flashmla_kv"),
+        empty_db,
+        Overheads(),
+    )
+    assert v32.decode_steps(16, 16, np.array([16 * 50000.0]), 50000, True).sum() > 0
+    assert (
+        v32.extend_step(np.array([4096]), np.array([8192])).sum()
+        > v32.extend_step(np.array([1024]), np.array([0])).sum()
+    )
+    qwen = SGLangStepCost(load_arch("qwen3-30b-a3b"), serving(tp=2, weight="bf16"), empty_db, Overheads())
+    assert qwen.decode_steps(4, 4, np.array([4000.0]), 1000, True).sum() > 0
