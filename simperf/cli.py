@@ -62,8 +62,12 @@ def predict(
         sys.stdout.write(result_json(prediction.result, prediction.extra()) + "\n")
     else:
         console = Console()
-        title = f"simperf prediction: {sc.name} ({prediction.arch.name} on {sc.hardware.count}x {prediction.gpu.key})"
-        print_bench_block(prediction.result, console, title, prediction.notes)
+        console.print(
+            f"simperf prediction: {sc.name} ({prediction.arch.name} on {sc.hardware.count}x {prediction.gpu.key}), "
+            f"simulated in {prediction.wall_s:.2f} s",
+            highlight=False,
+        )
+        print_bench_block(prediction.result, console, "Serving Benchmark Result", prediction.notes)
         if breakdown:
             from simperf.report.breakdown import print_breakdown
 
@@ -89,8 +93,7 @@ def schema(
 @app.command()
 def models() -> None:
     """List the model zoo."""
-    from simperf.models.arch import load_arch
-    from simperf.models.zoo import zoo_names
+    from simperf.models.zoo import load_arch, zoo_names
 
     table = Table("name", "family", "layers", "hidden", "heads", "kv heads", "experts", "context")
     for name in zoo_names():
@@ -102,7 +105,7 @@ def models() -> None:
             str(a.hidden_size),
             str(a.num_heads),
             str(a.num_kv_heads),
-            str(getattr(a, "n_routed_experts", 0) or "-"),
+            str(getattr(a, "num_routed_experts", 0) or "-"),
             str(a.context_len),
         )
     Console().print(table)

@@ -7,7 +7,8 @@ numbers the server log gives (max_total_tokens) win over derived ones.
 from __future__ import annotations
 
 from simperf.hardware.catalog import GpuSpec, get_gpu
-from simperf.models.arch import ModelArch, load_arch
+from simperf.models.arch import ModelArch
+from simperf.models.zoo import load_arch
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
 

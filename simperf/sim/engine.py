@@ -269,107 +269,97 @@ class Simulator:
 
     # ------------------------------------------------------------------ decode runs
     def _decode_run(self) -> float:
-        ranks = [rank for rank in self.ranks if rank.running]
-        for rank in ranks:
+        if len(self.ranks) == 1:
+            ranks = self.ranks
+            rank = ranks[0]
             if not rank.next_decode_fits():
                 rank.retract_for_next_decode()
-        ranks = [rank for rank in self.ranks if rank.running]
-        # how many iterations can run unchanged
-        k_max = min(rank.steps_to_first_finish() for rank in ranks)
-        k_mem = min(rank.decode_steps_that_fit() for rank in ranks)
-        # under ignore_eos in SGLang >= 0.5.6 the admission budget only changes when a request finishes; otherwise
-        # the decaying new_token_ratio can admit a waiting request at any iteration
-        blocked_by_memory = any(
-            rank.waiting and not rank.batch_is_full and rank.ratio_applies for rank in self.ranks
-        )
-        if blocked_by_memory or k_mem < 1:
-            # the admission budget grows as new_token_ratio decays: re-check every iteration
-            k_max = 1
+            k_max = rank.steps_to_first_finish()
+            k_mem = rank.decode_steps_that_fit()
+            max_bs = len(rank.running)
+            blocked = bool(rank.waiting) and not rank.batch_is_full and rank.ratio_applies
         else:
-            k_max = min(k_max, k_mem)
+            for rank in self.ranks:
+                if rank.running and not rank.next_decode_fits():
+                    rank.retract_for_next_decode()
+            ranks = [rank for rank in self.ranks if rank.running]
+            k_max = min(rank.steps_to_first_finish() for rank in ranks)
+            k_mem = min(rank.decode_steps_that_fit() for rank in ranks)
+            max_bs = max(len(rank.running) for rank in ranks)
+            blocked = any(rank.waiting and not rank.batch_is_full and rank.ratio_applies for rank in self.ranks)
+        # under ignore_eos in SGLang >= 0.5.6 the admission budget only changes when a request finishes; otherwise
+        # the decaying new_token_ratio can admit a waiting request at any iteration, so re-check every iteration
+        k_max = 1 if (blocked or k_mem < 1) else min(k_max, k_mem)
         next_ready = self.client.next_ready_time()
-
-        max_bs = max(len(rank.running) for rank in ranks)
         padded_bs, graph = self._padded_bs(max_bs)
+        now = self.env.now
         # size the cost call by how many iterations fit before the next request reaches the scheduler
         k_eval = k_max
-        if not math.isinf(next_ready) and k_max > 8:
+        if k_max > 8 and next_ready != math.inf:
             per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
-            k_eval = min(k_max, int((next_ready - self.env.now) / per_iter * 1.25) + 4)
+            k_eval = min(k_max, int((next_ready - now) / per_iter * 1.25) + 4)
         steps = self._decode_costs(ranks, padded_bs, graph, k_eval)
-        step_us = steps.sum(axis=1)
-        step_s = step_us * US
-        self._last_decode_us = float(step_us[-1])
+        step_s = (steps.sum(axis=1) * US).tolist()
+        self._last_decode_us = step_s[-1] / US
 
-        # the iteration recurrence (overlap loop, model doc §1.2), solved in closed form over the run:
-        # after the first two iterations the GPU start of iteration j+1 is start_j + max(T_j, sched + proc)
+        # the iteration recurrence (model doc §1.2), one iteration at a time: cheap float work
         sched, proc = self.sched_s, self.proc_s
-        c0 = self.env.now
-        start0 = max(c0 + sched, self.gpu_free)
-        if self.overlap:
-            if self.pending is not None:
-                c1 = self._process(self.pending, max(c0 + sched, self.pending.gpu_end_s))
-                self.pending = None
-                # finishes it emitted may free client slots: requests sent then reach us later
-                next_ready = self.client.next_ready_time()
+        overlap = self.overlap
+        c = now
+        gpu_free = self.gpu_free
+        emits: list[float] = []
+        k_done = 0
+        for j in range(k_eval):
+            if j and c >= next_ready:
+                break  # the CPU sees a new request at this iteration: re-plan from here
+            scheduled = c + sched
+            start = scheduled if scheduled > gpu_free else gpu_free
+            prev_end = gpu_free
+            gpu_free = start + step_s[j]
+            if overlap:
+                if j:
+                    # iteration j-1 is processed once iteration j has been launched
+                    c = (scheduled if scheduled > prev_end else prev_end) + proc
+                    emits.append(c)
+                elif self.pending is not None:
+                    c = self._process(self.pending, max(scheduled, self.pending.gpu_end_s))
+                    self.pending = None
+                    # finishes it emitted may free client slots: requests sent then reach us later
+                    next_ready = self.client.next_ready_time()
+                else:
+                    c = scheduled
             else:
-                c1 = c0 + sched
-            starts = np.empty(k_eval)
-            starts[0] = start0
-            cpu_starts = np.empty(k_eval)  # when the CPU begins iteration j (and sees new requests)
-            cpu_starts[0] = c0
-            if k_eval > 1:
-                starts[1] = max(c1 + sched, start0 + step_s[0])
-                cpu_starts[1] = c1
-                if k_eval > 2:
-                    gaps = np.maximum(step_s[1:-1], sched + proc)
-                    starts[2:] = starts[1] + np.cumsum(gaps)
-                    cpu_starts[2:] = starts[1:-1] + proc
-            ends = starts + step_s
-            # iteration j-1's tokens are processed when iteration j has been launched
-            emits = starts[1:] + proc
-        else:
-            cpu_starts = c0 + np.concatenate(([0.0], np.cumsum(sched + step_s[:-1] + proc)))
-            starts = cpu_starts + sched
-            starts[0] = start0
-            ends = starts + step_s
-            emits = ends + proc
-        k_done = k_eval
-        if not math.isinf(next_ready) and k_eval > 1:
-            first_seeing = int(np.searchsorted(cpu_starts[1:], next_ready, side="left")) + 1
-            k_done = min(k_eval, first_seeing)
-        gpu_free = ends[k_done - 1]
+                c = gpu_free + proc
+                emits.append(c)
+            k_done = j + 1
 
-        # commit k_done iterations on every decoding rank
+        # commit k_done iterations on every decoding rank; the last one stays pending (overlap loop)
         batch = self._new_batch()
+        emitted = np.asarray(emits[: k_done - 1]) if overlap else np.asarray(emits)
         for rank in ranks:
             t0, finished = rank.advance_decode(k_done)
             last_idx = t0 + k_done - 1
-            if self.overlap:
-                rank.timeline_emit[t0:last_idx] = emits[: k_done - 1]
-            else:
-                rank.timeline_emit[t0 : last_idx + 1] = emits[:k_done]
+            rank.timeline_emit[t0 : t0 + len(emitted)] = emitted
             batch.timeline.append((rank.rank_id, last_idx))
-            batch.finished.extend((rank.rank_id, r) for r in finished)
-        self.gpu_free = float(gpu_free)
-        self.stats.iterations += k_done
-        self.stats.decode_iterations += k_done
-        self.stats.decode_runs += 1
-        self.stats.gpu_busy_s += float(step_s[:k_done].sum())
-        self.stats.time_by_source_us += steps[:k_done].sum(axis=0)
+            if finished:
+                batch.finished.extend((rank.rank_id, r) for r in finished)
+        batch.gpu_end_s = gpu_free
+        self.gpu_free = gpu_free
+        stats = self.stats
+        stats.iterations += k_done
+        stats.decode_iterations += k_done
+        stats.decode_runs += 1
+        stats.gpu_busy_s += math.fsum(step_s[:k_done])
+        stats.time_by_source_us += steps[:k_done].sum(axis=0) if k_done < k_eval else steps.sum(axis=0)
         if graph:
-            self.stats.graph_iterations += k_done
+            stats.graph_iterations += k_done
         else:
-            self.stats.eager_decode_iterations += k_done
-        batch.gpu_end_s = float(ends[k_done - 1])
-        if self.overlap:
+            stats.eager_decode_iterations += k_done
+        if overlap:
             self.pending = batch
-            cpu_next = float(cpu_starts[k_done]) if k_done < k_eval else float(starts[k_done - 1] + proc)
-            if k_done == k_eval and k_done == 1:
-                cpu_next = c1
+            cpu_next = c
         else:
-            # the last iteration's tokens and finishes go through the common path
-            cpu_next = self._process(batch, batch.gpu_end_s)
+            cpu_next = self._process(batch, gpu_free)
         self._observe()
         return cpu_next
 

@@ -1,0 +1,80 @@
+"""`simperf predict` end to end through the CLI, on small scenarios (no GPU, no torch)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from typer.testing import CliRunner
+
+from simperf.cli import app
+from simperf.report.metrics import summarize
+from simperf.report.output import read_requests_parquet
+
+runner = CliRunner()
+
+SMALL = """
+name: tiny
+model: {name: qwen3-8b}
+hardware: {gpu: h100, count: 1}
+workload:
+  dataset: {kind: random, input_len: 512, output_len: 64}
+  num_prompts: 40
+  request_rate: 8
+"""
+
+
+def test_predict_prints_bench_block(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL)
+    result = runner.invoke(app, ["predict", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "Serving Benchmark Result" in result.output
+    assert "Successful requests:" in result.output and "40" in result.output
+    assert "Step time from measured tables" in result.output
+
+
+def test_predict_json_has_bench_serving_keys_and_requests_parquet_recomputes_them(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL)
+    out = tmp_path / "req.parquet"
+    result = runner.invoke(app, ["predict", str(path), "-o", "json", "--requests", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for key in ("completed", "mean_ttft_ms", "median_tpot_ms", "p99_itl_ms", "output_throughput", "duration"):
+        assert key in data
+    assert data["completed"] == 40
+    shares = data["simperf"]["step_time_share_by_source"]
+    assert abs(sum(shares.values()) - 1.0) < 1e-9
+    # invariant 7: metrics are a pure function of the per-request records
+    again = summarize(read_requests_parquet(out))
+    assert again["mean_ttft_ms"] == data["mean_ttft_ms"]
+    assert again["median_itl_ms"] == data["median_itl_ms"]
+
+
+def test_bad_scenario_exits_2_with_field_path(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL.replace("gpu: h100", "gpu: h300"))
+    result = runner.invoke(app, ["predict", str(path)])
+    assert result.exit_code == 2
+    assert "hardware.gpu" in result.output
+
+
+def test_speculative_is_refused_clearly(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL + "serving:\n  speculative: {num_steps: 3}\n")
+    result = runner.invoke(app, ["predict", str(path)])
+    assert result.exit_code == 2 and "serving.speculative" in result.output
+
+
+def test_schema_command_prints_json_schema():
+    result = runner.invoke(app, ["schema"])
+    assert result.exit_code == 0
+    assert "workload" in json.loads(result.stdout)["properties"]
+
+
+def test_predict_path_never_imports_torch(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL)
+    runner.invoke(app, ["predict", str(path), "-o", "json"])
+    assert "torch" not in sys.modules

@@ -1,0 +1,66 @@
+"""SGLang's default rules as simperf applies them (model doc §1.5, §1.10–1.12, §4.3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from simperf.scenario.load import parse_scenario
+from simperf.scenario.resolve import decode_graph_buckets, resolve
+
+
+def scenario(model="deepseek-v3", gpu="h200", count=8, **serving):
+    return parse_scenario(
+        {
+            "model": {"name": model},
+            "hardware": {"gpu": gpu, "count": count},
+            "serving": {"tp": count, **serving},
+            "workload": {"dataset": {"kind": "random", "input_len": 16, "output_len": 4}, "num_prompts": 2},
+        }
+    )
+
+
+def test_deepseek_on_h200_tp8_gets_fa3_page1_chunk8192_graphs512():
+    s, arch, gpu = resolve(scenario())
+    assert (s.prefill_backend, s.decode_backend, s.page_size) == ("fa3", "fa3", 1)
+    assert s.chunked_prefill_size == 8192
+    assert s.cuda_graph_max_bs == 512 and s.cuda_graph_bs[-1] == 512
+    assert s.kv_dtype == "bf16" and s.weight_dtype == "fp8"
+    # 8xH200 with ~85 GB of FP8 weights per GPU leaves a few hundred thousand 70 KB tokens
+    assert 300_000 < s.max_total_tokens < 800_000
+
+
+def test_dp_attention_splits_chunk_and_lowers_new_token_ratio():
+    s, _, _ = resolve(scenario(dp_attention=8))
+    assert s.chunked_prefill_size == 1024
+    assert s.init_new_token_ratio == pytest.approx(0.21)
+    assert s.min_new_token_ratio == pytest.approx(0.21 * 0.14)
+
+
+def test_flashmla_forces_page_64_and_v32_uses_nsa_backends_on_hopper():
+    s, _, _ = resolve(scenario(attention_backend="flashmla"))
+    assert s.page_size == 64
+    s, _, _ = resolve(scenario(model="deepseek-v3.2"))
+    assert (s.prefill_backend, s.decode_backend, s.page_size) == ("flashmla_sparse", "fa3", 64)
+    s, _, _ = resolve(scenario(model="deepseek-v3.2", kv_cache_dtype="fp8_e4m3"))
+    assert (s.prefill_backend, s.decode_backend) == ("flashmla_kv", "flashmla_kv")
+
+
+def test_user_values_win_over_rules():
+    s, _, _ = resolve(scenario(max_total_tokens=123_456, max_running_requests=64, chunked_prefill_size=4096))
+    assert s.max_total_tokens == 123_456
+    assert s.max_running_requests == 64 and s.cuda_graph_max_bs == 64
+    assert s.chunked_prefill_size == 4096
+
+
+def test_model_that_does_not_fit_is_a_clear_error():
+    with pytest.raises(ValueError, match="does not fit"):
+        resolve(scenario(model="deepseek-v3", gpu="h100", count=1))
+
+
+def test_decode_graph_buckets_follow_sglang_list():
+    buckets = decode_graph_buckets(512, speculative=False)
+    assert buckets[:6] == (1, 2, 4, 8, 12, 16)
+    assert 256 in buckets and 272 in buckets and 496 in buckets and buckets[-1] == 512
+    assert decode_graph_buckets(100, speculative=False)[-1] == 100
+    spec = decode_graph_buckets(48, speculative=True)
+    assert spec[:8] == (1, 2, 3, 4, 5, 6, 7, 8) and spec[-1] == 48
