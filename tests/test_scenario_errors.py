@@ -48,7 +48,11 @@ def test_bad_enum_lists_allowed_values():
 
 
 def test_out_of_range_number_names_field():
-    msg = error_of(with_changes(workload={"dataset": {"kind": "random", "input_len": 10, "output_len": 5, "range_ratio": 2}}))
+    msg = error_of(
+        with_changes(
+            workload={"dataset": {"kind": "random", "input_len": 10, "output_len": 5, "range_ratio": 2}}
+        )
+    )
     assert "workload.dataset.range_ratio" in msg
 
 

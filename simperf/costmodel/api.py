@@ -17,8 +17,9 @@ import numpy as np
 
 
 class StepCostModel(Protocol):
-    def extend_step(self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
-                    ) -> np.ndarray:
+    def extend_step(
+        self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
+    ) -> np.ndarray:
         """Time of one extend batch -> array (len(SOURCES),) in µs.
 
         extend_lens[i]: new tokens of request i this step; prefix_lens[i]: tokens already in its KV cache.
@@ -26,7 +27,9 @@ class StepCostModel(Protocol):
         """
         ...
 
-    def decode_steps(self, bs: int, padded_bs: int, kv_total: np.ndarray, kv_max: int, graph: bool) -> np.ndarray:
+    def decode_steps(
+        self, bs: int, padded_bs: int, kv_total: np.ndarray, kv_max: int, graph: bool
+    ) -> np.ndarray:
         """Times of len(kv_total) decode steps of `bs` requests -> array (k, len(SOURCES)) in µs.
 
         padded_bs: CUDA-graph bucket the batch is padded to (== bs when eager); kv_total[j]: sum of the requests'

@@ -286,7 +286,9 @@ class Simulator:
             k_max = min(rank.steps_to_first_finish() for rank in ranks)
             k_mem = min(rank.decode_steps_that_fit() for rank in ranks)
             max_bs = max(len(rank.running) for rank in ranks)
-            blocked = any(rank.waiting and not rank.batch_is_full and rank.ratio_applies for rank in self.ranks)
+            blocked = any(
+                rank.waiting and not rank.batch_is_full and rank.ratio_applies for rank in self.ranks
+            )
         # under ignore_eos in SGLang >= 0.5.6 the admission budget only changes when a request finishes; otherwise
         # the decaying new_token_ratio can admit a waiting request at any iteration, so re-check every iteration
         k_max = 1 if (blocked or k_mem < 1) else min(k_max, k_mem)
