@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from simperf.costmodel.overhead import OVERHEAD_SOURCE, step_overhead
+from simperf.costmodel.rowtable import RowCostTable
 from simperf.hardware.catalog import get_gpu
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import Key
@@ -33,6 +34,7 @@ from simperf.models.ops import (
     row_ops,
     uncosted_kernels_per_step,
 )
+from simperf.perfdb.axisslice import AxisSlice
 from simperf.perfdb.db import OpCurve, PerfDB
 from simperf.perfdb.schema import SOURCE_INDEX, SOURCES
 from simperf.scenario.models import Overheads
@@ -81,6 +83,7 @@ class _DecodeAttention:
     curve: OpCurve
     count: int
     fixed_axes: dict[str, float]  # every axis but kv_len
+    along_kv: AxisSlice  # the curve as a function of kv_len at these fixed axes (exact inside the grid)
 
 
 class SGLangStepCost:
@@ -112,7 +115,8 @@ class SGLangStepCost:
         self._chosen: dict[tuple[str, tuple[Key, ...]], tuple[Key, OpCurve]] = {}
         self._decode_rows: dict[int, tuple[np.ndarray, int]] = {}
         self._decode: dict[tuple[int, int, bool], tuple[np.ndarray, list[_DecodeAttention]]] = {}
-        self._extend_rows = _LRU(256)
+        self._row_tables: dict[str, RowCostTable] = {}
+        self._step_index = np.arange(4096)
         self._extend = _LRU(extend_cache_size)
 
     # ---- the StepCostModel protocol ----------------------------------------------------------------------------
@@ -134,21 +138,18 @@ class SGLangStepCost:
         if bs < 1 or padded_bs < bs:
             raise ValueError(f"need 1 <= bs <= padded_bs, got bs={bs}, padded_bs={padded_bs}")
         base, attention = self._decode_entry(bs, padded_bs, graph)
-        kv_total = np.asarray(kv_total, dtype=np.float64)
-        if kv_total.size == 1:  # the common case: one step, scalar curve path
-            out = base.reshape(1, -1).copy()
-            kv = float(kv_total.reshape(-1)[0]) / bs
-            for a in attention:
-                us, src = a.curve(**a.fixed_axes, kv_len=kv)
-                out[0, int(src)] += float(us) * a.count
-            return out
-        kv_mean = kv_total.reshape(-1) / bs
-        out = np.tile(base, (kv_mean.size, 1))
-        steps = np.arange(kv_mean.size)
+        kv_mean = np.asarray(kv_total, dtype=np.float64).reshape(-1) / bs
+        k = kv_mean.size
+        out = np.empty((k, NUM_SOURCES))
+        out[:] = base
         for a in attention:
-            us, src = a.curve(**a.fixed_axes, kv_len=kv_mean)
-            # (step, source) pairs are distinct within one op, so fancy-index addition is exact
-            out[steps, src] += us * a.count
+            us, src = a.along_kv.values(kv_mean)
+            if isinstance(src, int):
+                out[:, src] += us * a.count
+            else:
+                # (step, source) pairs are distinct within one op, so fancy-index addition is exact
+                steps = self._step_index[:k] if k <= len(self._step_index) else np.arange(k)
+                out[steps, src] += us * a.count
         return out
 
     # ---- breakdowns ---------------------------------------------------------------------------------------------
@@ -234,7 +235,8 @@ class SGLangStepCost:
                 if set(op.axes) - {"batch", "m"} != {"kv_len"}:
                     raise AssertionError(f"decode attention op {op.name} has axes {sorted(op.axes)}")
                 fixed = {name: float(v) for name, v in op.axes.items() if name != "kv_len"}
-                attention.append(_DecodeAttention(self._resolve(op)[1], op.count, fixed))
+                curve = self._resolve(op)[1]
+                attention.append(_DecodeAttention(curve, op.count, fixed, curve.along("kv_len", **fixed)))
             kernels = (
                 row_kernels + sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
             )
@@ -244,21 +246,28 @@ class SGLangStepCost:
             self._decode[(bs, padded_bs, graph)] = hit
         return hit
 
+    def _row_table(self, method: str) -> RowCostTable:
+        table = self._row_tables.get(method)
+        if table is None:
+            s = self.serving
+            chunk = s.chunked_prefill_size if s.chunked_prefill_size > 0 else s.max_prefill_tokens
+            t_max = min(max(chunk, s.max_prefill_tokens) + s.max_running_requests, 1 << 16)
+
+            def make(num_tokens: int, num_rows: int) -> list[OpCall]:
+                return row_ops(self.arch, self.settings, num_tokens, num_rows, method, self._has)
+
+            table = RowCostTable(make, lambda op: self._resolve(op)[1], t_max, s.max_running_requests + 1)
+            self._row_tables[method] = table
+        return table
+
     def _extend_graph(self, num_tokens: int) -> bool:
         return 0 < num_tokens <= self.settings.prefill_graph_max_tokens
 
     def _extend_cost(self, ext: np.ndarray, pre: np.ndarray, dec: np.ndarray | None) -> np.ndarray:
         plan = plan_extend(self.arch, self.settings, ext, pre, dec)
 
-        def rows() -> tuple[np.ndarray, int]:
-            ops = row_ops(
-                self.arch, self.settings, plan.num_tokens, plan.num_logit_rows, plan.method, self._has
-            )
-            return self._sum_ops(ops), sum(o.count * o.kernels for o in ops)
-
-        rows_cost, row_kernels = self._extend_rows.get_or_make(
-            (plan.num_tokens, plan.num_logit_rows, plan.method), rows
-        )
+        table = self._row_table(plan.method)
+        rows_cost, row_kernels = table.cost(plan.num_tokens, plan.num_logit_rows), table.kernels
         attn = attention_ops(
             self.arch, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
         )

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 import simperf
 from simperf.hardware.catalog import GpuSpec
 from simperf.perfdb.alphabeta import AlphaBetaModel, fit_alpha_beta
+from simperf.perfdb.axisslice import AxisSlice
 from simperf.perfdb.grid import Grid, build_grid
 from simperf.perfdb.keys import (
     KeyTuple,
@@ -195,6 +196,22 @@ class OpCurve:
 
     def timing(self, **axes: float) -> Timing:
         return self._model.explain(self._checked_scalars(self._axes_in_order(axes)))
+
+    def along(self, axis: str, lo: float = 1.0, hi: float = float(2**24), **fixed: float) -> AxisSlice:
+        """This curve as a function of one axis, the others fixed: exact inside the grid, cheap to evaluate."""
+        if axis not in self._axis_set or set(fixed) != self._axis_set - {axis}:
+            raise PerfDBError(
+                f"along({axis!r}) of op {self.op!r} needs every other axis fixed: {sorted(self._axis_set - {axis})}"
+            )
+        grid_values: list[float] = []
+        if isinstance(self._model, _GridModel):
+            grid = self._model.grid
+            grid_values = list(grid.axis_lists[grid.axis_names.index(axis)])
+
+        def evaluate(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return self(**fixed, **{axis: values})
+
+        return AxisSlice(evaluate, grid_values, lo, hi)
 
     def _checked_scalars(self, values: Sequence[object]) -> list[float]:
         scalars = [float(v) for v in values]  # type: ignore[arg-type]

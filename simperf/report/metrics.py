@@ -84,6 +84,8 @@ def inter_token_latencies(chunks: TokenChunks) -> np.ndarray:
     gap = np.diff(chunks.time_s, prepend=chunks.time_s[0])
     later = np.ones(chunks.time_s.size, dtype=bool)
     later[chunks.offsets[:-1]] = False
+    if chunks.num_tokens.max() == 1:  # one token per chunk (no speculative decoding): the gaps themselves
+        return gap[later]
     return np.repeat(gap[later] / chunks.num_tokens[later], chunks.num_tokens[later])
 
 
@@ -100,12 +102,14 @@ def token_times(req: PerRequest, itl: np.ndarray) -> np.ndarray:
     later = np.ones(chunks.time_s.size, dtype=bool)
     later[first_idx] = False
     prev = np.concatenate(([0.0], chunks.time_s[:-1]))[later]
+    first = req.send_s + req.ttft_s
+    if chunks.num_tokens.max() == 1:
+        return np.concatenate((first, prev + itl))
     n = chunks.num_tokens[later]
     # k = 1..n within each later chunk; itl holds gap / n for each of those tokens
     starts = np.cumsum(n) - n
     k = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(starts, n) + 1
     spread = np.repeat(prev, n) + itl * k
-    first = req.send_s + req.ttft_s
     return np.concatenate((first, spread))
 
 

@@ -104,6 +104,7 @@ class Simulator:
         self.gpu_free = 0.0
         self.pending: Batch | None = None
         self._last_decode_us = 0.0
+        self._offsets = np.arange(4096, dtype=np.float64)
         self._batch_emit: list[float] = []  # process time of each batch, by key
         self.finish_s = np.full(n, math.nan)
         self.done = 0
@@ -269,37 +270,61 @@ class Simulator:
 
     # ------------------------------------------------------------------ decode runs
     def _decode_run(self) -> float:
-        if len(self.ranks) == 1:
-            ranks = self.ranks
-            rank = ranks[0]
-            if not rank.next_decode_fits():
-                rank.retract_for_next_decode()
-            k_max = rank.steps_to_first_finish()
-            k_mem = rank.decode_steps_that_fit()
-            max_bs = len(rank.running)
-            blocked = bool(rank.waiting) and not rank.batch_is_full and rank.ratio_applies
-        else:
-            for rank in self.ranks:
-                if rank.running and not rank.next_decode_fits():
+        """Decode iterations from the current CPU time until something needs the scheduler's full attention.
+
+        A run is a sequence of segments, each a stretch in which the batch is unchanged. It continues past a
+        finishing request (a new segment with the smaller batch) when no request waits for admission, and stops
+        at the first iteration whose CPU start sees a new request, when the KV pool is about to fill, or when the
+        batch empties. Returns the CPU time of the next scheduler iteration.
+        """
+        c = self.env.now
+        multi = len(self.ranks) > 1
+        while True:
+            if multi:
+                for rank in self.ranks:
+                    if rank.running and not rank.next_decode_fits():
+                        rank.retract_for_next_decode()
+                ranks = [rank for rank in self.ranks if rank.running]
+                if not ranks:
+                    return c
+                k_finish = min(rank.steps_to_first_finish() for rank in ranks)
+                k_mem = min(rank.decode_steps_that_fit() for rank in ranks)
+                max_bs = max(len(rank.running) for rank in ranks)
+                waiting = any(rank.waiting or rank.chunked is not None for rank in self.ranks)
+                blocked = any(
+                    rank.waiting and not rank.batch_is_full and rank.ratio_applies for rank in self.ranks
+                )
+            else:
+                ranks = self.ranks
+                rank = ranks[0]
+                if not rank.running:
+                    return c
+                if not rank.next_decode_fits():
                     rank.retract_for_next_decode()
-            ranks = [rank for rank in self.ranks if rank.running]
-            k_max = min(rank.steps_to_first_finish() for rank in ranks)
-            k_mem = min(rank.decode_steps_that_fit() for rank in ranks)
-            max_bs = max(len(rank.running) for rank in ranks)
-            blocked = any(
-                rank.waiting and not rank.batch_is_full and rank.ratio_applies for rank in self.ranks
-            )
-        # under ignore_eos in SGLang >= 0.5.6 the admission budget only changes when a request finishes; otherwise
-        # the decaying new_token_ratio can admit a waiting request at any iteration, so re-check every iteration
-        k_max = 1 if (blocked or k_mem < 1) else min(k_max, k_mem)
+                k_finish = rank.steps_to_first_finish()
+                k_mem = rank.decode_steps_that_fit()
+                max_bs = len(rank.running)
+                waiting = bool(rank.waiting) or rank.chunked is not None
+                blocked = waiting and not rank.batch_is_full and rank.ratio_applies
+            # under ignore_eos in SGLang >= 0.5.6 the admission budget only changes when a request finishes;
+            # otherwise the decaying new_token_ratio can admit a waiting request at any iteration
+            single_step = blocked or k_mem < 1
+            k_max = 1 if single_step else min(k_finish, k_mem)
+            c, k_done, next_ready = self._decode_segment(ranks, max_bs, k_max, c)
+            if single_step or c >= next_ready or k_done == k_mem or (waiting and k_done == k_finish):
+                return c
+
+    def _decode_segment(
+        self, ranks: list[RankState], max_bs: int, k_max: int, c: float
+    ) -> tuple[float, int, float]:
+        """Up to k_max iterations of an unchanged batch from CPU time c; returns (next CPU time, done, next arrival)."""
         next_ready = self.client.next_ready_time()
         padded_bs, graph = self._padded_bs(max_bs)
-        now = self.env.now
         # size the cost call by how many iterations fit before the next request reaches the scheduler
         k_eval = k_max
         if k_max > 8 and next_ready != math.inf:
             per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
-            k_eval = min(k_max, int((next_ready - now) / per_iter * 1.25) + 4)
+            k_eval = min(k_max, int((next_ready - c) / per_iter * 1.25) + 4)
         steps = self._decode_costs(ranks, padded_bs, graph, k_eval)
         step_s = (steps.sum(axis=1) * US).tolist()
         self._last_decode_us = step_s[-1] / US
@@ -307,7 +332,6 @@ class Simulator:
         # the iteration recurrence (model doc §1.2), one iteration at a time: cheap float work
         sched, proc = self.sched_s, self.proc_s
         overlap = self.overlap
-        c = now
         gpu_free = self.gpu_free
         emits: list[float] = []
         k_done = 0
@@ -340,9 +364,8 @@ class Simulator:
         emitted = np.asarray(emits[: k_done - 1]) if overlap else np.asarray(emits)
         for rank in ranks:
             t0, finished = rank.advance_decode(k_done)
-            last_idx = t0 + k_done - 1
             rank.timeline_emit[t0 : t0 + len(emitted)] = emitted
-            batch.timeline.append((rank.rank_id, last_idx))
+            batch.timeline.append((rank.rank_id, t0 + k_done - 1))
             if finished:
                 batch.finished.extend((rank.rank_id, r) for r in finished)
         batch.gpu_end_s = gpu_free
@@ -359,15 +382,15 @@ class Simulator:
             stats.eager_decode_iterations += k_done
         if overlap:
             self.pending = batch
-            cpu_next = c
         else:
-            cpu_next = self._process(batch, gpu_free)
+            c = self._process(batch, gpu_free)
+            next_ready = self.client.next_ready_time()
         self._observe()
-        return cpu_next
+        return c, k_done, next_ready
 
     def _decode_costs(self, ranks: list[RankState], padded_bs: int, graph: bool, k: int) -> np.ndarray:
         step = None
-        offsets = np.arange(k, dtype=np.float64)
+        offsets = self._offsets[:k] if k <= len(self._offsets) else np.arange(k, dtype=np.float64)
         for rank in ranks:
             bs = len(rank.running)
             kv_total = rank.kv_base_sum + bs * (rank.timeline_len + 1) + bs * offsets

@@ -1,0 +1,72 @@
+"""A curve along one axis with the other axes fixed, precomputed for cheap repeated evaluation.
+
+The simulator asks for the same op at the same batch size over and over with a different KV length (or token
+count). Restricted to one axis, the grid's multilinear log-space interpolation is piecewise linear in log space with
+breakpoints at the grid's values on that axis, so sampling the curve at exactly those values and interpolating with
+`np.interp` in log space reproduces it exactly inside the grid. Outside the grid (roofline-scaled extrapolation) and
+for roofline-only curves, the curve is smooth and is sampled at 16 points per octave: the error of log-log linear
+interpolation there is far below the uncertainty of the estimate itself, and those points keep their labels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from simperf.perfdb.schema import SOURCE_INDEX
+
+_INTERPOLATED = SOURCE_INDEX["interpolated"]
+SAMPLES_PER_OCTAVE = 16
+
+CurveFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+class AxisSlice:
+    def __init__(self, evaluate: CurveFn, grid_values: Sequence[float], lo: float, hi: float) -> None:
+        self._evaluate = evaluate
+        self.lo, self.hi = float(lo), float(hi)
+        grid = np.asarray(sorted(v for v in grid_values if v > 0), dtype=np.float64)
+        dense = np.exp2(
+            np.arange(
+                math.floor(math.log2(lo) * SAMPLES_PER_OCTAVE),
+                math.ceil(math.log2(hi) * SAMPLES_PER_OCTAVE) + 1,
+            )
+            / SAMPLES_PER_OCTAVE
+        )
+        if grid.size:
+            # inside the grid only the grid's own values: that is what makes the slice exact there
+            dense = dense[(dense < grid[0]) | (dense > grid[-1])]
+        points = np.unique(np.concatenate([grid, dense]))
+        us, source = evaluate(points)
+        self._x = points
+        self._log_x = np.log(points)
+        self._log_us = np.log(np.asarray(us, dtype=np.float64))
+        source = np.asarray(source, dtype=np.int8)
+        # label of a query between samples i and i+1: the worse of the two, at least "interpolated"; a query exactly
+        # on a measured grid value is labelled "interpolated" too (both count as table-backed in reports)
+        between = np.maximum(source[:-1], source[1:]) if len(source) > 1 else source
+        self._interval_source = np.maximum(between, _INTERPOLATED).astype(np.int8)
+        self._last = len(self._interval_source) - 1
+        first = self._interval_source[0]
+        # most slices carry one label throughout (all roofline, or all interpolated): skip the per-query lookup
+        self.uniform_source: int | None = int(first) if (self._interval_source == first).all() else None
+
+    def values(self, x: np.ndarray) -> tuple[np.ndarray, int | np.ndarray]:
+        """Like __call__, but the label is a plain int when it is the same for every query (the fast path)."""
+        if self.uniform_source is not None and x[0] >= self.lo and x[-1] <= self.hi:
+            return np.exp(np.interp(np.log(x), self._log_x, self._log_us)), self.uniform_source
+        return self(x)
+
+    def __call__(self, x: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """x: ascending values (a scalar, or e.g. the KV lengths of consecutive decode steps)."""
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        if x[0] < self.lo or x[-1] > self.hi:
+            return self._evaluate(x)  # beyond the sampled range: ask the curve itself
+        log_x = np.log(x)
+        us = np.exp(np.interp(log_x, self._log_x, self._log_us))
+        if self.uniform_source is not None:
+            return us, np.full(us.shape, self.uniform_source, dtype=np.int8)
+        interval = np.searchsorted(self._log_x, log_x, side="right") - 1
+        return us, self._interval_source[np.minimum(interval, self._last)]
