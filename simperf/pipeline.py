@@ -123,6 +123,7 @@ def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Predicti
         "Step time from measured tables": f"{100 * (shares['measured'] + shares['interpolated']):.1f}%",
         "Step time from roofline estimates": f"{100 * shares['roofline']:.1f}%",
         "Step time extrapolated": f"{100 * shares['extrapolated']:.1f}%",
+        "Step time from named constants": f"{100 * shares['constant']:.1f}%",
         "KV pool (tokens per DP rank)": f"{serving.max_total_tokens:,}",
         "Rejected requests": str(len(stats.rejected)),
         "Retractions": str(stats.retractions),

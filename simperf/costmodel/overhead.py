@@ -1,20 +1,20 @@
 """The named constant costs a step adds on top of its kernels (scenario.models.Overheads).
 
-Decode steps replaying a CUDA graph pay one `cuda_graph_replay_us`; eager steps pay `eager_launch_us_per_kernel`
-for every kernel they launch (a decode step of small kernels is launch-bound when eager). Extend steps follow
-the same rule (graph when a prefill graph is replayed, else eager launches).
-
-SOURCES has no label for assumed constants; they are booked in the "roofline" column, the column of estimates
-that are not measured, and the breakdown names them.
+Steps replaying a CUDA graph pay one `cuda_graph_replay_us`. Eager steps launch every kernel from the CPU, which
+runs ahead of the GPU while kernels are long: the launches cost time only when the CPU cannot keep up, so an eager
+step lasts max(kernel time, kernels x `eager_launch_us_per_kernel`) and the overhead is the excess over the kernel
+time (a decode step of small kernels is launch-bound; a long prefill is not). Booked under the "constant" source.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from simperf.scenario.models import Overheads
 
-OVERHEAD_SOURCE = "roofline"
+OVERHEAD_SOURCE = "constant"
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,14 @@ class StepOverhead:
 
     @property
     def us(self) -> float:
+        """Replay: the replay cost. Eager: the full launch time; `excess_us` gives what the step actually pays."""
         return self.count * self.us_per_count
+
+    def excess_us(self, kernel_us):
+        """What the step pays on top of its kernels' time (vectorised over kernel_us for eager steps)."""
+        if self.name == "cuda_graph_replay":
+            return self.us
+        return np.maximum(self.us - kernel_us, 0.0)
 
 
 def step_overhead(overheads: Overheads, graph: bool, kernels: int) -> StepOverhead:

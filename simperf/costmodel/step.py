@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from simperf.costmodel.overhead import OVERHEAD_SOURCE, step_overhead
+from simperf.costmodel.overhead import OVERHEAD_SOURCE, StepOverhead, step_overhead
 from simperf.costmodel.rowtable import RowCostTable
 from simperf.hardware.catalog import get_gpu
 from simperf.models.arch import ModelArch
@@ -137,7 +137,7 @@ class SGLangStepCost:
         self._refuse_speculative()
         if bs < 1 or padded_bs < bs:
             raise ValueError(f"need 1 <= bs <= padded_bs, got bs={bs}, padded_bs={padded_bs}")
-        base, attention = self._decode_entry(bs, padded_bs, graph)
+        base, attention, eager = self._decode_entry(bs, padded_bs, graph)
         kv_mean = np.asarray(kv_total, dtype=np.float64).reshape(-1) / bs
         k = kv_mean.size
         out = np.empty((k, NUM_SOURCES))
@@ -150,6 +150,8 @@ class SGLangStepCost:
                 # (step, source) pairs are distinct within one op, so fancy-index addition is exact
                 steps = self._step_index[:k] if k <= len(self._step_index) else np.arange(k)
                 out[steps, src] += us * a.count
+        if eager is not None:
+            out[:, _OVERHEAD_COLUMN] += eager.excess_us(out.sum(axis=1))
         return out
 
     # ---- breakdowns ---------------------------------------------------------------------------------------------
@@ -160,7 +162,7 @@ class SGLangStepCost:
         ops = self.extend_ops(extend_lens, prefix_lens, decode_kv_lens)
         rows = [self._breakdown_row(op) for op in ops]
         graph = self._extend_graph(int(sum(int(x) for x in extend_lens)) + _size(decode_kv_lens))
-        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch))]
+        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows)]
 
     def breakdown_decode(
         self, bs: int, padded_bs: int, kv_total: int, kv_max: int, graph: bool
@@ -168,7 +170,7 @@ class SGLangStepCost:
         self._refuse_speculative()
         ops = self.decode_ops(bs, padded_bs, float(kv_total) / bs)
         rows = [self._breakdown_row(op) for op in ops]
-        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch))]
+        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows)]
 
     # ---- op lists (public for reports and tests) ---------------------------------------------------------------
     def extend_ops(
@@ -224,7 +226,7 @@ class SGLangStepCost:
 
     def _decode_entry(
         self, bs: int, padded_bs: int, graph: bool
-    ) -> tuple[np.ndarray, list[_DecodeAttention]]:
+    ) -> tuple[np.ndarray, list[_DecodeAttention], StepOverhead | None]:
         """Cached per (bs, padded bs, graph): row ops + overhead per source, and the resolved attention ops."""
         hit = self._decode.get((bs, padded_bs, graph))
         if hit is None:
@@ -241,8 +243,10 @@ class SGLangStepCost:
                 row_kernels + sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
             )
             base = rows_cost.copy()
-            base[_OVERHEAD_COLUMN] += step_overhead(self.overheads, graph, kernels).us
-            hit = (base, attention)
+            overhead = step_overhead(self.overheads, graph, kernels)
+            if graph:
+                base[_OVERHEAD_COLUMN] += overhead.us
+            hit = (base, attention, None if graph else overhead)
             self._decode[(bs, padded_bs, graph)] = hit
         return hit
 
@@ -273,9 +277,8 @@ class SGLangStepCost:
         )
         out = rows_cost + self._sum_ops(attn)
         kernels = row_kernels + sum(o.count * o.kernels for o in attn) + uncosted_kernels_per_step(self.arch)
-        out[_OVERHEAD_COLUMN] += step_overhead(
-            self.overheads, self._extend_graph(plan.num_tokens), kernels
-        ).us
+        overhead = step_overhead(self.overheads, self._extend_graph(plan.num_tokens), kernels)
+        out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
 
     def _breakdown_row(self, op: OpCall) -> BreakdownRow:
@@ -294,18 +297,22 @@ class SGLangStepCost:
             detail=t.detail,
         )
 
-    def _overhead_row(self, graph: bool, kernels: int) -> BreakdownRow:
+    def _overhead_row(self, graph: bool, kernels: int, rows: list[BreakdownRow]) -> BreakdownRow:
         o = step_overhead(self.overheads, graph, kernels)
+        paid = float(o.excess_us(sum(r.total_us for r in rows)))
+        detail = o.detail
+        if not graph:
+            detail += f"; launches take {o.us:.0f} µs, paid only beyond the kernels' own time"
         return BreakdownRow(
             name=o.name,
             op="overhead",
             key={},
             axes={"kernels": float(kernels)},
             count=o.count,
-            us_per_call=o.us_per_count,
-            total_us=o.us,
+            us_per_call=paid / max(o.count, 1),
+            total_us=paid,
             source=OVERHEAD_SOURCE,
-            detail=o.detail,
+            detail=detail,
         )
 
 

@@ -14,8 +14,9 @@ import pyarrow as pa
 
 SCHEMA_VERSION = 1
 
-# Where a timing came from. Reports aggregate step time by these labels.
-SOURCES: tuple[str, ...] = ("measured", "interpolated", "extrapolated", "roofline", "third_party")
+# Where a timing came from. Reports aggregate step time by these labels. "constant" marks the named constant costs
+# of a step that are not kernel timings (CUDA-graph replay, eager launch gaps): never in a table, set in Overheads.
+SOURCES: tuple[str, ...] = ("measured", "interpolated", "extrapolated", "roofline", "third_party", "constant")
 SOURCE_INDEX = {name: i for i, name in enumerate(SOURCES)}
 
 # Integer shape columns; which ones an op uses is given by its OpSpec.

@@ -57,6 +57,9 @@ class SimStats:
     max_kv_used: list[int] = field(default_factory=list)
     kv_capacity: int = 0
     per_rank_requests: list[int] = field(default_factory=list)
+    extend_tokens: int = 0  # new tokens over all extend batches (rank 0's view under DP)
+    decode_rows: int = 0  # Σ batch size over decode iterations
+    decode_kv_tokens: float = 0.0  # Σ KV tokens read over decode iterations (per rank)
 
     def source_shares(self) -> dict[str, float]:
         total = float(self.time_by_source_us.sum()) or 1.0
@@ -256,6 +259,9 @@ class Simulator:
             if rank_cost.sum() > step.sum():
                 step = rank_cost
         self.stats.extend_iterations += 1
+        first = next((p for p in plans if p is not None), None)
+        if first is not None:
+            self.stats.extend_tokens += sum(first.extend_lens)
         self.stats.time_by_source_us += step
         cpu_next = self._launch(batch, float(step.sum()))
         self._observe()
@@ -326,6 +332,7 @@ class Simulator:
             per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
             k_eval = min(k_max, int((next_ready - c) / per_iter * 1.25) + 4)
         steps = self._decode_costs(ranks, padded_bs, graph, k_eval)
+        self._seg_kv0 = ranks[0].kv_base_sum + len(ranks[0].running) * (ranks[0].timeline_len + 1)
         step_s = (steps.sum(axis=1) * US).tolist()
         self._last_decode_us = step_s[-1] / US
 
@@ -373,6 +380,8 @@ class Simulator:
         stats = self.stats
         stats.iterations += k_done
         stats.decode_iterations += k_done
+        stats.decode_rows += max_bs * k_done
+        stats.decode_kv_tokens += float(self._seg_kv0) * k_done + max_bs * k_done * (k_done - 1) / 2
         stats.decode_runs += 1
         stats.gpu_busy_s += math.fsum(step_s[:k_done])
         stats.time_by_source_us += steps[:k_done].sum(axis=0) if k_done < k_eval else steps.sum(axis=0)
