@@ -154,6 +154,38 @@ class SGLangStepCost:
             out[:, _OVERHEAD_COLUMN] += eager.excess_us(out.sum(axis=1))
         return out
 
+    def decode_totals(
+        self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool
+    ) -> tuple[np.ndarray, Callable[[int], np.ndarray]]:
+        """decode_steps for the simulator's hot loop: per-step totals (µs), and a function giving the per-source
+        sum over the first n steps — the same numbers as decode_steps without building the (k, sources) matrix."""
+        base, attention, eager = self._decode_entry(bs, padded_bs, graph)
+        kv_mean = kv_total / bs
+        totals = np.full(kv_mean.shape, float(base.sum()))
+        parts = []
+        for a in attention:
+            us, src = a.along_kv.values(kv_mean)
+            us = us * a.count
+            totals += us
+            parts.append((us, src))
+        excess = None
+        if eager is not None:
+            excess = eager.excess_us(totals)
+            totals += excess
+
+        def by_source(n: int) -> np.ndarray:
+            out = base * n
+            for us, src in parts:
+                if isinstance(src, int):
+                    out[src] += us[:n].sum()
+                else:
+                    np.add.at(out, src[:n], us[:n])
+            if excess is not None:
+                out[_OVERHEAD_COLUMN] += excess[:n].sum()
+            return out
+
+        return totals, by_source
+
     # ---- breakdowns ---------------------------------------------------------------------------------------------
     def breakdown_extend(
         self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None

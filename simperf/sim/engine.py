@@ -31,15 +31,17 @@ from simperf.sim.records import RequestRecords
 US = 1e-6
 
 
-@dataclass
 class Batch:
     """An iteration that has been launched; its results are processed (tokens emitted) later."""
 
-    key: int
-    gpu_end_s: float
-    token_reqs: list[int] = field(default_factory=list)  # get a token from an extend
-    finished: list[tuple[int, int]] = field(default_factory=list)  # (rank, request) finishing with this batch
-    timeline: list[tuple[int, int]] = field(default_factory=list)  # (rank, timeline index) of decode entries
+    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "timeline")
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+        self.gpu_end_s = math.nan
+        self.token_reqs: list[int] = []  # get a token from an extend
+        self.finished: list[tuple[int, int]] = []  # (rank, request) finishing with this batch
+        self.timeline: list[tuple[int, int]] = []  # (rank, timeline index) of decode entries
 
 
 @dataclass
@@ -108,6 +110,8 @@ class Simulator:
         self.pending: Batch | None = None
         self._last_decode_us = 0.0
         self._offsets = np.arange(4096, dtype=np.float64)
+        # the cost model's matrix-free decode path, when it has one (SGLangStepCost does)
+        self._fast_totals = getattr(self.cost, "decode_totals", None)
         self._batch_emit: list[float] = []  # process time of each batch, by key
         self.finish_s = np.full(n, math.nan)
         self.done = 0
@@ -220,7 +224,7 @@ class Simulator:
     def _new_batch(self) -> Batch:
         key = len(self._batch_emit)
         self._batch_emit.append(math.nan)
-        return Batch(key=key, gpu_end_s=math.nan)
+        return Batch(key)
 
     def _padded_bs(self, bs: int) -> tuple[int, bool]:
         buckets = self.s.cuda_graph_bs
@@ -331,9 +335,23 @@ class Simulator:
         if k_max > 8 and next_ready != math.inf:
             per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
             k_eval = min(k_max, int((next_ready - c) / per_iter * 1.25) + 4)
-        steps = self._decode_costs(ranks, padded_bs, graph, k_eval)
-        self._seg_kv0 = ranks[0].kv_base_sum + len(ranks[0].running) * (ranks[0].timeline_len + 1)
-        step_s = (steps.sum(axis=1) * US).tolist()
+        rank0 = ranks[0]
+        kv0 = rank0.kv_base_sum + len(rank0.running) * (rank0.timeline_len + 1)
+        if self._fast_totals is not None and len(ranks) == 1:
+            offsets = (
+                self._offsets[:k_eval]
+                if k_eval <= len(self._offsets)
+                else np.arange(k_eval, dtype=np.float64)
+            )
+            totals, by_source = self._fast_totals(max_bs, padded_bs, kv0 + max_bs * offsets, graph)
+        else:
+            steps = self._decode_costs(ranks, padded_bs, graph, k_eval)
+            totals = steps.sum(axis=1)
+
+            def by_source(n: int, steps=steps) -> np.ndarray:
+                return steps[:n].sum(axis=0)
+
+        step_s = (totals * US).tolist()
         self._last_decode_us = step_s[-1] / US
 
         # the iteration recurrence (model doc §1.2), one iteration at a time: cheap float work
@@ -355,10 +373,12 @@ class Simulator:
                     c = (scheduled if scheduled > prev_end else prev_end) + proc
                     emits.append(c)
                 elif self.pending is not None:
-                    c = self._process(self.pending, max(scheduled, self.pending.gpu_end_s))
+                    pending = self.pending
+                    c = self._process(pending, max(scheduled, pending.gpu_end_s))
                     self.pending = None
-                    # finishes it emitted may free client slots: requests sent then reach us later
-                    next_ready = self.client.next_ready_time()
+                    if pending.finished:
+                        # finishes it emitted may free client slots: requests sent then reach us later
+                        next_ready = self.client.next_ready_time()
                 else:
                     c = scheduled
             else:
@@ -381,10 +401,10 @@ class Simulator:
         stats.iterations += k_done
         stats.decode_iterations += k_done
         stats.decode_rows += max_bs * k_done
-        stats.decode_kv_tokens += float(self._seg_kv0) * k_done + max_bs * k_done * (k_done - 1) / 2
+        stats.decode_kv_tokens += float(kv0) * k_done + max_bs * k_done * (k_done - 1) / 2
         stats.decode_runs += 1
-        stats.gpu_busy_s += math.fsum(step_s[:k_done])
-        stats.time_by_source_us += steps[:k_done].sum(axis=0) if k_done < k_eval else steps.sum(axis=0)
+        stats.gpu_busy_s += sum(step_s[:k_done])
+        stats.time_by_source_us += by_source(k_done)
         if graph:
             stats.graph_iterations += k_done
         else:
