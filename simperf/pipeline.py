@@ -85,10 +85,11 @@ class Prediction:
 
 
 def check_supported(scenario: Scenario) -> None:
-    if scenario.serving.speculative is not None:
+    spec = scenario.serving.speculative
+    if spec is not None and spec.accept_length is None:
         raise UnsupportedScenario(
-            "serving.speculative: speculative decoding (EAGLE/MTP) is not modeled by this version yet; "
-            "remove the block to predict without it"
+            "serving.speculative.accept_length: required — the mean accepted tokens per verify step including "
+            "the bonus token (SGLang logs it as accept len; e.g. {mean: 2.4}, optionally with min and max)"
         )
 
 
@@ -113,6 +114,7 @@ def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Predicti
         requests.arrival_s,
         max_concurrency=scenario.workload.max_concurrency,
         ignore_eos=scenario.workload.ignore_eos,
+        seed=scenario.workload.seed,
     )
     wall = time.perf_counter() - started
     # bench_serving's clock also waits out the sender's last sleep after the final request

@@ -60,11 +60,21 @@ def test_bad_scenario_exits_2_with_field_path(tmp_path):
     assert "hardware.gpu" in result.output
 
 
-def test_speculative_is_refused_clearly(tmp_path):
+def test_speculative_without_accept_length_is_refused_with_field_path(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(SMALL + "serving:\n  speculative: {num_steps: 3}\n")
     result = runner.invoke(app, ["predict", str(path)])
-    assert result.exit_code == 2 and "serving.speculative" in result.output
+    assert result.exit_code == 2 and "serving.speculative.accept_length" in result.output
+
+
+def test_speculative_decoding_lowers_tpot_at_low_load(tmp_path):
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(SMALL.replace("request_rate: 8", "request_rate: 1"))
+    mtp = tmp_path / "mtp.yaml"
+    mtp.write_text(plain.read_text() + "serving:\n  speculative: {num_steps: 3, accept_length: {mean: 2.5}}\n")
+    a = json.loads(runner.invoke(app, ["predict", str(plain), "-o", "json"]).stdout)
+    b = json.loads(runner.invoke(app, ["predict", str(mtp), "-o", "json"]).stdout)
+    assert b["median_tpot_ms"] < a["median_tpot_ms"]
 
 
 def test_schema_command_prints_json_schema():

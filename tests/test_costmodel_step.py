@@ -142,11 +142,27 @@ def test_eager_launches_are_hidden_behind_long_kernels(llama):
     assert step[SOURCES.index("constant")] == 0.0
 
 
-def test_speculative_scenarios_are_refused_clearly(empty_db):
-    spec = SpecSettings("eagle", 3, 1, 4, 2.5)
+def test_speculative_iteration_is_drafts_plus_verify_plus_draft_extend(empty_db, v3):
+    spec = SpecSettings("mtp", 3, 1, 4, 2.5)
     cm = SGLangStepCost(load_arch("deepseek-v3"), serving(spec=spec), empty_db, Overheads())
-    with pytest.raises(NotImplementedError, match="speculative"):
-        cm.decode_steps(4, 4, np.array([400.0]), 100, True)
+    kv = np.array([4 * 1000.0])
+    plain = v3.decode_steps(4, 4, kv, 1000, True)[0].sum()
+    iteration = cm.decode_steps(4, 4, kv, 1000, True)[0].sum()
+    # one target forward of 4x the rows, plus three one-layer draft forwards: dearer than one decode step,
+    # far cheaper than four
+    assert plain < iteration < 4 * plain
+    names = [op.name for op in cm.decode_ops(4, 4, 1000.0)]
+    assert any(n.startswith("verify.") for n in names)
+    assert sum(n == "draft.attention" for n in names) == 1 and "draft_extend.attention" in names
+    verify_attention = next(op for op in cm.decode_ops(4, 4, 1000.0) if op.name == "verify.attention")
+    assert verify_attention.key["q_len"] == 4 and float(verify_attention.axes["kv_len"]) == 1003.0
+    draft_attention = next(op for op in cm.decode_ops(4, 4, 1000.0) if op.name == "draft.attention")
+    assert draft_attention.count == 2  # num_steps - 1 draft forwards of one layer
+    # the prefill also runs the draft layer over the prompt
+    assert (
+        cm.extend_step(np.array([512]), np.array([0])).sum()
+        > v3.extend_step(np.array([512]), np.array([0])).sum()
+    )
 
 
 def test_empty_database_labels_every_kernel_roofline(v3):

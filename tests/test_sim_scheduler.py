@@ -207,3 +207,36 @@ def test_scheduler_invariants_hold_on_random_workloads(case):
         assert times[-1] == pytest.approx(rec.finish_s[i])
     # all KV is returned at the end
     assert all(r.used == 0 for r in sim.ranks)
+
+
+def test_speculative_decoding_emits_accepted_tokens_per_iteration_as_bench_serving_sees_them():
+    from simperf.report.metrics import summarize
+    from simperf.scenario.resolved import SpecSettings
+
+    # one draft step that is always accepted (mean 2 = num_steps + 1): every iteration yields 2 tokens
+    spec = SpecSettings("mtp", 1, 1, 2, 2.0)
+    serving = make_serving(speculative=spec, overlap_schedule=False)
+    cost = LinearCost(base_us=1000, per_token_us=0)
+    _, rec, _ = simulate([10], [9], serving=serving, cost=cost)
+    chunks = rec.chunk_num_tokens[rec.chunk_offsets[0] : rec.chunk_offsets[1]]
+    assert list(chunks) == [1, 2, 2, 2, 2]  # prefill token, then four verify iterations of two tokens
+    times = token_times(rec, 0)
+    assert np.diff(times) == pytest.approx([0.001] * 4)
+    m = summarize(rec)
+    # TPOT = (latency - ttft) / (output - 1) = 4 ms / 8; each 2-token chunk gives two ITL entries of 0.5 ms
+    assert m["mean_tpot_ms"] == pytest.approx(0.5)
+    assert m["mean_itl_ms"] == pytest.approx(0.5)
+
+
+def test_speculative_last_chunk_is_cut_to_the_tokens_still_needed():
+    from simperf.scenario.resolved import SpecSettings
+
+    spec = SpecSettings("mtp", 3, 1, 4, 2.4, 1.5, 3.3)
+    serving = make_serving(speculative=spec, max_running_requests=48)
+    _, rec, _ = simulate([50] * 20, [37] * 20, serving=serving)
+    counts = np.add.reduceat(rec.chunk_num_tokens, rec.chunk_offsets[:-1])
+    assert (counts == 37).all()
+    assert rec.chunk_num_tokens.max() <= 4
+    # with a mean of 2.4 tokens per iteration, 36 decode tokens take about 15 iterations
+    iterations = np.diff(rec.chunk_offsets) - 1
+    assert 10 <= iterations.mean() <= 22

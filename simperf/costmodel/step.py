@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from dataclasses import replace as dc_replace
 from typing import Any
 
 import numpy as np
@@ -22,12 +23,13 @@ from simperf.costmodel.overhead import OVERHEAD_SOURCE, StepOverhead, step_overh
 from simperf.costmodel.rowtable import RowCostTable
 from simperf.hardware.catalog import get_gpu
 from simperf.models.arch import ModelArch
-from simperf.models.kernels import Key
+from simperf.models.kernels import Key, gemm_keys
 from simperf.models.ops import (
     OpCall,
     StepSettings,
     attention_ops,
     decode_attention_ops,
+    decode_method,
     decode_row_ops,
     kernels_per_step,
     plan_extend,
@@ -84,6 +86,7 @@ class _DecodeAttention:
     count: int
     fixed_axes: dict[str, float]  # every axis but kv_len
     along_kv: AxisSlice  # the curve as a function of kv_len at these fixed axes (exact inside the grid)
+    kv_offset: float = 0.0  # added to the step's mean KV length (a verify step's q_len - 1 extra tokens)
 
 
 class SGLangStepCost:
@@ -115,7 +118,7 @@ class SGLangStepCost:
         self._chosen: dict[tuple[str, tuple[Key, ...]], tuple[Key, OpCurve]] = {}
         self._decode_rows: dict[int, tuple[np.ndarray, int]] = {}
         self._decode: dict[tuple[int, int, bool], tuple[np.ndarray, list[_DecodeAttention]]] = {}
-        self._row_tables: dict[str, RowCostTable] = {}
+        self._row_tables: dict[tuple[str, str], RowCostTable] = {}
         self._step_index = np.arange(4096)
         self._extend = _LRU(extend_cache_size)
 
@@ -123,7 +126,6 @@ class SGLangStepCost:
     def extend_step(
         self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
     ) -> np.ndarray:
-        self._refuse_speculative()
         ext = np.ascontiguousarray(extend_lens, dtype=np.int64)
         pre = np.ascontiguousarray(prefix_lens, dtype=np.int64)
         dec = None if decode_kv_lens is None else np.ascontiguousarray(decode_kv_lens, dtype=np.int64)
@@ -134,7 +136,6 @@ class SGLangStepCost:
     def decode_steps(
         self, bs: int, padded_bs: int, kv_total: np.ndarray, kv_max: int, graph: bool
     ) -> np.ndarray:
-        self._refuse_speculative()
         if bs < 1 or padded_bs < bs:
             raise ValueError(f"need 1 <= bs <= padded_bs, got bs={bs}, padded_bs={padded_bs}")
         base, attention, eager = self._decode_entry(bs, padded_bs, graph)
@@ -143,7 +144,7 @@ class SGLangStepCost:
         out = np.empty((k, NUM_SOURCES))
         out[:] = base
         for a in attention:
-            us, src = a.along_kv.values(kv_mean)
+            us, src = a.along_kv.values(kv_mean + a.kv_offset if a.kv_offset else kv_mean)
             if isinstance(src, int):
                 out[:, src] += us * a.count
             else:
@@ -164,7 +165,7 @@ class SGLangStepCost:
         totals = np.full(kv_mean.shape, float(base.sum()))
         parts = []
         for a in attention:
-            us, src = a.along_kv.values(kv_mean)
+            us, src = a.along_kv.values(kv_mean + a.kv_offset if a.kv_offset else kv_mean)
             us = us * a.count
             totals += us
             parts.append((us, src))
@@ -190,7 +191,6 @@ class SGLangStepCost:
     def breakdown_extend(
         self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
     ) -> list[BreakdownRow]:
-        self._refuse_speculative()
         ops = self.extend_ops(extend_lens, prefix_lens, decode_kv_lens)
         rows = [self._breakdown_row(op) for op in ops]
         graph = self._extend_graph(int(sum(int(x) for x in extend_lens)) + _size(decode_kv_lens))
@@ -199,7 +199,6 @@ class SGLangStepCost:
     def breakdown_decode(
         self, bs: int, padded_bs: int, kv_total: int, kv_max: int, graph: bool
     ) -> list[BreakdownRow]:
-        self._refuse_speculative()
         ops = self.decode_ops(bs, padded_bs, float(kv_total) / bs)
         rows = [self._breakdown_row(op) for op in ops]
         return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows)]
@@ -215,16 +214,19 @@ class SGLangStepCost:
         )
 
     def decode_ops(self, bs: int, padded_bs: int, kv_len: float) -> list[OpCall]:
-        return decode_row_ops(self.arch, self.settings, padded_bs, self._has) + decode_attention_ops(
-            self.arch, self.settings, bs, kv_len
-        )
+        rows, attention = self.decode_parts(bs, padded_bs, kv_len)
+        return rows + [
+            dc_replace(op, axes={**op.axes, "kv_len": np.asarray(op.axes["kv_len"]) + offset})
+            if offset
+            else op
+            for op, offset in attention
+        ]
 
     # ---- internals ------------------------------------------------------------------------------------------------
-    def _refuse_speculative(self) -> None:
-        if self.serving.speculative is not None:
-            raise NotImplementedError(
-                "speculative decoding (draft, verify and draft-extend steps) is not in the step cost model yet"
-            )
+    @property
+    def draft_arch(self) -> ModelArch:
+        """The speculative draft model: the checkpoint's single MTP / EAGLE decoder layer (MoE for DeepSeek)."""
+        return dc_replace(self.arch, name=f"{self.arch.name}-draft", num_layers=1, num_dense_layers=0)
 
     def _has(self, op: str, key: dict[str, Any]) -> bool:
         return self.db.has(op, key)
@@ -248,13 +250,55 @@ class SGLangStepCost:
             out[int(src)] += float(us) * op.count
         return out
 
-    def _decode_rows_cost(self, padded_bs: int) -> tuple[np.ndarray, int]:
-        hit = self._decode_rows.get(padded_bs)
-        if hit is None:
-            ops = decode_row_ops(self.arch, self.settings, padded_bs, self._has)
-            hit = (self._sum_ops(ops), sum(o.count * o.kernels for o in ops))
-            self._decode_rows[padded_bs] = hit
-        return hit
+    def decode_parts(
+        self, bs: int, padded_bs: int, kv_len: float = 1.0
+    ) -> tuple[list[OpCall], list[tuple[OpCall, float]]]:
+        """One decode iteration as (row ops, [(attention op, KV offset)]).
+
+        Without speculative decoding: one target forward. With it (model doc §3): num_steps - 1 draft forwards on
+        bs·topk rows, one target verify on bs·num_draft_tokens rows (attention q_len = num_draft_tokens over the
+        KV plus the draft tokens), and one draft extend on bs·num_draft_tokens rows. The draft model is the
+        checkpoint's MTP / EAGLE layer: one decoder layer plus its projection of [embedding, hidden] and the LM head.
+        """
+        s, arch = self.settings, self.arch
+        spec = self.serving.speculative
+        if spec is None:
+            rows = decode_row_ops(arch, s, padded_bs, self._has)
+            return rows, [(op, 0.0) for op in decode_attention_ops(arch, s, bs, kv_len)]
+        d, n, k = spec.num_draft_tokens, spec.num_steps, spec.eagle_topk
+        method = decode_method(arch)
+        draft = self.draft_arch
+        rows: list[OpCall] = []
+        attention: list[tuple[OpCall, float]] = []
+
+        def tag(ops: list[OpCall], prefix: str, times: int = 1) -> list[OpCall]:
+            return [dc_replace(op, name=f"{prefix}.{op.name}", count=op.count * times) for op in ops]
+
+        rows += tag(row_ops(arch, s, padded_bs * d, padded_bs * d, method, self._has), "verify")
+        attention += [
+            (op, d - 1.0) for op in tag(decode_attention_ops(arch, s, bs, kv_len, q_len=d), "verify")
+        ]
+        if n > 1:
+            draft_rows = row_ops(draft, s, padded_bs * k, padded_bs * k, method, self._has)
+            rows += tag(draft_rows + [self._eh_proj(padded_bs * k)], "draft", n - 1)
+            attention += [
+                (op, 0.0) for op in tag(decode_attention_ops(draft, s, bs * k, kv_len), "draft", n - 1)
+            ]
+        rows += tag(row_ops(draft, s, padded_bs * d, padded_bs * d, method, self._has), "draft_extend")
+        rows += tag([self._eh_proj(padded_bs * d)], "draft_extend")
+        attention += [
+            (op, d - 1.0) for op in tag(decode_attention_ops(draft, s, bs, kv_len, q_len=d), "draft_extend")
+        ]
+        return rows, attention
+
+    def _eh_proj(self, rows: int) -> OpCall:
+        """MTP/EAGLE's projection of [token embedding, hidden state] (2h -> h) before the draft layer."""
+        h = self.arch.hidden_size
+        return OpCall("eh_proj", "gemm", gemm_keys("bf16", h, 2 * h), {"m": rows}, 1)
+
+    def _graph_replays(self) -> int:
+        spec = self.serving.speculative
+        return 1 if spec is None else spec.num_steps + 1
 
     def _decode_entry(
         self, bs: int, padded_bs: int, graph: bool
@@ -262,38 +306,43 @@ class SGLangStepCost:
         """Cached per (bs, padded bs, graph): row ops + overhead per source, and the resolved attention ops."""
         hit = self._decode.get((bs, padded_bs, graph))
         if hit is None:
-            rows_cost, row_kernels = self._decode_rows_cost(padded_bs)
-            ops = decode_attention_ops(self.arch, self.settings, bs, 1.0)
+            rows, attention_ops_ = self.decode_parts(bs, padded_bs)
+            rows_key = padded_bs
+            rows_cost = self._decode_rows.get(rows_key)
+            if rows_cost is None:
+                rows_cost = self._decode_rows[rows_key] = self._sum_ops(rows)
             attention = []
-            for op in ops:
-                if set(op.axes) - {"batch", "m"} != {"kv_len"}:
+            for op, offset in attention_ops_:
+                if set(op.axes) - {"batch", "m", "q_len"} != {"kv_len"}:
                     raise AssertionError(f"decode attention op {op.name} has axes {sorted(op.axes)}")
                 fixed = {name: float(v) for name, v in op.axes.items() if name != "kv_len"}
                 curve = self._resolve(op)[1]
-                attention.append(_DecodeAttention(curve, op.count, fixed, curve.along("kv_len", **fixed)))
-            kernels = (
-                row_kernels + sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
-            )
+                attention.append(
+                    _DecodeAttention(curve, op.count, fixed, curve.along("kv_len", **fixed), offset)
+                )
+            ops = rows + [op for op, _ in attention_ops_]
+            kernels = sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
             base = rows_cost.copy()
             overhead = step_overhead(self.overheads, graph, kernels)
             if graph:
-                base[_OVERHEAD_COLUMN] += overhead.us
+                base[_OVERHEAD_COLUMN] += overhead.us * self._graph_replays()
             hit = (base, attention, None if graph else overhead)
             self._decode[(bs, padded_bs, graph)] = hit
         return hit
 
-    def _row_table(self, method: str) -> RowCostTable:
-        table = self._row_tables.get(method)
+    def _row_table(self, method: str, arch: ModelArch | None = None) -> RowCostTable:
+        arch = arch or self.arch
+        table = self._row_tables.get((method, arch.name))
         if table is None:
             s = self.serving
             chunk = s.chunked_prefill_size if s.chunked_prefill_size > 0 else s.max_prefill_tokens
             t_max = min(max(chunk, s.max_prefill_tokens) + s.max_running_requests, 1 << 16)
 
             def make(num_tokens: int, num_rows: int) -> list[OpCall]:
-                return row_ops(self.arch, self.settings, num_tokens, num_rows, method, self._has)
+                return row_ops(arch, self.settings, num_tokens, num_rows, method, self._has)
 
             table = RowCostTable(make, lambda op: self._resolve(op)[1], t_max, s.max_running_requests + 1)
-            self._row_tables[method] = table
+            self._row_tables[(method, arch.name)] = table
         return table
 
     def _extend_graph(self, num_tokens: int) -> bool:
@@ -309,6 +358,16 @@ class SGLangStepCost:
         )
         out = rows_cost + self._sum_ops(attn)
         kernels = row_kernels + sum(o.count * o.kernels for o in attn) + uncosted_kernels_per_step(self.arch)
+        if self.serving.speculative is not None:
+            # the draft layer runs over the same tokens to produce the first draft (model doc §3, prefill)
+            draft = self.draft_arch
+            out += self._row_table(plan.method, draft).cost(plan.num_tokens, plan.num_logit_rows)
+            out += self._sum_ops([self._eh_proj(plan.num_tokens)])
+            out += self._sum_ops(
+                attention_ops(
+                    draft, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
+                )
+            )
         overhead = step_overhead(self.overheads, self._extend_graph(plan.num_tokens), kernels)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out

@@ -412,7 +412,7 @@ def attention_ops(
         suffix = "" if i == 0 else f"[{i}]"
         if method == "gqa":
             H, KV, hd = arch.heads_per_rank(lay), arch.kv_heads_per_rank(lay), arch.head_dim
-            if phase == "decode":
+            if phase == "decode" and float(g.q_len) == 1.0:
                 keys = key_candidates(
                     "attn_gqa_decode",
                     backend=("flashinfer", *backends),
@@ -456,7 +456,7 @@ def attention_ops(
                     kv_dtype=kv_dtypes,
                     num_heads=H,
                     page_size=s.page_size,
-                    q_len=1,
+                    q_len=max(1, int(round(float(g.q_len)))),  # > 1 for a speculative verify step
                 )
                 axes = {"batch": g.batch, "kv_len": g.kv_len}
                 ops.append(OpCall("attention" + suffix, "attn_mla_decode", keys, axes, L))
@@ -569,9 +569,22 @@ def decode_row_ops(
     return row_ops(arch, s, padded_bs, padded_bs, decode_method(arch), has)
 
 
-def decode_attention_ops(arch: ModelArch, s: StepSettings, bs: int, kv_len: Any) -> list[OpCall]:
-    """Attention of a decode step: the real `bs` requests at KV length `kv_len` (scalar or one per step)."""
-    return attention_ops(arch, s, (decode_group(bs, kv_len),), decode_method(arch), "decode")
+def decode_attention_ops(
+    arch: ModelArch, s: StepSettings, bs: int, kv_len: Any, q_len: int = 1
+) -> list[OpCall]:
+    """Attention of a decode step: the real `bs` requests at KV length `kv_len` (scalar or one per step);
+    q_len > 1 for a speculative verify or draft-extend step (q_len query tokens per request)."""
+    group = decode_group(bs, kv_len)
+    if q_len > 1:
+        group = AttentionGroup(
+            batch=bs,
+            q_len=float(q_len),
+            kv_len=group.kv_len,
+            kv_tokens=group.kv_tokens,
+            context_mean=group.context_mean,
+            sparse_kv_len=group.sparse_kv_len,
+        )
+    return attention_ops(arch, s, (group,), decode_method(arch), "decode")
 
 
 def decode_ops(

@@ -123,20 +123,121 @@ class FixedDataset(_Strict):
 
 
 class TraceDataset(_Strict):
+    """A recorded trace replayed as-is, optionally windowed, sampled, re-timed and length-capped (docs/traces.md).
+
+    Transforms apply in this order: window (trace time) -> choose `num_prompts` requests (`sample`) -> re-time
+    (`target_rate` / `time_scale`) -> cap lengths (`max_input_len`, `max_output_len`, then the context length).
+    """
+
     kind: Literal["trace"] = "trace"
-    path: Path = Field(description="simperf JSONL/Parquet, Mooncake JSONL or Azure CSV trace")
+    path: Path = Field(
+        description="simperf JSONL/CSV/Parquet, Mooncake JSONL, Azure CSV or sglang.bench_serving output JSONL"
+    )
     use_timestamps: bool = Field(
         default=True, description="replay the trace's arrival times (else use `request_rate`)"
     )
+    window_start_s: float = Field(
+        default=0.0, ge=0.0, description="skip requests arriving earlier than this, seconds after the first"
+    )
+    window_s: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="keep only requests arriving within this many seconds of the window start",
+    )
+    sample: Literal["first", "uniform"] = Field(
+        default="first",
+        description="which `num_prompts` requests of the window: the first ones, or a uniform random subset "
+        "(seeded by `seed`, time order kept)",
+    )
+    target_rate: float | None = Field(
+        default=None, gt=0.0, description="rescale arrival times so the mean request rate is this (req/s)"
+    )
+    time_scale: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="multiply arrival times by this (2 = half the load; Mooncake's slowdown factor)",
+    )
+    max_input_len: int | None = Field(default=None, ge=2, description="cap each prompt at this many tokens")
+    max_output_len: int | None = Field(default=None, ge=1, description="cap each output at this many tokens")
+    run: int | None = Field(
+        default=None,
+        ge=0,
+        description="bench_serving output files: which line (0-based) when the file holds several runs",
+    )
+
+    @model_validator(mode="after")
+    def _one_timing_transform(self) -> TraceDataset:
+        if self.target_rate is not None and self.time_scale is not None:
+            raise ValueError("give either target_rate or time_scale, not both")
+        if not self.use_timestamps and (self.target_rate is not None or self.time_scale is not None):
+            raise ValueError(
+                "target_rate/time_scale re-time the trace's timestamps; they need use_timestamps: true"
+            )
+        return self
 
 
-Dataset = Annotated[RandomDataset | FixedDataset | TraceDataset, Field(discriminator="kind")]
+class SharedPrefixDataset(_Strict):
+    """bench_serving's `generated-shared-prefix` (gsp): groups of prompts sharing a system prompt.
+
+    Sends num_groups x prompts_per_group requests (bench_serving ignores --num-prompts for it).
+    """
+
+    kind: Literal["shared_prefix"] = "shared_prefix"
+    num_groups: int = Field(default=64, ge=1, description="--gsp-num-groups")
+    prompts_per_group: int = Field(default=16, ge=1, description="--gsp-prompts-per-group")
+    system_prompt_len: int = Field(default=2048, ge=1, description="--gsp-system-prompt-len")
+    question_len: int = Field(default=128, ge=1, description="--gsp-question-len")
+    output_len: int = Field(default=256, ge=1, description="--gsp-output-len")
+    range_ratio: float = Field(default=1.0, ge=0.0, le=1.0, description="--gsp-range-ratio")
+    ordered: bool = Field(default=False, description="--gsp-ordered: keep group order instead of shuffling")
+    block_tokens: int = Field(
+        default=64, ge=1, description="tokens per prefix block id; shared prefixes are matched in these units"
+    )
+
+
+class MultiTurnDataset(_Strict):
+    """Conversations whose every turn re-sends the previous context (prompts and answers) plus a new message."""
+
+    kind: Literal["multi_turn"] = "multi_turn"
+    num_conversations: int = Field(default=100, ge=1)
+    turns: int = Field(default=5, ge=1, description="requests per conversation")
+    system_prompt_len: int = Field(
+        default=0, ge=0, description="a system prompt shared by every conversation"
+    )
+    input_len: int = Field(ge=1, description="new user tokens per turn")
+    output_len: int = Field(ge=1, description="tokens generated per turn")
+    range_ratio: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="lengths ~ U{max(int(L*r),1)..L}, as bench_serving's random"
+    )
+    turn_interval_s: float = Field(
+        default=10.0, ge=0.0, description="mean time between a conversation's turns (exponential), seconds"
+    )
+    block_tokens: int = Field(default=64, ge=1, description="tokens per prefix block id")
+
+
+Dataset = Annotated[
+    RandomDataset | FixedDataset | TraceDataset | SharedPrefixDataset | MultiTurnDataset,
+    Field(discriminator="kind"),
+]
 
 
 class WorkloadSpec(_Strict):
     dataset: Dataset
     num_prompts: int = Field(default=1000, ge=1, description="--num-prompts")
-    request_rate: float | Literal["inf"] = Field(default="inf", description="Poisson rate in req/s, or 'inf'")
+    request_rate: float | Literal["inf"] = Field(default="inf", description="mean rate in req/s, or 'inf'")
+    arrival_process: Literal["poisson", "gamma"] = Field(
+        default="poisson",
+        description="gaps between sends: exponential (bench_serving) or gamma with shape `burstiness`",
+    )
+    burstiness: float = Field(
+        default=1.0,
+        gt=0.0,
+        description="gamma shape k (vLLM's --burstiness): gap CV = 1/sqrt(k); < 1 burstier, 1 = Poisson",
+    )
+    over_context: Literal["cap", "drop"] = Field(
+        default="cap",
+        description="requests too long for the model's context: shorten them, or leave them out (counted)",
+    )
     max_concurrency: int | None = Field(default=None, ge=1, description="--max-concurrency")
     seed: int = Field(default=42, description="--seed (bench_serving uses random.seed and np.random.seed)")
     warmup_requests: int = Field(default=1, ge=0)
@@ -148,6 +249,24 @@ class WorkloadSpec(_Strict):
         if v != "inf" and (not isinstance(v, int | float) or v <= 0 or math.isinf(v)):
             raise ValueError("must be a positive number of requests per second, or 'inf'")
         return v
+
+    @model_validator(mode="after")
+    def _generated_counts_agree(self) -> WorkloadSpec:
+        if self.arrival_process == "poisson" and self.burstiness != 1.0:
+            raise ValueError("burstiness applies to arrival_process: gamma (Poisson is burstiness 1)")
+        d = self.dataset
+        if "num_prompts" in self.model_fields_set:
+            count = None
+            if isinstance(d, SharedPrefixDataset):
+                count, what = d.num_groups * d.prompts_per_group, "num_groups x prompts_per_group"
+            elif isinstance(d, MultiTurnDataset):
+                count, what = d.num_conversations * d.turns, "num_conversations x turns"
+            if count is not None and count != self.num_prompts:
+                raise ValueError(
+                    f"num_prompts ({self.num_prompts}) differs from the {d.kind} dataset's {what} ({count}); "
+                    "leave num_prompts out or make them equal"
+                )
+        return self
 
     @property
     def rate(self) -> float:

@@ -31,6 +31,8 @@ class SpecSettings:
     eagle_topk: int
     num_draft_tokens: int
     accept_length_mean: float | None
+    accept_length_min: float | None = None
+    accept_length_max: float | None = None
 
 
 @dataclass(frozen=True)

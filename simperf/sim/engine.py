@@ -27,6 +27,7 @@ from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.client import Client
 from simperf.sim.rank import ExtendPlan, RankState, RequestTable
 from simperf.sim.records import RequestRecords
+from simperf.sim.spec import AcceptSampler
 
 US = 1e-6
 
@@ -95,6 +96,7 @@ class Simulator:
         arrival_s: np.ndarray,
         max_concurrency: int | None = None,
         ignore_eos: bool = True,
+        seed: int = 0,
     ) -> tuple[RequestRecords, SimStats]:
         n = len(input_len)
         order = np.argsort(arrival_s, kind="stable")
@@ -103,7 +105,18 @@ class Simulator:
         self.table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
         self.client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
         dp = self.s.layout.dp_attention
-        self.ranks = [RankState(i, self.s, self.table) for i in range(dp)]
+        spec = self.s.speculative
+        sampler = None
+        if spec is not None:
+            if spec.accept_length_mean is None:
+                raise ValueError(
+                    "serving.speculative.accept_length: required (mean accepted tokens per verify step, "
+                    "including the bonus token, e.g. {mean: 2.4}; optionally min and max across requests)"
+                )
+            sampler = AcceptSampler(
+                spec.num_steps, spec.accept_length_mean, spec.accept_length_min, spec.accept_length_max, seed
+            )
+        self.ranks = [RankState(i, self.s, self.table, sampler) for i in range(dp)]
         self.stats = SimStats(kv_capacity=self.s.max_total_tokens, per_rank_requests=[0] * dp)
         self._rr = 0
         self.gpu_free = 0.0
@@ -255,7 +268,7 @@ class Simulator:
             elif rank.running and self.s.layout.dp_attention > 1:
                 # another rank extends: this one decodes in the same lock-step iteration, eagerly (model doc §2.4)
                 bs = len(rank.running)
-                kv_total = np.array([rank.kv_base_sum + bs * (rank.timeline_len + 1)], dtype=np.float64)
+                kv_total = rank.decode_kv_totals(self._offsets[:1])
                 rank_cost = self.cost.decode_steps(bs, max(bs, max_bs), kv_total, 0, False)[0]
                 self._decode_one(rank, batch)
             else:
@@ -336,14 +349,13 @@ class Simulator:
             per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
             k_eval = min(k_max, int((next_ready - c) / per_iter * 1.25) + 4)
         rank0 = ranks[0]
-        kv0 = rank0.kv_base_sum + len(rank0.running) * (rank0.timeline_len + 1)
+        offsets = (
+            self._offsets[:k_eval] if k_eval <= len(self._offsets) else np.arange(k_eval, dtype=np.float64)
+        )
+        kv_totals = rank0.decode_kv_totals(offsets)
+        kv0 = float(kv_totals[0])
         if self._fast_totals is not None and len(ranks) == 1:
-            offsets = (
-                self._offsets[:k_eval]
-                if k_eval <= len(self._offsets)
-                else np.arange(k_eval, dtype=np.float64)
-            )
-            totals, by_source = self._fast_totals(max_bs, padded_bs, kv0 + max_bs * offsets, graph)
+            totals, by_source = self._fast_totals(max_bs, padded_bs, kv_totals, graph)
         else:
             steps = self._decode_costs(ranks, padded_bs, graph, k_eval)
             totals = steps.sum(axis=1)
@@ -401,7 +413,7 @@ class Simulator:
         stats.iterations += k_done
         stats.decode_iterations += k_done
         stats.decode_rows += max_bs * k_done
-        stats.decode_kv_tokens += float(kv0) * k_done + max_bs * k_done * (k_done - 1) / 2
+        stats.decode_kv_tokens += kv0 * k_done + rank0.tokens_per_step * max_bs * k_done * (k_done - 1) / 2
         stats.decode_runs += 1
         stats.gpu_busy_s += sum(step_s[:k_done])
         stats.time_by_source_us += by_source(k_done)
@@ -422,7 +434,7 @@ class Simulator:
         offsets = self._offsets[:k] if k <= len(self._offsets) else np.arange(k, dtype=np.float64)
         for rank in ranks:
             bs = len(rank.running)
-            kv_total = rank.kv_base_sum + bs * (rank.timeline_len + 1) + bs * offsets
+            kv_total = rank.decode_kv_totals(offsets)
             kv_max = 0
             cost = self.cost.decode_steps(bs, padded_bs, kv_total, kv_max, graph)
             if step is None:
@@ -443,19 +455,32 @@ class Simulator:
         batch_emit = np.asarray(self._batch_emit) + self.egress_s
         timelines = [rank.timeline_emit[: rank.timeline_len] + self.egress_s for rank in self.ranks]
         chunk_times: list[np.ndarray] = []
+        chunk_tokens: list[np.ndarray] = []
+        speculative = self.s.speculative is not None
+        one = np.ones(1, dtype=np.int64)
         offsets = [0]
         for r in done_ids:
             parts = []
+            tokens = []
             for ev in t.events[r]:
                 if ev[0] == "p":
                     parts.append(batch_emit[ev[1] : ev[1] + 1])
+                    tokens.append(one)
                 else:
-                    _, rank_id, start, stop = ev
+                    _, rank_id, start, stop, accepts = ev
                     parts.append(timelines[rank_id][start:stop])
+                    if speculative:
+                        tokens.append(accepts[: stop - start])
             times = np.concatenate(parts) if len(parts) > 1 else parts[0]
             chunk_times.append(times)
+            if speculative:
+                chunk_tokens.append(np.concatenate(tokens))
             offsets.append(offsets[-1] + len(times))
         flat = np.concatenate(chunk_times) if chunk_times else np.zeros(0)
+        if speculative and chunk_tokens:
+            num_tokens = np.concatenate(chunk_tokens).astype(np.int64)
+        else:
+            num_tokens = np.ones(len(flat), dtype=np.int64)
         ids = np.asarray(done_ids, dtype=np.int64)
         offs = np.asarray(offsets, dtype=np.int64)
         send = self.client.send_s[ids] if len(ids) else np.zeros(0)
@@ -471,7 +496,7 @@ class Simulator:
             finish_s=finish,
             chunk_offsets=offs,
             chunk_time_s=flat,
-            chunk_num_tokens=np.ones(len(flat), dtype=np.int64),
+            chunk_num_tokens=num_tokens,
             dp_rank=np.asarray([t.rank[r] for r in done_ids], dtype=np.int64),
             retractions=np.asarray([t.retractions[r] for r in done_ids], dtype=np.int64),
             cached_tokens=np.zeros(len(ids), dtype=np.int64),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simperf.scenario.resolved import CLIP_MAX_NEW_TOKENS, ResolvedServing
+from simperf.sim.spec import AcceptSampler
 
 RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
 
@@ -53,9 +54,12 @@ class RequestTable:
     finish_idx: list[int] = field(init=False)
     rank: list[int] = field(init=False)
     retractions: list[int] = field(init=False)
-    # token events in time order: ("p", batch_key) for a token from an extend, ("s", rank, start, stop) for a
-    # stretch of decode timeline entries
+    # token events in time order: ("p", batch_key) for a token from an extend, ("s", rank, start, stop, accepts)
+    # for a stretch of decode timeline entries (accepts: tokens per entry under speculative decoding, else None)
     events: list[list[tuple]] = field(init=False)
+    # speculative decoding: accept lengths of each iteration since joining decode, and their running sum
+    accept_seq: list[np.ndarray | None] = field(init=False)
+    accept_cum: list[np.ndarray | None] = field(init=False)
 
     def __post_init__(self) -> None:
         n = len(self.input_len)
@@ -69,6 +73,8 @@ class RequestTable:
         self.rank = [-1] * n
         self.retractions = [0] * n
         self.events = [[] for _ in range(n)]
+        self.accept_seq = [None] * n
+        self.accept_cum = [None] * n
 
 
 @dataclass
@@ -83,7 +89,13 @@ class ExtendPlan:
 
 
 class RankState:
-    def __init__(self, rank_id: int, serving: ResolvedServing, table: RequestTable) -> None:
+    def __init__(
+        self,
+        rank_id: int,
+        serving: ResolvedServing,
+        table: RequestTable,
+        sampler: AcceptSampler | None = None,
+    ) -> None:
         self.rank_id = rank_id
         self.s = serving
         self.t = table
@@ -102,6 +114,13 @@ class RankState:
         self.timeline_len = 0
         self.timeline_emit = np.zeros(1024)
         self.new_token_ratio = serving.init_new_token_ratio
+        # speculative decoding: tokens per iteration vary per request (drawn on joining); KV grows by the
+        # accepted tokens, and each iteration needs room for the draft tokens (model doc §3)
+        self.sampler = sampler
+        spec = serving.speculative
+        self.tokens_per_step = sampler.mean if sampler is not None else 1.0
+        self.max_tokens_per_step = spec.num_steps + 1 if spec is not None else 1
+        self.draft_reserve = 2 * max(spec.num_steps * spec.eagle_topk, spec.num_draft_tokens) if spec else 0
         self.batch_is_full = False
         self.retracted_total = 0
         self.max_used = 0
@@ -112,11 +131,17 @@ class RankState:
         t.join_idx[r] = self.timeline_len
         t.kv_at_join[r] = t.fill_len[r]
         remaining = t.output_len[r] - t.out_done[r]
-        t.finish_idx[r] = self.timeline_len + remaining - 1
+        if self.sampler is not None:
+            seq = self.sampler.draw(remaining)
+            t.accept_seq[r] = seq
+            t.accept_cum[r] = np.cumsum(seq)
+            t.finish_idx[r] = self.timeline_len + len(seq) - 1
+        else:
+            t.finish_idx[r] = self.timeline_len + remaining - 1
         self._running_pos[r] = len(self.running)
         self.running.append(r)
         heapq.heappush(self._finish_heap, (t.finish_idx[r], r))
-        self.kv_base_sum += t.kv_at_join[r] - t.join_idx[r]
+        self.kv_base_sum += t.kv_at_join[r] - self.tokens_per_step * t.join_idx[r]
         self.finish_sum += t.finish_idx[r]
         if remaining > CLIP_MAX_NEW_TOKENS:
             self._long.add(r)
@@ -128,15 +153,33 @@ class RankState:
         if last != r:
             self.running[pos] = last
             self._running_pos[last] = pos
-        self.kv_base_sum -= t.kv_at_join[r] - t.join_idx[r]
+        self.kv_base_sum -= t.kv_at_join[r] - self.tokens_per_step * t.join_idx[r]
         self.finish_sum -= t.finish_idx[r]
         self._long.discard(r)
         self.batch_is_full = False
 
+    def generated_since_join(self, r: int, at: int | None = None) -> int:
+        """Tokens running request r got from decode iterations before timeline index `at` (default: now)."""
+        t = self.t
+        steps = (self.timeline_len if at is None else at) - t.join_idx[r]
+        if steps <= 0:
+            return 0
+        cum = t.accept_cum[r]
+        return steps if cum is None else int(cum[min(steps, len(cum)) - 1])
+
     def kv_len_now(self, r: int) -> int:
         """KV tokens of running request r before the next decode step."""
-        t = self.t
-        return t.kv_at_join[r] + (self.timeline_len - t.join_idx[r])
+        return self.t.kv_at_join[r] + self.generated_since_join(r)
+
+    def decode_kv_totals(self, offsets: np.ndarray) -> np.ndarray:
+        """Σ KV tokens each decode step attends to (incl. its new token), `offsets` steps from now.
+
+        Exact without speculative decoding; with it, KV grows by the *mean* accept length per step (the cost of
+        attention depends on total KV, and the per-request draws average out over a batch).
+        """
+        bs = len(self.running)
+        now = self.kv_base_sum + bs * self.tokens_per_step * self.timeline_len + bs
+        return now + (bs * self.tokens_per_step) * offsets
 
     def steps_to_first_finish(self) -> int:
         heap = self._finish_heap
@@ -155,7 +198,13 @@ class RankState:
         bs = len(self.running)
         if not bs:
             return 0.0
-        if not self._long:
+        if self.sampler is not None:
+            t = self.t
+            total = sum(
+                min(t.output_len[r] - t.out_done[r] - self.generated_since_join(r), CLIP_MAX_NEW_TOKENS)
+                for r in self.running
+            )
+        elif not self._long:
             # remaining output of r at timeline index t is finish_idx - t + 1
             total = self.finish_sum - bs * self.timeline_len + bs
         else:
@@ -170,22 +219,36 @@ class RankState:
         if bs == 0:
             return 1 << 30
         free = self.free_tokens
+        if self.sampler is not None:
+            # each step may take up to num_steps + 1 tokens per request and needs its draft reserve free
+            room = free - bs * self.draft_reserve
+            return max(0, room // (bs * (self.max_tokens_per_step + self.page - 1)))
         if self.page == 1:
             return free // bs
         return max(0, free // bs - self.page + 1)
 
     def next_decode_fits(self) -> bool:
         """check_decode_mem: a request needs a new page when its KV length is a multiple of the page size."""
+        if self.sampler is not None:
+            return len(self.running) * (self.draft_reserve + self.page) <= self.free_tokens
         if self.page == 1:
             return len(self.running) <= self.free_tokens
         need = sum(self.page for r in self.running if self.kv_len_now(r) % self.page == 0)
         return need <= self.free_tokens
 
     def _new_decode_alloc(self, k: int) -> int:
+        p = self.page
+        if self.sampler is not None:
+            end = self.timeline_len + k
+            total = 0
+            for r in self.running:
+                before = self.kv_len_now(r)
+                after = self.t.kv_at_join[r] + self.generated_since_join(r, end)
+                total += -(-after // p) * p - (-(-before // p) * p)
+            return total
         if self.page == 1:
             return len(self.running) * k
         kv = np.fromiter((self.kv_len_now(r) for r in self.running), dtype=np.int64, count=len(self.running))
-        p = self.page
         return int(((kv + k + p - 1) // p * p - (kv + p - 1) // p * p).sum())
 
     # ---------------------------------------------------------------- admission (PrefillAdder)
@@ -311,9 +374,9 @@ class RankState:
                 finished.append(r)
         for r in finished:
             # decode growth was charged to `used` in bulk; settle this request's share before it is freed
-            t.kv_alloc[r] = ceil_page(t.kv_at_join[r] + (end - t.join_idx[r]), self.page)
+            t.kv_alloc[r] = ceil_page(t.kv_at_join[r] + self.generated_since_join(r, end), self.page)
             t.out_done[r] = t.output_len[r]
-            t.events[r].append(("s", self.rank_id, t.join_idx[r], end))
+            t.events[r].append(("s", self.rank_id, t.join_idx[r], end, t.accept_seq[r]))
             self._leave(r)
         self.new_token_ratio = max(
             self.s.min_new_token_ratio, self.new_token_ratio - k * self.s.new_token_ratio_decay
@@ -328,13 +391,13 @@ class RankState:
         """retract_decode (model doc §1.7): fewest generated tokens, longest prompt first, until the step fits."""
         t = self.t
         order = sorted(
-            self.running, key=lambda r: (t.out_done[r] + self.timeline_len - t.join_idx[r], -t.input_len[r])
+            self.running, key=lambda r: (t.out_done[r] + self.generated_since_join(r), -t.input_len[r])
         )
         retracted: list[int] = []
         while not self.next_decode_fits() and len(self.running) > 1:
             r = order.pop(0)
-            done_now = t.out_done[r] + (self.timeline_len - t.join_idx[r])
-            t.events[r].append(("s", self.rank_id, t.join_idx[r], self.timeline_len))
+            done_now = t.out_done[r] + self.generated_since_join(r)
+            t.events[r].append(("s", self.rank_id, t.join_idx[r], self.timeline_len, t.accept_seq[r]))
             self._leave(r)
             t.out_done[r] = done_now
             t.fill_len[r] = t.input_len[r] + done_now
@@ -346,7 +409,7 @@ class RankState:
             retracted.append(r)
         self.retracted_total += len(retracted)
         if retracted:
-            decoded = sum(t.out_done[r] + self.timeline_len - t.join_idx[r] for r in self.running)
+            decoded = sum(t.out_done[r] + self.generated_since_join(r) for r in self.running)
             max_new = sum(t.output_len[r] for r in self.running) or 1
             n = len(self.running)
             self.new_token_ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * n) / max_new)
