@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from simperf.costmodel.step import SGLangStepCost
 from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
@@ -65,6 +67,7 @@ class Prediction:
             "kv_capacity_tokens_per_rank": s.max_total_tokens,
             "kv_peak_tokens_per_rank": self.stats.max_kv_used,
             "requests_per_dp_rank": self.stats.per_rank_requests,
+            "per_dp_rank": per_rank_summary(self.records, self.serving.layout.dp_attention),
             "resolved": {
                 "tp": s.layout.tp,
                 "dp_attention": s.layout.dp_attention,
@@ -82,6 +85,29 @@ class Prediction:
             },
             "simulation_wall_s": self.wall_s,
         }
+
+
+def per_rank_summary(records: RequestRecords, dp: int) -> list[dict]:
+    """Load and latency per DP rank: imbalance between ranks shows here (requests, tokens, TTFT, TPOT)."""
+    out = []
+    first = records.chunk_time_s[records.chunk_offsets[:-1]] if len(records) else np.zeros(0)
+    ttft = first - records.send_s
+    latency = records.finish_s - records.send_s
+    many = records.output_len > 1
+    tpot = np.where(many, (latency - ttft) / np.maximum(records.output_len - 1, 1), np.nan)
+    for rank in range(dp):
+        mine = records.dp_rank == rank
+        out.append(
+            {
+                "rank": rank,
+                "completed": int(mine.sum()),
+                "input_tokens": int(records.input_len[mine].sum()),
+                "output_tokens": int(records.output_len[mine].sum()),
+                "mean_ttft_ms": float(ttft[mine].mean() * 1000) if mine.any() else None,
+                "mean_tpot_ms": float(np.nanmean(tpot[mine & many]) * 1000) if (mine & many).any() else None,
+            }
+        )
+    return out
 
 
 def check_supported(scenario: Scenario) -> None:

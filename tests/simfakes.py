@@ -22,7 +22,9 @@ class LinearCost:
         out[:, 0] = us
         return out
 
-    def extend_step(self, extend_lens, prefix_lens, decode_kv_lens=None):
+    def extend_step(
+        self, extend_lens, prefix_lens, decode_kv_lens=None, gathered_rows=None, gathered_logit_rows=None
+    ):
         self.extend_calls.append((list(extend_lens), list(prefix_lens)))
         tokens = int(np.sum(extend_lens)) + (0 if decode_kv_lens is None else len(decode_kv_lens))
         return self._row(self.base_us + self.per_token_us * tokens)[0]

@@ -240,3 +240,56 @@ def test_speculative_last_chunk_is_cut_to_the_tokens_still_needed():
     # with a mean of 2.4 tokens per iteration, 36 decode tokens take about 15 iterations
     iterations = np.diff(rec.chunk_offsets) - 1
     assert 10 <= iterations.mean() <= 22
+
+
+def test_dp_ranks_take_requests_round_robin_and_step_in_lock_step():
+    from simperf.scenario.resolved import ParallelLayout
+
+    seen = []
+
+    class Spy(LinearCost):
+        def decode_steps(self, bs, padded_bs, kv_total, kv_max, graph):
+            seen.append((bs, padded_bs))
+            return super().decode_steps(bs, padded_bs, kv_total, kv_max, graph)
+
+    serving = make_serving(layout=ParallelLayout(2, 2, 1), cuda_graph_bs=(1, 2, 4, 8))
+    _, rec, stats = simulate([10] * 4, [20, 20, 20, 5], serving=serving, cost=Spy())
+    assert list(rec.dp_rank[np.argsort(rec.request_id)]) == [0, 1, 0, 1]
+    assert stats.per_rank_requests == [2, 2]
+    # rank 1's short request leaves first: from then on rank 1 has one row, rank 0 two, and both pad to the
+    # largest rank's bucket (model doc §1.10, §2.4)
+    assert (1, 2) in seen and (2, 2) in seen
+
+
+def test_dp_idle_rank_still_steps_with_the_busy_one():
+    from simperf.scenario.resolved import ParallelLayout
+
+    serving = make_serving(layout=ParallelLayout(2, 2, 1))
+    single = make_serving()
+    cost = LinearCost(base_us=1000, per_token_us=0)
+    _, dp_rec, dp_stats = simulate([10], [30], serving=serving, cost=cost)
+    _, one_rec, one_stats = simulate(
+        [10], [30], serving=single, cost=LinearCost(base_us=1000, per_token_us=0)
+    )
+    # one request on two DP ranks: rank 1 idles; the step is the busy rank's, so timing matches one rank
+    assert dp_stats.per_rank_requests == [1, 0]
+    assert np.allclose(dp_rec.chunk_time_s, one_rec.chunk_time_s)
+
+
+def test_dp_extend_gathers_all_ranks_rows_for_the_mlp():
+    from simperf.scenario.resolved import ParallelLayout
+
+    gathered = []
+
+    class Spy(LinearCost):
+        def extend_step(
+            self, extend_lens, prefix_lens, decode_kv_lens=None, gathered_rows=None, gathered_logit_rows=None
+        ):
+            gathered.append((list(extend_lens), gathered_rows, gathered_logit_rows))
+            return super().extend_step(extend_lens, prefix_lens, decode_kv_lens)
+
+    serving = make_serving(layout=ParallelLayout(4, 2, 1), overlap_schedule=False)
+    # request 0 decodes on rank 0 when request 1 (rank 1) arrives: rank 0 runs its decode as a 1-token extend
+    # and the MLP sees both ranks' rows, each padded to a multiple of the attention TP size (2)
+    simulate([10, 100], [50, 5], arrivals=[0.0, 0.02], serving=serving, cost=Spy())
+    assert ([100], 102, 2) in gathered and ([1], 102, 2) in gathered

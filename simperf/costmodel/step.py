@@ -124,13 +124,28 @@ class SGLangStepCost:
 
     # ---- the StepCostModel protocol ----------------------------------------------------------------------------
     def extend_step(
-        self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
+        self,
+        extend_lens: np.ndarray,
+        prefix_lens: np.ndarray,
+        decode_kv_lens: np.ndarray | None = None,
+        gathered_rows: int | None = None,
+        gathered_logit_rows: int | None = None,
     ) -> np.ndarray:
+        """gathered_rows / gathered_logit_rows: under DP attention, the token rows and logit rows of all DP ranks
+        together this step (the MLP/MoE, the gathers and the LM head run on them); default: DP x this rank's."""
         ext = np.ascontiguousarray(extend_lens, dtype=np.int64)
         pre = np.ascontiguousarray(prefix_lens, dtype=np.int64)
         dec = None if decode_kv_lens is None else np.ascontiguousarray(decode_kv_lens, dtype=np.int64)
-        cache_key = (ext.tobytes(), pre.tobytes(), None if dec is None or dec.size == 0 else dec.tobytes())
-        value = self._extend.get_or_make(cache_key, lambda: self._extend_cost(ext, pre, dec))
+        cache_key = (
+            ext.tobytes(),
+            pre.tobytes(),
+            None if dec is None or dec.size == 0 else dec.tobytes(),
+            gathered_rows,
+            gathered_logit_rows,
+        )
+        value = self._extend.get_or_make(
+            cache_key, lambda: self._extend_cost(ext, pre, dec, gathered_rows, gathered_logit_rows)
+        )
         return value.copy()
 
     def decode_steps(
@@ -330,29 +345,61 @@ class SGLangStepCost:
             self._decode[(bs, padded_bs, graph)] = hit
         return hit
 
-    def _row_table(self, method: str, arch: ModelArch | None = None) -> RowCostTable:
+    def _row_table(self, method: str, part: str, arch: ModelArch | None = None) -> RowCostTable:
+        """Row costs of one part ("local": this rank's attention-side rows; "gathered": all DP ranks' rows)."""
         arch = arch or self.arch
-        table = self._row_tables.get((method, arch.name))
+        table = self._row_tables.get((method, part, arch.name))
         if table is None:
             s = self.serving
+            dp = s.layout.dp_attention
             chunk = s.chunked_prefill_size if s.chunked_prefill_size > 0 else s.max_prefill_tokens
             t_max = min(max(chunk, s.max_prefill_tokens) + s.max_running_requests, 1 << 16)
+            r_max = s.max_running_requests + 1
+            if part == "gathered":
+                t_max, r_max = min(t_max * dp, 1 << 17), r_max * dp
 
-            def make(num_tokens: int, num_rows: int) -> list[OpCall]:
-                return row_ops(arch, self.settings, num_tokens, num_rows, method, self._has)
+            def make(rows: int, logit_rows: int) -> list[OpCall]:
+                if part == "local":
+                    return row_ops(arch, self.settings, rows, 1, method, self._has, part="local")
+                return row_ops(
+                    arch, self.settings, rows, logit_rows, method, self._has, rows, logit_rows, "gathered"
+                )
 
-            table = RowCostTable(make, lambda op: self._resolve(op)[1], t_max, s.max_running_requests + 1)
-            self._row_tables[(method, arch.name)] = table
+            table = RowCostTable(make, lambda op: self._resolve(op)[1], t_max, r_max)
+            self._row_tables[(method, part, arch.name)] = table
         return table
+
+    def _rows_cost(
+        self,
+        method: str,
+        rows: int,
+        logit_rows: int,
+        gathered: int | None,
+        gathered_logits: int | None,
+        arch: ModelArch | None = None,
+    ) -> tuple[np.ndarray, int]:
+        dp = self.serving.layout.dp_attention
+        local = self._row_table(method, "local", arch)
+        shared = self._row_table(method, "gathered", arch)
+        g = gathered if gathered is not None else rows * dp
+        r = gathered_logits if gathered_logits is not None else logit_rows * dp
+        return local.cost(rows, 1) + shared.cost(g, r), local.kernels + shared.kernels
 
     def _extend_graph(self, num_tokens: int) -> bool:
         return 0 < num_tokens <= self.settings.prefill_graph_max_tokens
 
-    def _extend_cost(self, ext: np.ndarray, pre: np.ndarray, dec: np.ndarray | None) -> np.ndarray:
+    def _extend_cost(
+        self,
+        ext: np.ndarray,
+        pre: np.ndarray,
+        dec: np.ndarray | None,
+        gathered: int | None = None,
+        gathered_logits: int | None = None,
+    ) -> np.ndarray:
         plan = plan_extend(self.arch, self.settings, ext, pre, dec)
-
-        table = self._row_table(plan.method)
-        rows_cost, row_kernels = table.cost(plan.num_tokens, plan.num_logit_rows), table.kernels
+        rows_cost, row_kernels = self._rows_cost(
+            plan.method, plan.num_tokens, plan.num_logit_rows, gathered, gathered_logits
+        )
         attn = attention_ops(
             self.arch, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
         )
@@ -361,7 +408,9 @@ class SGLangStepCost:
         if self.serving.speculative is not None:
             # the draft layer runs over the same tokens to produce the first draft (model doc §3, prefill)
             draft = self.draft_arch
-            out += self._row_table(plan.method, draft).cost(plan.num_tokens, plan.num_logit_rows)
+            out += self._rows_cost(
+                plan.method, plan.num_tokens, plan.num_logit_rows, gathered, gathered_logits, draft
+            )[0]
             out += self._sum_ops([self._eh_proj(plan.num_tokens)])
             out += self._sum_ops(
                 attention_ops(

@@ -266,15 +266,26 @@ def row_ops(
     num_logit_rows: int,
     method: Method,
     has: HasTable | None = None,
+    gathered_rows: int | None = None,
+    gathered_logit_rows: int | None = None,
+    part: Literal["all", "local", "gathered"] = "all",
 ) -> list[OpCall]:
-    """Ops whose shapes depend only on the step's row counts (per rank)."""
+    """Ops whose shapes depend only on the step's row counts (per rank).
+
+    DP attention (§2.5): attention-side ops run on this rank's T rows; the per-layer gathers, the MLP/MoE and the
+    LM head run on the rows gathered from every DP rank, G (and R logit rows). When the caller does not know the
+    other ranks' rows, every rank is assumed to carry as many as this one (G = DP·T, SGLang's MAX_LEN padding, which
+    is what a decode CUDA graph replays: DP x the bucket of the largest rank). `part` selects the rank-local or
+    the gathered ops, so the two can be tabulated separately.
+    """
     lay = s.layout
     T = int(num_tokens)
-    # DP attention (kept simple for now): every DP rank is assumed to carry T rows; the MLP/MoE runs on the
-    # gathered L = DP*T rows and both per-layer collectives are all-reduces of [L, hidden] over the TP group
-    # (SGLang's SUM_LEN gather via all-reduce, §2.5).
-    G = T * lay.dp_attention
-    R = int(num_logit_rows) * lay.dp_attention
+    G = int(gathered_rows) if gathered_rows is not None else T * lay.dp_attention
+    R = (
+        int(gathered_logit_rows)
+        if gathered_logit_rows is not None
+        else int(num_logit_rows) * lay.dp_attention
+    )
     h, L = arch.hidden_size, arch.num_layers
     ops: list[OpCall] = []
 
@@ -294,18 +305,21 @@ def row_ops(
         if lay.tp > 1:
             add(name, "allreduce", collective_keys("allreduce", lay.tp), count, message_bytes=rows * h * 2)
 
-    if lay.dp_attention == 1:
-        allreduce("embed_allreduce", T, 1)  # vocab-parallel embedding sums partial lookups
-    norm("input_layernorm", "add_rmsnorm", h, T, L)
-    if arch.is_mla:
-        _mla_row_ops(arch, s, T, method, gemm, norm, add)
-    else:
-        _gqa_row_ops(arch, s, T, gemm, norm)
+    if part in ("all", "local"):
+        if lay.dp_attention == 1:
+            allreduce("embed_allreduce", T, 1)  # vocab-parallel embedding sums partial lookups
+        norm("input_layernorm", "add_rmsnorm", h, T, L)
+        if arch.is_mla:
+            _mla_row_ops(arch, s, T, method, gemm, norm, add)
+        else:
+            _gqa_row_ops(arch, s, T, gemm, norm)
+        norm("post_attention_layernorm", "add_rmsnorm", h, T, L)
+        norm("final_norm", "add_rmsnorm", h, T, 1)
+    if part == "local":
+        return ops
     allreduce("attn_allreduce", G, L)
-    norm("post_attention_layernorm", "add_rmsnorm", h, T, L)
     _mlp_ops(arch, s, G, gemm, norm, add, has)
     allreduce("mlp_allreduce", G, L)
-    norm("final_norm", "add_rmsnorm", h, T, 1)
     vocab = arch.vocab_per_rank(lay.tp)
     gemm("lm_head", vocab, h, R, 1, dtype="bf16")
     if lay.tp > 1:

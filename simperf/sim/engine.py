@@ -247,38 +247,52 @@ class Simulator:
 
     # ------------------------------------------------------------------ extend
     def _extend_iteration(self, plans: list[ExtendPlan | None]) -> float:
+        """One iteration in which at least one rank extends (prefill has priority over decode, model doc §1.3).
+
+        DP attention (§2.3–2.5): ranks run in lock-step. A rank without a prefill decodes in the same iteration as
+        1-token extends (SGLang 0.5.23 re-labels it to replay the prefill graph; with speculative decoding it idles
+        instead), the MLP/MoE and the LM head run on all ranks' rows gathered, and the iteration lasts as long as
+        the slowest rank.
+        """
         batch = self._new_batch()
-        step = np.zeros(len(SOURCES))
-        max_bs = max(len(rank.running) for rank in self.ranks)
+        speculative = self.s.speculative is not None
+        work: list[tuple[RankState, ExtendPlan | None, np.ndarray, np.ndarray, np.ndarray | None]] = []
         for rank, plan in zip(self.ranks, plans, strict=True):
             if plan is not None:
                 decode_kv = None
                 if plan.mixed_decode and rank.running:
                     decode_kv = np.array([rank.kv_len_now(r) + 1 for r in rank.running], dtype=np.int64)
-                rank_cost = self.cost.extend_step(
-                    np.asarray(plan.extend_lens, dtype=np.int64),
-                    np.asarray(plan.prefix_lens, dtype=np.int64),
-                    decode_kv,
-                )
-                if plan.mixed_decode and rank.running:
+                ext = np.asarray(plan.extend_lens, dtype=np.int64)
+                pre = np.asarray(plan.prefix_lens, dtype=np.int64)
+                work.append((rank, plan, ext, pre, decode_kv))
+            elif rank.running and len(self.ranks) > 1 and not speculative:
+                kv = np.fromiter((rank.kv_len_now(r) for r in rank.running), dtype=np.int64)
+                work.append((rank, None, np.ones(len(kv), dtype=np.int64), kv, None))
+        gathered = gathered_logits = None
+        if len(self.ranks) > 1:
+            a = self.s.layout.attn_tp
+            gathered = sum(
+                -(-(int(e.sum()) + (0 if d is None else len(d))) // a) * a for _, _, e, _, d in work
+            )
+            gathered_logits = sum(len(e) + (0 if d is None else len(d)) for _, _, e, _, d in work)
+        step = None
+        for rank, plan, ext, pre, decode_kv in work:
+            if gathered is None:
+                rank_cost = self.cost.extend_step(ext, pre, decode_kv)
+            else:
+                rank_cost = self.cost.extend_step(ext, pre, decode_kv, gathered, gathered_logits)
+            if plan is not None:
+                if decode_kv is not None:
                     self._decode_one(rank, batch)
                 token_reqs, finished = rank.commit_extend(plan, batch.key)
                 batch.token_reqs.extend(token_reqs)
                 batch.finished.extend((rank.rank_id, r) for r in finished)
-            elif rank.running and self.s.layout.dp_attention > 1:
-                # another rank extends: this one decodes in the same lock-step iteration, eagerly (model doc §2.4)
-                bs = len(rank.running)
-                kv_total = rank.decode_kv_totals(self._offsets[:1])
-                rank_cost = self.cost.decode_steps(bs, max(bs, max_bs), kv_total, 0, False)[0]
-                self._decode_one(rank, batch)
+                self.stats.extend_tokens += int(ext.sum()) if rank is self.ranks[0] else 0
             else:
-                continue
-            if rank_cost.sum() > step.sum():
+                self._decode_one(rank, batch)
+            if step is None or rank_cost.sum() > step.sum():
                 step = rank_cost
         self.stats.extend_iterations += 1
-        first = next((p for p in plans if p is not None), None)
-        if first is not None:
-            self.stats.extend_tokens += sum(first.extend_lens)
         self.stats.time_by_source_us += step
         cpu_next = self._launch(batch, float(step.sum()))
         self._observe()
