@@ -20,6 +20,7 @@ from simperf.report.metrics import summarize
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolve import resolve
 from simperf.scenario.resolved import ResolvedServing
+from simperf.sim.disagg import Pool, simulate_disaggregated
 from simperf.sim.engine import SimStats, Simulator
 from simperf.sim.records import RequestRecords
 from simperf.workload.requests import build_requests
@@ -124,8 +125,15 @@ def open_perfdb(scenario: Scenario, gpu: GpuSpec, override: Path | None = None) 
     return PerfDB.load(directory, gpu), directory
 
 
+def _pool_scenario(scenario: Scenario, serving) -> Scenario:
+    hardware = scenario.hardware.model_copy(update={"count": serving.tp})
+    return scenario.model_copy(update={"serving": serving, "hardware": hardware, "disaggregation": None})
+
+
 def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Prediction:
     check_supported(scenario)
+    if scenario.disaggregation is not None:
+        return _predict_disaggregated(scenario, calibration_dir)
     serving, arch, gpu = resolve(scenario)
     db, directory = open_perfdb(scenario, gpu, calibration_dir)
     cost = SGLangStepCost(arch, serving, db, scenario.overheads)
@@ -143,6 +151,10 @@ def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Predicti
         seed=scenario.workload.seed,
     )
     wall = time.perf_counter() - started
+    return _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, {})
+
+
+def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, extra_notes):
     # bench_serving's clock also waits out the sender's last sleep after the final request
     records.duration_s = max(records.duration_s, requests.sender_done_s)
     result = {**bench_arguments(scenario.workload), **summarize(records)}
@@ -155,9 +167,64 @@ def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Predicti
         "KV pool (tokens per DP rank)": f"{serving.max_total_tokens:,}",
         "Rejected requests": str(len(stats.rejected)),
         "Retractions": str(stats.retractions),
+        **extra_notes,
     }
     if requests.num_capped:
         notes["Requests capped to the context length"] = str(requests.num_capped)
     if shares["third_party"] > 0:
         notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
     return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes)
+
+
+def _predict_disaggregated(scenario: Scenario, calibration_dir: Path | None) -> Prediction:
+    spec = scenario.disaggregation
+    pools = []
+    for serving_spec in (spec.prefill, spec.decode):
+        resolved, arch, gpu = resolve(_pool_scenario(scenario, serving_spec))
+        db, directory = open_perfdb(scenario, gpu, calibration_dir)
+        cost = SGLangStepCost(arch, resolved, db, scenario.overheads)
+        kv_bytes = arch.kv_bytes_per_token_per_rank(
+            resolved.layout, resolved.kv_dtype, resolved.decode_backend
+        )
+        pools.append(Pool(resolved, cost, kv_bytes))
+    requests = build_requests(scenario.workload, context_len=arch.context_len)
+    started = time.perf_counter()
+    records, dstats = simulate_disaggregated(
+        pools[0],
+        pools[1],
+        scenario.overheads,
+        requests.input_len,
+        requests.output_len,
+        requests.arrival_s,
+        link_bytes_per_s=spec.kv_link_gbytes_per_s * 1e9,
+        link_latency_s=spec.kv_link_latency_us * 1e-6,
+        max_concurrency=scenario.workload.max_concurrency,
+        ignore_eos=scenario.workload.ignore_eos,
+        seed=scenario.workload.seed,
+    )
+    wall = time.perf_counter() - started
+    stats = dstats.decode
+    stats.time_by_source_us = dstats.prefill.time_by_source_us + dstats.decode.time_by_source_us
+    stats.rejected = records.extra.get("rejected", [])
+    notes = {
+        "Prefill server": f"tp={pools[0].serving.layout.tp}, dp_attention={pools[0].serving.layout.dp_attention}, "
+        f"{dstats.prefill.extend_iterations} prefill iterations",
+        "Decode server": f"tp={pools[1].serving.layout.tp}, dp_attention={pools[1].serving.layout.dp_attention}, "
+        f"{dstats.decode.decode_iterations} decode iterations",
+        "Mean KV transfer (ms)": f"{dstats.mean_transfer_ms:.2f}",
+        "Client fixed-point rounds": str(dstats.rounds),
+    }
+    return _finish(
+        scenario,
+        pools[1].serving,
+        arch,
+        gpu,
+        directory,
+        pools[1].cost,
+        db,
+        records,
+        stats,
+        requests,
+        wall,
+        notes,
+    )

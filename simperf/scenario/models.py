@@ -294,6 +294,20 @@ class Overheads(_Strict):
     egress_us: float = Field(default=500.0, ge=0, description="detokenize + IPC + HTTP per streamed chunk")
 
 
+class DisaggregationSpec(_Strict):
+    """PD disaggregation (--disaggregation-mode prefill|decode): one prefill server and one decode server, each
+    with its own server arguments, KV shipped from prefill to decode over a link (model doc §5)."""
+
+    prefill: ServingSpec = Field(description="server arguments of the prefill server")
+    decode: ServingSpec = Field(description="server arguments of the decode server")
+    kv_link_gbytes_per_s: float = Field(
+        default=50.0, gt=0, description="KV transfer bandwidth per GPU in GB/s (e.g. 400 Gb/s RDMA = 50 GB/s)"
+    )
+    kv_link_latency_us: float = Field(
+        default=50.0, ge=0, description="per-transfer latency (RDMA + bookkeeping)"
+    )
+
+
 class Scenario(_Strict):
     name: str = "scenario"
     model: ModelSpec
@@ -301,12 +315,23 @@ class Scenario(_Strict):
     serving: ServingSpec = ServingSpec()
     workload: WorkloadSpec
     overheads: Overheads = Overheads()
+    disaggregation: DisaggregationSpec | None = Field(
+        default=None, description="PD disaggregation: prefill and decode servers (then `serving` is not used)"
+    )
     calibration_dir: Path | None = Field(
         default=None, description="calibration tables; default: the shipped calibration/<gpu>/"
     )
 
     @model_validator(mode="after")
     def _gpus_match_layout(self) -> Scenario:
+        if self.disaggregation is not None:
+            need = self.disaggregation.prefill.tp + self.disaggregation.decode.tp
+            if need > self.hardware.count:
+                raise ValueError(
+                    f"disaggregation needs prefill.tp + decode.tp = {need} GPUs; hardware.count is "
+                    f"{self.hardware.count}"
+                )
+            return self
         if self.serving.tp > self.hardware.count:
             raise ValueError(
                 f"serving.tp ({self.serving.tp}) needs at least that many GPUs; hardware.count is {self.hardware.count}"

@@ -87,6 +87,9 @@ class Simulator:
         self.overlap = serving.overlap_schedule
         self._kv_observer = kv_observer  # test hook: called with the ranks after every commit
         self.balance_by_load = False  # load_balance_method=total_requests
+        # PD disaggregation decode server: admitted requests already hold their prompt's KV (shipped from the
+        # prefill server), so their "extend" is a PREBUILT batch with no forward pass (model doc §5)
+        self.prebuilt = False
 
     # ------------------------------------------------------------------ public
     def run(
@@ -117,6 +120,8 @@ class Simulator:
                 spec.num_steps, spec.accept_length_mean, spec.accept_length_min, spec.accept_length_max, seed
             )
         self.ranks = [RankState(i, self.s, self.table, sampler) for i in range(dp)]
+        for rank in self.ranks:
+            rank.prebuilt = self.prebuilt
         self.stats = SimStats(kv_capacity=self.s.max_total_tokens, per_rank_requests=[0] * dp)
         self._rr = 0
         self.gpu_free = 0.0
@@ -265,7 +270,7 @@ class Simulator:
                 ext = np.asarray(plan.extend_lens, dtype=np.int64)
                 pre = np.asarray(plan.prefix_lens, dtype=np.int64)
                 work.append((rank, plan, ext, pre, decode_kv))
-            elif rank.running and len(self.ranks) > 1 and not speculative:
+            elif rank.running and len(self.ranks) > 1 and not speculative and not self.prebuilt:
                 kv = np.fromiter((rank.kv_len_now(r) for r in rank.running), dtype=np.int64)
                 work.append((rank, None, np.ones(len(kv), dtype=np.int64), kv, None))
         gathered = gathered_logits = None
@@ -277,7 +282,9 @@ class Simulator:
             gathered_logits = sum(len(e) + (0 if d is None else len(d)) for _, _, e, _, d in work)
         step = None
         for rank, plan, ext, pre, decode_kv in work:
-            if gathered is None:
+            if self.prebuilt and plan is not None:
+                rank_cost = np.zeros(len(SOURCES))
+            elif gathered is None:
                 rank_cost = self.cost.extend_step(ext, pre, decode_kv)
             else:
                 rank_cost = self.cost.extend_step(ext, pre, decode_kv, gathered, gathered_logits)

@@ -117,6 +117,7 @@ class RankState:
         # speculative decoding: tokens per iteration vary per request (drawn on joining); KV grows by the
         # accepted tokens, and each iteration needs room for the draft tokens (model doc §3)
         self.sampler = sampler
+        self.prebuilt = False  # PD decode server: prompts arrive with their KV (set by the simulator)
         spec = serving.speculative
         self.tokens_per_step = sampler.mean if sampler is not None else 1.0
         self.max_tokens_per_step = spec.num_steps + 1 if spec is not None else 1
@@ -258,11 +259,14 @@ class RankState:
             return None
         t = self.t
         page = self.page
-        chunk_cap = self.s.chunked_prefill_size if self.s.chunked_prefill_size > 0 else 1 << 60
+        # a PD decode server receives whole prompts' KV (PREBUILT): no chunking, no prefill token budget
+        chunk_cap = (
+            self.s.chunked_prefill_size if self.s.chunked_prefill_size > 0 and not self.prebuilt else 1 << 60
+        )
         running_bs = len(self.running)
         mixed = self.s.enable_mixed_chunk and running_bs > 0
         rem_chunk = chunk_cap - (running_bs if mixed else 0)
-        rem_input = self.s.max_prefill_tokens - (running_bs if mixed else 0)
+        rem_input = (1 << 60) if self.prebuilt else self.s.max_prefill_tokens - (running_bs if mixed else 0)
         rem_total = self.free_tokens - self.running_output_reservation()
         plan = ExtendPlan([], [], [], [], mixed_decode=mixed)
 
