@@ -23,7 +23,7 @@ from simperf.costmodel.overhead import OVERHEAD_SOURCE, StepOverhead, step_overh
 from simperf.costmodel.rowtable import RowCostTable
 from simperf.hardware.catalog import get_gpu
 from simperf.models.arch import ModelArch
-from simperf.models.kernels import Key, gemm_keys
+from simperf.models.kernels import Key, elementwise_keys, gemm_keys
 from simperf.models.ops import (
     OpCall,
     StepSettings,
@@ -39,6 +39,7 @@ from simperf.models.ops import (
 from simperf.perfdb.axisslice import AxisSlice
 from simperf.perfdb.db import OpCurve, PerfDB
 from simperf.perfdb.schema import SOURCE_INDEX, SOURCES
+from simperf.scenario.backends import conversion_bytes_per_token_per_layer, kv_layout
 from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
 
@@ -306,6 +307,18 @@ class SGLangStepCost:
         ]
         return rows, attention
 
+    def _kv_conversion_op(self, plan) -> OpCall | None:
+        """Prefill reading another KV layout than decode stores: convert the batch's KV once per layer (§4.3)."""
+        s = self.serving
+        src = kv_layout(self.arch, s.decode_backend, s.kv_dtype)
+        dst = kv_layout(self.arch, s.prefill_backend, s.kv_dtype)
+        if src == dst:
+            return None
+        read, written = conversion_bytes_per_token_per_layer(src, dst)
+        kv_tokens = float(sum(float(np.sum(g.kv_tokens)) for g in plan.groups))
+        keys = elementwise_keys("kv_convert", read + written)
+        return OpCall("kv_layout_convert", "elementwise", keys, {"m": kv_tokens}, self.arch.num_layers)
+
     def _eh_proj(self, rows: int) -> OpCall:
         """MTP/EAGLE's projection of [token embedding, hidden state] (2h -> h) before the draft layer."""
         h = self.arch.hidden_size
@@ -405,6 +418,9 @@ class SGLangStepCost:
         )
         out = rows_cost + self._sum_ops(attn)
         kernels = row_kernels + sum(o.count * o.kernels for o in attn) + uncosted_kernels_per_step(self.arch)
+        convert = self._kv_conversion_op(plan)
+        if convert is not None:
+            out += self._sum_ops([convert])
         if self.serving.speculative is not None:
             # the draft layer runs over the same tokens to produce the first draft (model doc §3, prefill)
             draft = self.draft_arch

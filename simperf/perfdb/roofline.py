@@ -218,7 +218,10 @@ def _moe(key: Mapping[str, object], a: dict[str, np.ndarray]) -> KernelWork:
 def _elementwise(key: Mapping[str, object], a: dict[str, np.ndarray]) -> KernelWork:
     n = _int(key, "n")
     m = a["m"]
-    nbytes = 2.0 * m * n * 2.0  # read and write bf16
+    if key.get("variant") == "kv_convert":
+        nbytes = m * float(n)  # n = bytes read + written per token (KV layout conversion)
+    else:
+        nbytes = 2.0 * m * n * 2.0  # read and write bf16
     return KernelWork(np.zeros_like(nbytes), nbytes, "bf16")
 
 

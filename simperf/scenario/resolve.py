@@ -9,6 +9,7 @@ from __future__ import annotations
 from simperf.hardware.catalog import GpuSpec, get_gpu
 from simperf.models.arch import ModelArch
 from simperf.models.zoo import load_arch
+from simperf.scenario.backends import check_backends
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
 
@@ -106,6 +107,7 @@ def resolve(scenario: Scenario) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
     auto_prefill, auto_decode = default_backends(arch, gpu, kv_dtype)
     prefill_backend = s.prefill_attention_backend or s.attention_backend or auto_prefill
     decode_backend = s.decode_attention_backend or s.attention_backend or auto_decode
+    check_backends(arch, gpu, prefill_backend, decode_backend, kv_dtype)
     page_size = s.page_size or default_page_size(arch, prefill_backend, decode_backend)
 
     if s.chunked_prefill_size is None:

@@ -1,0 +1,83 @@
+"""Attention-backend combinations: what SGLang refuses, KV bytes per layout, and layout conversion at prefill."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simperf.costmodel.step import SGLangStepCost
+from simperf.hardware.catalog import get_gpu
+from simperf.models.ops import plan_extend
+from simperf.perfdb.db import PerfDB
+from simperf.scenario.backends import BackendError
+from simperf.scenario.load import parse_scenario
+from simperf.scenario.models import Overheads
+from simperf.scenario.resolve import resolve
+
+
+def scenario(model="deepseek-v3.2", gpu="h200", count=8, **serving):
+    return parse_scenario(
+        {
+            "model": {"name": model},
+            "hardware": {"gpu": gpu, "count": count},
+            "serving": {"tp": count, **serving},
+            "workload": {"dataset": {"kind": "random", "input_len": 16, "output_len": 4}, "num_prompts": 2},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"model": "deepseek-v3", "attention_backend": "trtllm_mla"}, "requires a Blackwell GPU"),
+        ({"model": "deepseek-v3", "gpu": "b200", "attention_backend": "fa3"}, r"Hopper \(SM90\) only"),
+        ({"model": "llama-3.1-70b", "attention_backend": "flashmla"}, "is an MLA backend"),
+        ({"model": "deepseek-v3", "attention_backend": "flashmla_sparse"}, "not a DSA model"),
+        (
+            {"prefill_attention_backend": "flashmla_kv", "kv_cache_dtype": "bf16"},
+            "set kv_cache_dtype: fp8_e4m3",
+        ),
+    ],
+)
+def test_backend_combinations_sglang_refuses_are_refused_with_the_reason(kwargs, reason):
+    with pytest.raises(BackendError, match=reason):
+        resolve(scenario(**kwargs))
+
+
+def test_kv_pool_counts_each_layout_bytes_per_token():
+    fp8, arch, _ = resolve(scenario(kv_cache_dtype="fp8_e4m3"))
+    bf16, _, _ = resolve(scenario(kv_cache_dtype="bf16"))
+    assert arch.kv_bytes_per_token_per_rank(fp8.layout, "fp8_e4m3", "flashmla_kv") == 61 * (656 + 132)
+    assert arch.kv_bytes_per_token_per_rank(bf16.layout, "bf16", "fa3") == 61 * (1152 + 132)
+    # the same memory holds ~1.63x more tokens in FlashMLA's fp8 layout than in bf16
+    assert fp8.max_total_tokens / bf16.max_total_tokens == pytest.approx((1152 + 132) / (656 + 132), rel=0.01)
+
+
+def test_nsa_prefill_switches_from_dense_mha_to_sparse_at_2048_tokens():
+    s, arch, gpu = resolve(scenario())
+    cost = SGLangStepCost(arch, s, PerfDB.empty(gpu), Overheads())
+    assert plan_extend(arch, cost.settings, np.array([2048]), np.array([0])).method == "mha"
+    assert plan_extend(arch, cost.settings, np.array([2049]), np.array([0])).method == "sparse"
+
+
+def test_prefill_reading_another_kv_layout_pays_a_conversion():
+    # B200, fp8 KV: trtllm stores the raw 576-byte layout; FlashMLA's sparse prefill reads the 656-byte one
+    mixed, arch, gpu = resolve(
+        scenario(
+            gpu="b200",
+            kv_cache_dtype="fp8_e4m3",
+            prefill_attention_backend="flashmla_sparse",
+            decode_attention_backend="trtllm",
+        )
+    )
+    same, _, _ = resolve(scenario(gpu="b200", kv_cache_dtype="fp8_e4m3", attention_backend="trtllm"))
+    db = PerfDB.empty(get_gpu("b200"))
+    with_conversion = SGLangStepCost(arch, mixed, db, Overheads())
+    without = SGLangStepCost(arch, same, db, Overheads())
+    ext, pre = np.array([4096]), np.array([0])
+    names = [
+        op.name
+        for op in [with_conversion._kv_conversion_op(plan_extend(arch, with_conversion.settings, ext, pre))]
+    ]
+    assert names == ["kv_layout_convert"]
+    assert without._kv_conversion_op(plan_extend(arch, without.settings, ext, pre)) is None
