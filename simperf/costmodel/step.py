@@ -155,7 +155,9 @@ class SGLangStepCost:
         if bs < 1 or padded_bs < bs:
             raise ValueError(f"need 1 <= bs <= padded_bs, got bs={bs}, padded_bs={padded_bs}")
         base, attention, eager = self._decode_entry(bs, padded_bs, graph)
-        kv_mean = np.asarray(kv_total, dtype=np.float64).reshape(-1) / bs
+        kv_mean = self._attention_kv_mean(
+            np.asarray(kv_total, dtype=np.float64).reshape(-1), bs, padded_bs, graph
+        )
         k = kv_mean.size
         out = np.empty((k, NUM_SOURCES))
         out[:] = base
@@ -177,7 +179,7 @@ class SGLangStepCost:
         """decode_steps for the simulator's hot loop: per-step totals (µs), and a function giving the per-source
         sum over the first n steps — the same numbers as decode_steps without building the (k, sources) matrix."""
         base, attention, eager = self._decode_entry(bs, padded_bs, graph)
-        kv_mean = kv_total / bs
+        kv_mean = self._attention_kv_mean(kv_total, bs, padded_bs, graph)
         totals = np.full(kv_mean.shape, float(base.sum()))
         parts = []
         for a in attention:
@@ -215,7 +217,9 @@ class SGLangStepCost:
     def breakdown_decode(
         self, bs: int, padded_bs: int, kv_total: int, kv_max: int, graph: bool
     ) -> list[BreakdownRow]:
-        ops = self.decode_ops(bs, padded_bs, float(kv_total) / bs)
+        rows_bs = padded_bs if graph else bs
+        kv_mean = float(self._attention_kv_mean(np.asarray(float(kv_total)), bs, padded_bs, graph))
+        ops = self.decode_ops(rows_bs, padded_bs, kv_mean)
         rows = [self._breakdown_row(op) for op in ops]
         return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows)]
 
@@ -319,6 +323,15 @@ class SGLangStepCost:
         keys = elementwise_keys("kv_convert", read + written)
         return OpCall("kv_layout_convert", "elementwise", keys, {"m": kv_tokens}, self.arch.num_layers)
 
+    @staticmethod
+    def _attention_kv_mean(kv_total: np.ndarray, bs: int, padded_bs: int, graph: bool) -> np.ndarray:
+        """Mean KV length per attention row. A CUDA graph replays the bucket's batch: the padding rows attend one
+        token each (SGLang's fill value), so the kernel sees `padded_bs` requests holding the real KV plus one
+        token per padding row — the batch size that sets its waves, with the same KV bytes to read."""
+        if graph and padded_bs > bs:
+            return (kv_total + (padded_bs - bs)) / padded_bs
+        return kv_total / bs
+
     def _eh_proj(self, rows: int) -> OpCall:
         """MTP/EAGLE's projection of [token embedding, hidden state] (2h -> h) before the draft layer."""
         h = self.arch.hidden_size
@@ -334,7 +347,7 @@ class SGLangStepCost:
         """Cached per (bs, padded bs, graph): row ops + overhead per source, and the resolved attention ops."""
         hit = self._decode.get((bs, padded_bs, graph))
         if hit is None:
-            rows, attention_ops_ = self.decode_parts(bs, padded_bs)
+            rows, attention_ops_ = self.decode_parts(padded_bs if graph else bs, padded_bs)
             rows_key = padded_bs
             rows_cost = self._decode_rows.get(rows_key)
             if rows_cost is None:
