@@ -73,12 +73,16 @@ def test_decode_step_grows_with_batch(v3, llama):
         assert (np.diff(times) > 0).all()
 
 
-def test_padding_costs_gemm_rows_but_not_attention(v3):
+def test_graph_padding_runs_gemm_rows_and_attention_at_the_bucket_with_the_real_kv_bytes(v3):
     real = v3.decode_steps(20, 20, np.array([20 * 3000.0]), 3000, True).sum()
     padded = v3.decode_steps(20, 24, np.array([20 * 3000.0]), 3000, True).sum()
     assert padded > real
     rows = {r.name: r for r in v3.breakdown_decode(20, 24, 20 * 3000, 3000, True)}
-    assert rows["attention"].axes["batch"] == 20 and rows["q_b_proj"].axes["m"] == 24
+    # the graph replays 24 rows; the 4 padding rows attend one token each (SGLang's fill value)
+    assert rows["q_b_proj"].axes["m"] == 24 and rows["attention"].axes["batch"] == 24
+    assert rows["attention"].axes["kv_len"] == pytest.approx((20 * 3000 + 4) / 24)
+    eager = {r.name: r for r in v3.breakdown_decode(20, 20, 20 * 3000, 3000, False)}
+    assert eager["attention"].axes["batch"] == 20
 
 
 @settings(max_examples=25, deadline=None)
