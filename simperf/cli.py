@@ -17,6 +17,19 @@ app = typer.Typer(
 )
 perfdb_app = typer.Typer(no_args_is_help=True, help="Inspect calibration tables.")
 app.add_typer(perfdb_app, name="perfdb")
+trace_app = typer.Typer(no_args_is_help=True, help="Read, summarise and convert request traces.")
+app.add_typer(trace_app, name="trace")
+
+
+def _register_trace_commands() -> None:
+    from simperf.workload.cli import convert_command, export_command, inspect_command
+
+    trace_app.command("inspect")(inspect_command)
+    trace_app.command("convert")(convert_command)
+    trace_app.command("export")(export_command)
+
+
+_register_trace_commands()
 
 err = Console(stderr=True)
 

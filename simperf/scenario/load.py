@@ -21,7 +21,11 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     for item in loc:
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in ("random", "fixed", "trace") and parts and parts[-1].endswith("dataset"):
+        elif (
+            item in ("random", "fixed", "trace", "shared_prefix", "multi_turn")
+            and parts
+            and parts[-1].endswith("dataset")
+        ):
             # the discriminated union adds the chosen variant to the path; the user did not write it
             continue
         else:

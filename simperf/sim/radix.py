@@ -209,18 +209,16 @@ class RadixCache:
                     self.cached_tokens += got
                     self.evictable_tokens += got
                     new_tokens += got
-                elif child.tokens < want:  # a partial block grows (only leaves are partial)
+                self._hold(child)
+                held.append(child)
+                child.last_access = now
+                if (
+                    child.tokens < want
+                ):  # a partial block grows (only leaves are partial); held, so not evictable
                     got = self._room_for(want - child.tokens)
                     child.tokens += got
                     self.cached_tokens += got
-                    if child.lock == 0:
-                        self.evictable_tokens += got
                     new_tokens += got
-                child.last_access = now
-                if child.lock == 0:
-                    self.evictable_tokens -= child.tokens
-                child.lock += 1
-                held.append(child)
                 node = child
                 if child.tokens < block:
                     break  # the rest of the sequence lies in a block this one does not cover
@@ -290,6 +288,11 @@ class RadixCache:
             self.evict(over)
         fits = max(0, min(want, self.capacity_tokens - self.cached_tokens))
         return fits - fits % self._grain
+
+    def _hold(self, node: _Node) -> None:
+        if node.lock == 0:
+            self.evictable_tokens -= node.tokens
+        node.lock += 1
 
     def _push_leaf(self, node: _Node) -> None:
         heapq.heappush(self._heap, (node.last_access, next(self._serial), node))

@@ -34,3 +34,33 @@ def poisson_arrivals(rng: np.random.RandomState, num: int, rate: float) -> Arriv
     ends = np.cumsum(gaps)
     send = np.concatenate(([0.0], ends[:-1]))
     return Arrivals(send, float(ends[-1]))
+
+
+def gamma_arrivals(rng: np.random.RandomState, num: int, rate: float, burstiness: float) -> Arrivals:
+    """n send times with Gamma(k, 1/(rate*k)) gaps: mean 1/rate, coefficient of variation 1/sqrt(k).
+
+    vLLM's benchmark_serving `--burstiness k` draws gaps this way; k = 1 is the exponential (and NumPy's legacy
+    gamma with shape 1 consumes the stream exactly as `exponential` does, so k = 1 equals `poisson_arrivals`).
+    """
+    if burstiness <= 0 or not np.isfinite(burstiness):
+        raise ValueError(f"burstiness must be a positive number, got {burstiness}")
+    if num < 0:
+        raise ValueError(f"num must be >= 0, got {num}")
+    if rate <= 0 or np.isnan(rate):
+        raise ValueError(f"rate must be positive or inf, got {rate}")
+    if np.isinf(rate) or num == 0:
+        return Arrivals(np.zeros(num, dtype=np.float64), 0.0)
+    gaps = rng.gamma(burstiness, 1.0 / (rate * burstiness), size=num)
+    ends = np.cumsum(gaps)
+    return Arrivals(np.concatenate(([0.0], ends[:-1])), float(ends[-1]))
+
+
+def client_arrivals(
+    rng: np.random.RandomState, num: int, rate: float, process: str, burstiness: float
+) -> Arrivals:
+    """The workload's arrival process by name ("poisson" | "gamma")."""
+    if process == "poisson":
+        return poisson_arrivals(rng, num, rate)
+    if process == "gamma":
+        return gamma_arrivals(rng, num, rate, burstiness)
+    raise ValueError(f"unknown arrival process {process!r}; allowed: poisson, gamma")

@@ -1,4 +1,4 @@
-"""Read a request trace: simperf's own schema, Mooncake JSONL or the Azure LLM inference CSV.
+"""Read a request trace: simperf's own schema, Mooncake JSONL, the Azure LLM inference CSV, bench_serving output.
 
 The format is recognised from the column names, not the file name, so a renamed file still reads:
 
@@ -8,7 +8,12 @@ The format is recognised from the column names, not the file name, so a renamed 
 | mooncake | timestamp (ms)        | input_length    | output_length     | hash_ids (optional)  |
 | azure    | TIMESTAMP (date-time) | ContextTokens   | GeneratedTokens   | -                    |
 
-simperf traces come as JSONL, CSV or Parquet; Mooncake as JSONL (or Parquet with its columns); Azure as CSV.
+simperf rows may also carry `hash_block_tokens` (tokens per hash id, default 512, equal on every row) and
+`accept_len` (the request's mean accepted tokens per speculative verify step). simperf traces come as JSONL, CSV
+or Parquet; Mooncake as JSONL (or Parquet with its columns); Azure as CSV. A `sglang.bench_serving --output-file`
+JSONL written with `--output-details` (one line per run, per-request lists `input_lens`, `output_lens`, and in
+recent versions `start_times`) reads through `bench_serving.py`.
+
 A bad row raises TraceError naming the file and its line (row for Parquet). Rows are replayed in time order,
 as bench_serving's trace replay sorts them, with times shifted so the first request is at 0 s.
 """
@@ -57,6 +62,10 @@ class Trace:
     output_len: np.ndarray  # int64 >= 1
     block_hashes: list[np.ndarray] | None  # int64 block ids per request, when the trace has them
     format: str
+    hash_block_tokens: int = HASH_BLOCK_TOKENS  # tokens per id in block_hashes
+    accept_len: np.ndarray | None = None  # float64 per request (speculative decoding), when the trace has it
+    has_times: bool = True  # False: the file records no arrival times (arrival_s is all 0)
+    skipped: tuple[str, ...] = ()  # requests left out on purpose, each with its reason (failed requests)
 
     def __len__(self) -> int:
         return int(self.input_len.shape[0])
@@ -71,8 +80,11 @@ def detect_format(columns: set[str] | list[str], where: str) -> TraceFormat:
     raise TraceError(f"{where}: unrecognised trace columns {sorted(present)}; expected one of ({known})")
 
 
-def read_trace(path: Path | str, limit: int | None = None) -> Trace:
-    """Read the first `limit` requests (all when None) of a trace file, in time order."""
+def read_trace(path: Path | str, limit: int | None = None, run: int | None = None) -> Trace:
+    """Read the first `limit` requests (all when None) of a trace file, in time order.
+
+    run: for a bench_serving output file holding several runs (one per line), the 0-based line to read.
+    """
     path = Path(path)
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
@@ -81,12 +93,24 @@ def read_trace(path: Path | str, limit: int | None = None) -> Trace:
         return _read_parquet(path, limit)
     if suffix == ".csv":
         return _collect(_csv_rows(path, limit), path)
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        return _collect(_jsonl_rows(path, limit), path)
     with path.open() as f:
         head = f.read(4096).lstrip()
     looks_json = head.startswith(("{", "["))
-    return _collect((_jsonl_rows if looks_json else _csv_rows)(path, limit), path)
+    if looks_json and '"input_lens"' in _first_line(path):
+        from simperf.workload.bench_serving import read_bench_serving
+
+        return read_bench_serving(path, limit=limit, run=run)
+    if suffix in (".jsonl", ".json", ".ndjson") or looks_json:
+        return _collect(_jsonl_rows(path, limit), path)
+    return _collect(_csv_rows(path, limit), path)
+
+
+def _first_line(path: Path) -> str:
+    with path.open() as f:
+        for line in f:
+            if line.strip():
+                return line
+    return ""
 
 
 # ---------------------------------------------------------------------------------------------------- row readers
@@ -171,12 +195,21 @@ def _hashes(value: Any, key: str, where: str) -> np.ndarray:
     return np.asarray(value, dtype=np.int64)
 
 
+def _accept(value: Any, where: str) -> float:
+    accept = _number(value, "accept_len", where)
+    if accept < 1.0:
+        raise TraceError(f"{where}: accept_len must be >= 1 (tokens per verify step), got {accept}")
+    return accept
+
+
 def _collect(rows: Iterator[tuple[int, dict[str, Any], TraceFormat]], path: Path) -> Trace:
     times: list[Any] = []
     lines: list[int] = []
     inputs: list[int] = []
     outputs: list[int] = []
     hashes: list[np.ndarray | None] = []
+    accepts: list[float | None] = []
+    block_tokens: int | None = None
     fmt: TraceFormat | None = None
     for line_no, row, row_fmt in rows:
         fmt = row_fmt
@@ -192,6 +225,17 @@ def _collect(rows: Iterator[tuple[int, dict[str, Any], TraceFormat]], path: Path
         outputs.append(_length(row[fmt.output_key], fmt.output_key, where))
         has_hashes = fmt.hashes_key is not None and row.get(fmt.hashes_key) is not None
         hashes.append(_hashes(row[fmt.hashes_key], fmt.hashes_key, where) if has_hashes else None)
+        if fmt.name == "simperf":
+            accept = row.get("accept_len")
+            accepts.append(None if accept in (None, "") else _accept(accept, where))
+            size = row.get("hash_block_tokens")
+            if size not in (None, ""):
+                size = _length(size, "hash_block_tokens", where)
+                if block_tokens is not None and size != block_tokens:
+                    raise TraceError(
+                        f"{where}: hash_block_tokens {size} differs from earlier rows' {block_tokens}"
+                    )
+                block_tokens = size
         lines.append(line_no)
     if fmt is None:
         raise TraceError(f"{path}: trace has no requests")
@@ -203,7 +247,19 @@ def _collect(rows: Iterator[tuple[int, dict[str, Any], TraceFormat]], path: Path
     else:
         seconds = np.asarray(times, dtype=np.float64)
     block_hashes = None if missing else [h for h in hashes if h is not None]
-    return _in_time_order(seconds, np.asarray(inputs), np.asarray(outputs), block_hashes, fmt.name)
+    no_accept = [i for i, a in enumerate(accepts) if a is None]
+    if accepts and no_accept and len(no_accept) < len(accepts):
+        raise TraceError(f"{path}:{lines[no_accept[0]]}: accept_len missing while other rows have it")
+    accept_len = np.asarray(accepts, dtype=np.float64) if accepts and not no_accept else None
+    return _in_time_order(
+        seconds,
+        np.asarray(inputs),
+        np.asarray(outputs),
+        block_hashes,
+        fmt.name,
+        hash_block_tokens=block_tokens or HASH_BLOCK_TOKENS,
+        accept_len=accept_len,
+    )
 
 
 def _parse_datetimes(texts: list[str], lines: list[int], path: Path, key: str) -> np.ndarray:
@@ -230,6 +286,11 @@ def _in_time_order(
     output_len: np.ndarray,
     hashes: list[np.ndarray] | None,
     fmt_name: str,
+    *,
+    hash_block_tokens: int = HASH_BLOCK_TOKENS,
+    accept_len: np.ndarray | None = None,
+    has_times: bool = True,
+    skipped: tuple[str, ...] = (),
 ) -> Trace:
     order = np.argsort(seconds, kind="stable")
     seconds = seconds[order]
@@ -240,6 +301,10 @@ def _in_time_order(
         output_len=output_len[order].astype(np.int64),
         block_hashes=None if hashes is None else [hashes[i] for i in order],
         format=fmt_name,
+        hash_block_tokens=hash_block_tokens,
+        accept_len=None if accept_len is None else accept_len[order],
+        has_times=has_times,
+        skipped=skipped,
     )
 
 
@@ -290,4 +355,26 @@ def _read_parquet(path: Path, limit: int | None) -> Trace:
         offsets = column.offsets.to_numpy()
         flat = column.values.to_numpy(zero_copy_only=False).astype(np.int64)
         hashes = [flat[offsets[i] : offsets[i + 1]] for i in range(len(column))]
-    return _in_time_order(seconds, lengths[0], lengths[1], hashes, fmt.name)
+    accept_len = None
+    block_tokens = HASH_BLOCK_TOKENS
+    if fmt.name == "simperf" and "accept_len" in table.column_names:
+        accept_len = numeric("accept_len").astype(np.float64)
+        bad_rows = np.flatnonzero(~(accept_len >= 1.0))
+        if bad_rows.size:
+            raise TraceError(
+                f"{path}: row {int(bad_rows[0])}: accept_len must be >= 1, got {accept_len[bad_rows[0]]}"
+            )
+    if fmt.name == "simperf" and "hash_block_tokens" in table.column_names:
+        sizes = np.unique(numeric("hash_block_tokens"))
+        if sizes.size != 1 or sizes[0] < 1:
+            raise TraceError(f"{path}: hash_block_tokens must be one positive value, found {sizes.tolist()}")
+        block_tokens = int(sizes[0])
+    return _in_time_order(
+        seconds,
+        lengths[0],
+        lengths[1],
+        hashes,
+        fmt.name,
+        hash_block_tokens=block_tokens,
+        accept_len=accept_len,
+    )

@@ -1,0 +1,163 @@
+"""`simperf trace inspect|convert|export`: typer-annotated functions the main CLI registers.
+
+    trace_app = typer.Typer(no_args_is_help=True, help="Read, summarise and convert request traces.")
+    trace_app.command("inspect")(inspect_command)
+    trace_app.command("convert")(convert_command)
+    trace_app.command("export")(export_command)
+    app.add_typer(trace_app, name="trace")
+
+Errors in the input (malformed rows, unknown columns) exit with status 2 and the `path:line` message.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from simperf.workload.arrivals import poisson_arrivals
+from simperf.workload.summary import TraceSummary, summarize_trace
+from simperf.workload.trace import Trace, TraceError, read_trace
+from simperf.workload.trace_write import write_trace
+
+_err = Console(stderr=True)
+
+
+def _fail(message: str) -> None:
+    _err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+def inspect_command(
+    path: Annotated[Path, typer.Argument(help="trace file (simperf, Mooncake, Azure, bench_serving output)")],
+    bins: Annotated[int, typer.Option(min=1, help="time bins for the rate-over-time line")] = 12,
+    cache_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="prefix reuse under an LRU cache of this many tokens (default: unbounded)"),
+    ] = None,
+    run: Annotated[
+        int | None, typer.Option(min=0, help="bench_serving file: which run (line, 0-based)")
+    ] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+) -> None:
+    """Summarise a trace: count, duration, rate over time, length distributions, prefix reuse ratio."""
+    if output not in ("text", "json"):
+        _fail(f"--output: got {output!r}; allowed values: text, json")
+    try:
+        summary = summarize_trace(read_trace(path, run=run), bins=bins, capacity_tokens=cache_tokens)
+    except TraceError as e:
+        _fail(str(e))
+    if output == "json":
+        sys.stdout.write(json.dumps(asdict(summary), indent=2) + "\n")
+    else:
+        print_summary(summary, str(path), Console())
+
+
+def convert_command(
+    src: Annotated[Path, typer.Argument(help="trace to read, any supported format")],
+    dst: Annotated[Path, typer.Argument(help="simperf trace to write: .jsonl, .parquet or .csv")],
+    run: Annotated[
+        int | None, typer.Option(min=0, help="bench_serving file: which run (line, 0-based)")
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            help="req/s of Poisson arrivals for a file without times (bench_serving without start_times)"
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed of those arrivals")] = 42,
+    limit: Annotated[int | None, typer.Option(min=1, help="convert only the first N requests")] = None,
+) -> None:
+    """Write a trace in simperf's schema (arrival_s, input_len, output_len, hash_ids, accept_len)."""
+    try:
+        trace = read_trace(src, limit=limit, run=run)
+        if not trace.has_times:
+            if rate is None:
+                _fail(f"{src}: records no arrival times; give --rate to draw Poisson arrivals")
+            arrivals = poisson_arrivals(np.random.RandomState(seed), len(trace), rate)
+            trace = replace(trace, arrival_s=arrivals.send_s, has_times=True)
+        elif rate is not None:
+            _fail(f"{src}: has its own arrival times; --rate applies only to files without them")
+        write_trace(trace, dst)
+    except TraceError as e:
+        _fail(str(e))
+    for note in trace.skipped:
+        _err.print(f"skipped {note}", highlight=False)
+    Console().print(f"{len(trace)} requests ({trace.format}) written to {dst}", highlight=False)
+
+
+def export_command(
+    scenario: Annotated[Path, typer.Argument(help="scenario YAML whose workload to write")],
+    dst: Annotated[Path, typer.Argument(help="simperf trace to write: .jsonl, .parquet or .csv")],
+) -> None:
+    """Write the requests a scenario's workload sends (any dataset kind) as a simperf trace."""
+    from simperf.models.zoo import load_arch
+    from simperf.scenario.load import ScenarioError, load_scenario
+    from simperf.workload.requests import build_requests
+
+    try:
+        sc = load_scenario(scenario)
+        context_len = load_arch(sc.model.name, sc.model.config).context_len
+        requests = build_requests(sc.workload, context_len=context_len)
+        trace = Trace(
+            arrival_s=requests.arrival_s,
+            input_len=requests.input_len,
+            output_len=requests.output_len,
+            block_hashes=requests.block_hashes,
+            format="simperf",
+            hash_block_tokens=requests.hash_block_tokens or 512,
+            accept_len=requests.accept_len,
+        )
+        write_trace(trace, dst)
+    except (ScenarioError, TraceError, ValueError) as e:
+        _fail(str(e))
+    Console().print(f"{len(trace)} requests ({requests.source}) written to {dst}", highlight=False)
+
+
+def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
+    table = Table("", "value", title=f"{title} ({summary.format})", show_header=False)
+    table.add_row("requests", f"{summary.count:,}")
+    if summary.has_times:
+        table.add_row("duration", f"{summary.duration_s:,.1f} s")
+        table.add_row("mean rate", f"{summary.mean_rate:.3f} req/s")
+        rates = " ".join(f"{r:.2f}" for r in summary.rate_over_time)
+        table.add_row(f"rate per {summary.rate_bin_s:,.0f} s", rates)
+    else:
+        table.add_row("arrival times", "none recorded")
+    for name, s in (("input tokens", summary.input_len), ("output tokens", summary.output_len)):
+        table.add_row(
+            name,
+            f"mean {s.mean:,.1f}  p50 {s.p50:,.0f}  p90 {s.p90:,.0f}  p99 {s.p99:,.0f}  "
+            f"min {s.min:,}  max {s.max:,}  total {s.total:,}",
+        )
+    reuse = summary.prefix_reuse
+    if reuse is None:
+        table.add_row("prefix reuse", "no prefix-block ids in this trace")
+    else:
+        bound = (
+            "unbounded cache"
+            if reuse.capacity_tokens is None
+            else f"LRU cache of {reuse.capacity_tokens:,} tokens"
+        )
+        table.add_row(
+            "prefix reuse",
+            f"{100 * reuse.ratio:.1f}% of prompt tokens, {100 * reuse.requests_hit:.1f}% of requests hit "
+            f"({bound}, {reuse.block_tokens}-token blocks, {reuse.unique_blocks:,} distinct blocks)",
+        )
+        if reuse.ratio_over_time:
+            table.add_row(
+                f"reuse per {summary.rate_bin_s:,.0f} s",
+                " ".join(f"{100 * r:.0f}%" for r in reuse.ratio_over_time),
+            )
+    if summary.accept_len_mean is not None:
+        table.add_row("accept length", f"mean {summary.accept_len_mean:.2f} tokens per verify step")
+    if summary.skipped:
+        table.add_row("skipped", f"{len(summary.skipped)}: " + "; ".join(summary.skipped[:5]))
+    console.print(table)
