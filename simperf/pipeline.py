@@ -24,6 +24,7 @@ from simperf.sim.disagg import Pool, simulate_disaggregated
 from simperf.sim.engine import SimStats, Simulator
 from simperf.sim.records import RequestRecords
 from simperf.workload.requests import build_requests
+from simperf.workload.summary import hit_rate_over_time
 
 
 class UnsupportedScenario(ValueError):
@@ -85,7 +86,16 @@ class Prediction:
                 "notes": list(s.notes),
             },
             "simulation_wall_s": self.wall_s,
+            "prefix_hit_rate_over_time": _hit_rate_over_time(self.records),
         }
+
+
+def _hit_rate_over_time(records: RequestRecords, bins: int = 20) -> list[float | None]:
+    """Share of prompt tokens served from the prefix cache, in `bins` equal slices of the run (by send time)."""
+    if not len(records) or not records.cached_tokens.any():
+        return []
+    rates = hit_rate_over_time(records.send_s, records.cached_tokens, records.input_len, bins)
+    return [None if r != r else float(r) for r in rates]
 
 
 def per_rank_summary(records: RequestRecords, dp: int) -> list[dict]:
@@ -149,6 +159,8 @@ def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Predicti
         max_concurrency=scenario.workload.max_concurrency,
         ignore_eos=scenario.workload.ignore_eos,
         seed=scenario.workload.seed,
+        block_hashes=requests.block_hashes,
+        block_tokens=requests.hash_block_tokens,
     )
     wall = time.perf_counter() - started
     return _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, {})
@@ -171,6 +183,14 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     }
     if requests.num_capped:
         notes["Requests capped to the context length"] = str(requests.num_capped)
+    if getattr(requests, "num_dropped", 0):
+        notes["Requests dropped (over the context length)"] = str(requests.num_dropped)
+    if requests.block_hashes is not None and len(records):
+        prompt = float(records.input_len.sum()) or 1.0
+        state = "off (--disable-radix-cache)" if serving.disable_radix_cache else "on"
+        notes["Prefix cache"] = (
+            f"{state}, {100 * float(records.cached_tokens.sum()) / prompt:.1f}% of prompt tokens hit"
+        )
     if shares["third_party"] > 0:
         notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
     return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes)

@@ -87,6 +87,7 @@ class ServingSpec(_Strict):
     disable_overlap_schedule: bool = False
     enable_mixed_chunk: bool = False
     schedule_policy: Literal["fcfs", "lpm"] = "fcfs"
+    disable_radix_cache: bool = Field(default=False, description="--disable-radix-cache: no prefix reuse")
     schedule_conservativeness: float = Field(default=1.0, gt=0.0)
     load_balance_method: Literal["round_robin", "total_requests"] = "round_robin"
     speculative: SpeculativeSpec | None = None

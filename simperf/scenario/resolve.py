@@ -203,6 +203,7 @@ def resolve(scenario: Scenario) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
         context_len=arch.context_len,
         speculative=spec,
         sglang_version=s.sglang_version,
+        disable_radix_cache=s.disable_radix_cache,
         notes=tuple(notes),
     )
     return resolved, arch, gpu

@@ -59,5 +59,6 @@ class ResolvedServing:
     context_len: int
     speculative: SpecSettings | None
     sglang_version: str
+    disable_radix_cache: bool = False
     # how each number was obtained, for the report ("default rule", "user", "server log")
     notes: tuple[str, ...] = ()

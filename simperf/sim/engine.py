@@ -25,6 +25,7 @@ from simperf.perfdb.schema import SOURCES
 from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.client import Client
+from simperf.sim.radix import RadixCache
 from simperf.sim.rank import ExtendPlan, RankState, RequestTable
 from simperf.sim.records import RequestRecords
 from simperf.sim.spec import AcceptSampler
@@ -100,7 +101,11 @@ class Simulator:
         max_concurrency: int | None = None,
         ignore_eos: bool = True,
         seed: int = 0,
+        block_hashes: list[np.ndarray | None] | None = None,
+        block_tokens: int | None = None,
     ) -> tuple[RequestRecords, SimStats]:
+        """block_hashes / block_tokens: per-request prefix-block ids and the tokens per block; when given (and
+        serving.disable_radix_cache is off) each DP rank keeps a radix prefix cache over its KV pool."""
         n = len(input_len)
         order = np.argsort(arrival_s, kind="stable")
         if not np.array_equal(order, np.arange(n)):
@@ -120,8 +125,13 @@ class Simulator:
                 spec.num_steps, spec.accept_length_mean, spec.accept_length_min, spec.accept_length_max, seed
             )
         self.ranks = [RankState(i, self.s, self.table, sampler) for i in range(dp)]
+        use_cache = block_hashes is not None and block_tokens and not self.s.disable_radix_cache
+        if use_cache:
+            self.table.hashes = list(block_hashes)
         for rank in self.ranks:
             rank.prebuilt = self.prebuilt
+            if use_cache:
+                rank.cache = RadixCache(self.s.max_total_tokens, int(block_tokens), self.s.page_size)
         self.stats = SimStats(kv_capacity=self.s.max_total_tokens, per_rank_requests=[0] * dp)
         self._rr = 0
         self.gpu_free = 0.0
@@ -234,7 +244,7 @@ class Simulator:
             self.ranks[rank_id].timeline_emit[idx] = emit
         for rank_id, r in batch.finished:
             self.finish_s[r] = emit + self.egress_s
-            self.ranks[rank_id].free(r)
+            self.ranks[rank_id].free(r, finished=True)
             self.client.release(emit + self.egress_s)
             self.done += 1
         return emit
@@ -520,7 +530,7 @@ class Simulator:
             chunk_num_tokens=num_tokens,
             dp_rank=np.asarray([t.rank[r] for r in done_ids], dtype=np.int64),
             retractions=np.asarray([t.retractions[r] for r in done_ids], dtype=np.int64),
-            cached_tokens=np.zeros(len(ids), dtype=np.int64),
+            cached_tokens=np.asarray([max(t.cached_at_admission[r], 0) for r in done_ids], dtype=np.int64),
             duration_s=duration,
             extra={"rejected": list(self.stats.rejected)},
         )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simperf.scenario.resolved import CLIP_MAX_NEW_TOKENS, ResolvedServing
+from simperf.sim.radix import Lease, RadixCache, lpm_order
 from simperf.sim.spec import AcceptSampler
 
 RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
@@ -60,6 +61,11 @@ class RequestTable:
     # speculative decoding: accept lengths of each iteration since joining decode, and their running sum
     accept_seq: list[np.ndarray | None] = field(init=False)
     accept_cum: list[np.ndarray | None] = field(init=False)
+    # prefix cache: block ids of each request (None: never hits), tokens served from the cache, held lease
+    hashes: list[np.ndarray | None] = field(init=False)
+    prefix_hit: list[int] = field(init=False)
+    cached_at_admission: list[int] = field(init=False)
+    lease: list[Lease | None] = field(init=False)
 
     def __post_init__(self) -> None:
         n = len(self.input_len)
@@ -75,6 +81,10 @@ class RequestTable:
         self.events = [[] for _ in range(n)]
         self.accept_seq = [None] * n
         self.accept_cum = [None] * n
+        self.hashes = [None] * n
+        self.prefix_hit = [0] * n
+        self.cached_at_admission = [-1] * n
+        self.lease = [None] * n
 
 
 @dataclass
@@ -118,6 +128,9 @@ class RankState:
         # accepted tokens, and each iteration needs room for the draft tokens (model doc §3)
         self.sampler = sampler
         self.prebuilt = False  # PD decode server: prompts arrive with their KV (set by the simulator)
+        # radix cache (model doc §1.9): cached tokens share the pool with requests' private KV; `used` counts the
+        # private part, the cache its own, and unlocked cached tokens count as free for admission
+        self.cache: RadixCache | None = None
         spec = serving.speculative
         self.tokens_per_step = sampler.mean if sampler is not None else 1.0
         self.max_tokens_per_step = spec.num_steps + 1 if spec is not None else 1
@@ -192,7 +205,20 @@ class RankState:
     # ---------------------------------------------------------------- memory
     @property
     def free_tokens(self) -> int:
-        return self.capacity - self.used
+        """SGLang's available + evictable."""
+        if self.cache is None:
+            return self.capacity - self.used
+        return self.capacity - self.used - self.cache.cached_tokens + self.cache.evictable_tokens
+
+    def _allocate(self, tokens: int) -> None:
+        """Take `tokens` private KV slots, evicting least recently used cached blocks if the pool is full."""
+        if self.cache is not None and tokens > 0:
+            short = tokens - (self.capacity - self.used - self.cache.cached_tokens)
+            if short > 0:
+                self.cache.evict(short)
+        self.used += tokens
+        in_pool = self.used + (self.cache.cached_tokens if self.cache is not None else 0)
+        self.max_used = max(self.max_used, in_pool)
 
     def running_output_reservation(self) -> float:
         """Σ over running of min(max_new - out, 4096)·ρ_r (model doc §1.4; ρ_r = 1 for ignore_eos in 0.5.23)."""
@@ -289,6 +315,9 @@ class RankState:
             if not last:
                 return plan
 
+        if self.s.schedule_policy == "lpm" and self.cache is not None and len(self.waiting) > 1:
+            order = lpm_order(list(self.waiting), t.hashes, t.fill_len, self.cache)
+            self.waiting = deque(order)
         max_running = self.s.max_running_requests
         while self.waiting:
             if rem_input <= 0 or rem_chunk <= 0:
@@ -297,9 +326,12 @@ class RankState:
                 self.batch_is_full = True
                 break
             r = self.waiting[0]
-            ext = t.fill_len[r]
+            cached = 0
+            if self.cache is not None:
+                cached = self.cache.match(t.hashes[r], t.fill_len[r] - 1)
+            ext = t.fill_len[r] - cached
             out_reserve = min(t.output_len[r] - t.out_done[r], CLIP_MAX_NEW_TOKENS)
-            if ext + out_reserve + page >= self.capacity:
+            if t.fill_len[r] + out_reserve + page >= self.capacity:
                 self.waiting.popleft()
                 reject(
                     r, f"needs {ext + out_reserve + page} KV tokens; the pool holds {self.capacity} per rank"
@@ -307,22 +339,30 @@ class RankState:
                 continue
             if ext + out_reserve + page >= rem_total:
                 break  # NO_TOKEN: head-of-line blocking, no skipping
+            if ceil_page(ext, page) > rem_chunk and floor_page(cached + rem_chunk, page) - cached <= 0:
+                break
             self.waiting.popleft()
             t.rank[r] = self.rank_id
+            if self.cache is not None:
+                lease = self.cache.acquire(t.hashes[r], t.fill_len[r])
+                t.lease[r] = lease
+                cached = lease.tokens
+                ext = t.fill_len[r] - cached
+            t.prefix_hit[r] = cached
+            t.prefilled[r] = cached
+            if t.cached_at_admission[r] < 0:
+                t.cached_at_admission[r] = cached
             if ceil_page(ext, page) > rem_chunk:
-                take = floor_page(rem_chunk, page)
-                if take <= 0:
-                    self.waiting.appendleft(r)
-                    break
+                take = floor_page(cached + rem_chunk, page) - cached
                 self.chunked = r
                 plan.reqs.append(r)
                 plan.extend_lens.append(take)
-                plan.prefix_lens.append(0)
+                plan.prefix_lens.append(cached)
                 plan.last_chunk.append(False)
                 break
             plan.reqs.append(r)
             plan.extend_lens.append(ext)
-            plan.prefix_lens.append(0)
+            plan.prefix_lens.append(cached)
             plan.last_chunk.append(True)
             rem_chunk -= ceil_page(ext, page)
             rem_input -= ceil_page(ext, page)
@@ -341,8 +381,9 @@ class RankState:
         for r, ext, prefix, last in zip(
             plan.reqs, plan.extend_lens, plan.prefix_lens, plan.last_chunk, strict=True
         ):
-            new_alloc = ceil_page(prefix + ext, page)
-            self.used += new_alloc - t.kv_alloc[r]
+            # private KV: everything past the cached prefix (which is page-aligned)
+            new_alloc = ceil_page(prefix + ext, page) - t.prefix_hit[r]
+            self._allocate(new_alloc - t.kv_alloc[r])
             t.kv_alloc[r] = new_alloc
             t.prefilled[r] = prefix + ext
             if not last:
@@ -356,7 +397,6 @@ class RankState:
                 finished.append(r)
             else:
                 self._join(r)
-        self.max_used = max(self.max_used, self.used)
         return token_reqs, finished
 
     # ---------------------------------------------------------------- decode
@@ -364,8 +404,7 @@ class RankState:
         """Commit k decode steps of the running batch. Returns (first timeline index, requests finishing)."""
         t = self.t
         t0 = self.timeline_len
-        self.used += self._new_decode_alloc(k)
-        self.max_used = max(self.max_used, self.used)
+        self._allocate(self._new_decode_alloc(k))
         end = t0 + k
         self.timeline_len = end
         while len(self.timeline_emit) < end:
@@ -378,7 +417,8 @@ class RankState:
                 finished.append(r)
         for r in finished:
             # decode growth was charged to `used` in bulk; settle this request's share before it is freed
-            t.kv_alloc[r] = ceil_page(t.kv_at_join[r] + self.generated_since_join(r, end), self.page)
+            kv_final = t.kv_at_join[r] + self.generated_since_join(r, end)
+            t.kv_alloc[r] = ceil_page(kv_final, self.page) - t.prefix_hit[r]
             t.out_done[r] = t.output_len[r]
             t.events[r].append(("s", self.rank_id, t.join_idx[r], end, t.accept_seq[r]))
             self._leave(r)
@@ -387,9 +427,21 @@ class RankState:
         )
         return t0, finished
 
-    def free(self, r: int) -> None:
-        self.used -= self.t.kv_alloc[r]
-        self.t.kv_alloc[r] = 0
+    def free(self, r: int, finished: bool = False) -> None:
+        """Return r's private KV. A finished request's KV is inserted into the prefix cache (as SGLang caches
+        finished requests) and its lease released; a retracted one only releases its lease."""
+        t = self.t
+        self.used -= t.kv_alloc[r]
+        t.kv_alloc[r] = 0
+        if self.cache is None:
+            return
+        if finished and t.hashes[r] is not None:
+            self.cache.capacity_tokens = self.capacity - self.used
+            self.cache.insert(t.hashes[r], t.input_len[r] + t.output_len[r] - 1)
+        if t.lease[r] is not None:
+            self.cache.release(t.lease[r])
+            t.lease[r] = None
+        t.prefix_hit[r] = 0
 
     def retract_for_next_decode(self) -> list[int]:
         """retract_decode (model doc §1.7): fewest generated tokens, longest prompt first, until the step fits."""
@@ -407,7 +459,7 @@ class RankState:
             t.fill_len[r] = t.input_len[r] + done_now
             t.prefilled[r] = 0
             t.retractions[r] += 1
-            t.kv_alloc[r] = ceil_page(self.kv_len_now(r), self.page)
+            t.kv_alloc[r] = ceil_page(self.kv_len_now(r), self.page) - t.prefix_hit[r]
             self.free(r)
             self.waiting.append(r)
             retracted.append(r)
