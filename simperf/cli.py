@@ -29,7 +29,16 @@ def _register_trace_commands() -> None:
     trace_app.command("export")(export_command)
 
 
+def _register_sweep_commands() -> None:
+    from simperf.sweep.cli import plan_command, report_command, sweep_command
+
+    app.command("sweep")(sweep_command)
+    app.command("plan")(plan_command)
+    app.command("report")(report_command)
+
+
 _register_trace_commands()
+_register_sweep_commands()
 
 err = Console(stderr=True)
 

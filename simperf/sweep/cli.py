@@ -1,0 +1,286 @@
+"""`simperf sweep`, `simperf plan`, `simperf report`: typer commands, registered on the main app by simperf/cli.py.
+
+app.command("sweep")(sweep_command)
+app.command("plan")(plan_command)
+app.command("report")(report_command)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def default_table_path(sweep_file: Path, name: str) -> Path:
+    return Path.cwd() / f"{name or sweep_file.stem}.sweep.parquet"
+
+
+def _run(
+    sweep_file: Path,
+    out: Path | None,
+    executor: str,
+    workers: int | None,
+    ray_address: str | None,
+    fresh: bool,
+):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from simperf.sweep.executors import EXECUTORS, ExecutorError
+    from simperf.sweep.runner import run_sweep
+    from simperf.sweep.spec import SweepError, load_sweep_file
+
+    if executor not in EXECUTORS:
+        _fail(f"--executor: got {executor!r}; allowed values: {', '.join(EXECUTORS)}")
+    try:
+        spec, base, base_dir = load_sweep_file(sweep_file)
+    except SweepError as e:
+        _fail(str(e))
+    out = out or default_table_path(sweep_file, spec.name)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    )
+    state: dict[str, Any] = {"task": None, "counts": {}}
+
+    def on_start(total: int, done: int) -> None:
+        state["task"] = progress.add_task(f"sweep {spec.name}", total=total, completed=done, status="")
+
+    def on_row(row: dict[str, Any]) -> None:
+        counts = state["counts"]
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+        progress.update(
+            state["task"], advance=1, status=" ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
+        )
+
+    try:
+        with progress:
+            run = run_sweep(
+                spec,
+                base,
+                base_dir,
+                out,
+                executor=executor,
+                workers=workers,
+                ray_address=ray_address,
+                fresh=fresh,
+                on_start=on_start,
+                on_row=on_row,
+            )
+    except ExecutorError as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        err.print(f"interrupted: finished points are kept; run the same command again to resume ({out})")
+        raise typer.Exit(130) from None
+    return spec, run
+
+
+def sweep_command(
+    sweep_file: Annotated[Path, typer.Argument(help="sweep YAML file (a base scenario and axes)")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="result table (default: ./<sweep name>.sweep.parquet)")
+    ] = None,
+    executor: Annotated[str, typer.Option(help="serial | process | ray")] = "process",
+    workers: Annotated[int | None, typer.Option(help="parallel workers (default: all local cores)")] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster address (default: start a local Ray instance)")
+    ] = None,
+    fresh: Annotated[bool, typer.Option(help="ignore finished points of an earlier run")] = False,
+) -> None:
+    """Run every configuration of a sweep into one Parquet table (resumable)."""
+    spec, run = _run(sweep_file, out, executor, workers, ray_address, fresh)
+    counts = ", ".join(f"{k}: {v}" for k, v in sorted(run.status_counts.items()))
+    Console().print(
+        f"{run.table_path}: {run.frame.height} points ({counts}); computed {run.computed}, reused {run.reused}, "
+        f"{run.wall_s:.1f} s",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _load_table(results: Path, executor: str, workers: int | None):
+    """A results table, or a sweep file (run or resumed first)."""
+    from simperf.sweep.table import read_table
+
+    if results.suffix in (".yaml", ".yml"):
+        _, run = _run(results, None, executor, workers, None, False)
+        results = run.table_path
+    if not results.exists():
+        _fail(f"{results}: no such result table (run `simperf sweep` first)")
+    return read_table(results)
+
+
+def _plan_inputs(meta: dict[str, Any], rate: float | None, sla: list[str] | None, top: int | None):
+    from simperf.sweep.sla import SlaError, parse_sla
+
+    plan_defaults = meta.get("spec", {}).get("plan", {}) or {}
+    rate = rate if rate is not None else plan_defaults.get("rate")
+    texts = sla if sla else plan_defaults.get("sla", [])
+    try:
+        parsed = parse_sla(texts)
+    except SlaError as e:
+        _fail(f"--sla: {e}")
+    return rate, parsed, top or plan_defaults.get("top", 5)
+
+
+def plan_command(
+    results: Annotated[Path, typer.Argument(help="sweep result table (.parquet) or sweep file (.yaml)")],
+    rate: Annotated[
+        float | None, typer.Option(help="target request rate, req/s (default: the sweep's plan.rate)")
+    ] = None,
+    sla: Annotated[
+        list[str] | None, typer.Option(help="latency bound, repeatable: 'ttft.p90 <= 2s', 'tpot.p90 <= 50ms'")
+    ] = None,
+    top: Annotated[int | None, typer.Option(help="runner-ups to show")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+    executor: Annotated[
+        str, typer.Option(help="when given a sweep file: serial | process | ray")
+    ] = "process",
+    workers: Annotated[int | None, typer.Option(help="when given a sweep file: parallel workers")] = None,
+) -> None:
+    """How many replicas and GPUs serve RATE within the SLA, which configuration wins, and the runner-ups."""
+    from simperf.sweep.plan import plan_capacity
+
+    if output not in ("text", "json"):
+        _fail(f"--output: got {output!r}; allowed values: text, json")
+    table, meta = _load_table(results, executor, workers)
+    target, parsed, top_n = _plan_inputs(meta, rate, sla, top)
+    if target is None:
+        _fail("--rate: give the request rate to serve (or set plan.rate in the sweep file)")
+    plan = plan_capacity(table, float(target), parsed)
+    if output == "json":
+        sys.stdout.write(json.dumps(plan_json(plan, top_n), indent=2, default=str) + "\n")
+    else:
+        print_plan(plan, top_n, Console())
+    if plan.winner is None:
+        raise typer.Exit(1)
+
+
+def plan_json(plan, top: int) -> dict[str, Any]:
+    def cand(c) -> dict[str, Any]:
+        return {
+            "configuration": c.config_label,
+            "config_id": c.config_id,
+            "gpu": c.gpu,
+            "gpus_per_replica": c.gpus_per_replica,
+            "sustained_rate": c.sustained_rate,
+            "sustained_rate_is_lower_bound": c.lower_bound,
+            "replicas": c.replicas,
+            "total_gpus": c.total_gpus,
+            "headroom": c.headroom,
+            "at_sustained_rate": {
+                k: c.row.get(k)
+                for k in ("output_throughput_per_gpu", "tokens_per_s_per_user", "p90_ttft_ms", "p90_tpot_ms")
+            },
+        }
+
+    return {
+        "target_rate": plan.target_rate,
+        "sla": [str(b) for b in plan.sla.bounds],
+        "sustained_means": "largest swept load at which the SLA holds at it and at every lighter swept load",
+        "winner": cand(plan.winner) if plan.winner else None,
+        "runner_ups": [cand(c) for c in plan.ranked[1 : top + 1]],
+        "infeasible": [{"configuration": a, "why": b} for a, b in plan.infeasible],
+    }
+
+
+def print_plan(plan, top: int, console: Console) -> None:
+    console.print(f"Target {plan.target_rate:g} req/s within {plan.sla}", highlight=False, soft_wrap=True)
+    console.print(
+        "A configuration sustains the largest swept load at which the SLA holds there and at every lighter load; "
+        "replicas = ceil(target / sustained), with requests spread evenly over replicas.",
+        style="dim",
+        highlight=False,
+    )
+    if plan.winner is None:
+        console.print("[bold red]No swept configuration meets the SLA at any swept load.[/]")
+    else:
+        w = plan.winner
+        console.print(
+            f"[bold green]Winner:[/] {w.config_label}: {w.replicas} replica(s) x {w.gpus_per_replica} "
+            f"{w.gpu} = [bold]{w.total_gpus} GPUs[/] (one replica sustains {w.sustained_text} req/s)",
+            highlight=False,
+        )
+        table = Table(
+            "rank",
+            "configuration",
+            "GPUs/replica",
+            "sustained req/s",
+            "replicas",
+            "GPUs",
+            "headroom",
+            "tok/s/GPU",
+            "tok/s/user",
+            "p90 TTFT ms",
+            "p90 TPOT ms",
+            title="winner and runner-ups",
+        )
+        for i, c in enumerate(plan.ranked[: top + 1], start=1):
+            r = c.row
+            table.add_row(
+                str(i),
+                c.config_label,
+                str(c.gpus_per_replica),
+                c.sustained_text,
+                str(c.replicas),
+                str(c.total_gpus),
+                f"{100 * c.headroom:.0f}%",
+                f"{r.get('output_throughput_per_gpu', float('nan')):.0f}",
+                f"{r.get('tokens_per_s_per_user', float('nan')):.1f}",
+                f"{r.get('p90_ttft_ms', float('nan')):.0f}",
+                f"{r.get('p90_tpot_ms', float('nan')):.1f}",
+            )
+        console.print(table)
+    if any(c.lower_bound for c in plan.ranked[: top + 1]):
+        console.print(
+            "+: the SLA held at every swept load; sweep higher rates to find where it breaks", style="dim"
+        )
+    if plan.infeasible:
+        console.print(f"{len(plan.infeasible)} configuration(s) cannot meet the SLA at any swept load:")
+        for label, why in plan.infeasible[:10]:
+            console.print(f"  {label}: {why}", highlight=False)
+
+
+def report_command(
+    results: Annotated[Path, typer.Argument(help="sweep result table (.parquet) or sweep file (.yaml)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="HTML page to write")] = Path("sweep-report.html"),
+    rate: Annotated[float | None, typer.Option(help="target request rate for the plan (req/s)")] = None,
+    sla: Annotated[list[str] | None, typer.Option(help="latency bound, repeatable: 'ttft.p90 <= 2s'")] = None,
+    top: Annotated[int | None, typer.Option(help="runner-ups to show")] = None,
+    charts: Annotated[
+        Path | None, typer.Option(help="also write each chart as HTML, PNG and SVG into this directory")
+    ] = None,
+    executor: Annotated[
+        str, typer.Option(help="when given a sweep file: serial | process | ray")
+    ] = "process",
+    workers: Annotated[int | None, typer.Option(help="when given a sweep file: parallel workers")] = None,
+) -> None:
+    """One HTML page: the plan, Pareto front, latency-vs-load curves, latency CDFs, step breakdown, all points."""
+    from simperf.sweep.reporting import build_report
+
+    table, meta = _load_table(results, executor, workers)
+    target, parsed, top_n = _plan_inputs(meta, rate, sla, top)
+    try:
+        report = build_report(table, meta, out, target_rate=target, sla=parsed, top=top_n, charts_dir=charts)
+    except RuntimeError as e:
+        _fail(str(e))
+    Console().print(f"report written to {report.html_path}", highlight=False)
+    for path in report.chart_files:
+        Console().print(f"  {path}", highlight=False)

@@ -1,0 +1,329 @@
+"""`simperf report`: a sweep table (+ a target rate and SLA) -> charts and one HTML page.
+
+The plan's winner and runner-ups are simulated once more at the load each replica would really see
+(target / replicas); those runs give the latency CDFs, the step-time breakdown and a check of the plan.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from simperf.report.charts import (
+    Threshold,
+    cdf_chart,
+    latency_load_chart,
+    pareto_chart,
+    save_chart,
+    step_breakdown_chart,
+)
+from simperf.report.html import Section, render_page
+from simperf.sweep.pareto import SPEED_PER_USER, THROUGHPUT_PER_GPU, pareto_front
+from simperf.sweep.plan import Candidate, Plan, plan_capacity
+from simperf.sweep.sla import STATS, Sla
+
+MAX_CURVES = 8  # configurations drawn on the latency-vs-load chart: more lines stop being readable
+CHART_NAMES = ("pareto", "latency_vs_load", "latency_cdf", "step_breakdown")
+
+
+@dataclass
+class Recheck:
+    """One planned configuration simulated at its per-replica share of the target rate."""
+
+    candidate: Candidate
+    rate: (
+        float | None
+    )  # per-replica request rate simulated (None: a concurrency-driven point, rerun as swept)
+    result: dict[str, Any]
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    breakdown: pl.DataFrame
+    meets_sla: bool
+
+
+@dataclass
+class Report:
+    html_path: Path
+    plan: Plan | None
+    chart_files: list[Path] = field(default_factory=list)
+    rechecks: list[Recheck] = field(default_factory=list)
+
+
+def rerun_scenario(row: dict, base_dir: str, rate: float | None):
+    from simperf.scenario.load import parse_scenario
+    from simperf.sweep.paths import with_values
+
+    data = json.loads(row["scenario_json"])
+    if rate is not None:
+        data = with_values(data, {"workload.request_rate": rate})
+    return parse_scenario(data, f"point {row['point_index']}", base_dir=Path(base_dir))
+
+
+def breakdown_rows(prediction, label: str) -> pl.DataFrame:
+    """Per-op time of the run's representative prefill and decode steps (as `simperf predict --breakdown`)."""
+    from simperf.report.breakdown import representative_steps
+
+    tokens, bs, padded, kv_mean = representative_steps(prediction)
+    cost = prediction.cost
+    graph = padded <= (prediction.serving.cuda_graph_max_bs or 0)
+    phases = {
+        "prefill": cost.breakdown_extend(np.array([tokens]), np.array([0])),
+        "decode": cost.breakdown_decode(bs, padded, round(kv_mean * bs), round(kv_mean), graph),
+    }
+    records = [
+        {"config_label": label, "phase": phase, "op": r.op, "ms": r.total_us / 1000.0}
+        for phase, rows in phases.items()
+        for r in rows
+    ]
+    return pl.DataFrame(records)
+
+
+def recheck(candidate: Candidate, base_dir: str, sla: Sla) -> Recheck:
+    from simperf.pipeline import predict
+    from simperf.report.metrics import per_request
+    from simperf.sweep.evaluate import tokens_per_s_per_user
+
+    row = candidate.row
+    rate_driven = row.get("max_concurrency") is None and math.isfinite(row.get("request_rate") or math.inf)
+    rate = candidate.per_replica_rate if rate_driven else None
+    prediction = predict(rerun_scenario(row, base_dir, rate))
+    req = per_request(prediction.records)
+    multi = req.output_len > 1
+    tpot = (req.latency_s[multi] - req.ttft_s[multi]) / (req.output_len[multi] - 1)
+    result = dict(prediction.result)
+    result["failed_requests"] = prediction.scenario.workload.num_prompts - result["completed"]
+    result["tokens_per_s_per_user"] = tokens_per_s_per_user(result["median_tpot_ms"])
+    result["status"] = "ok"
+    meets = bool(sla.filter(pl.DataFrame([{**result, "point_id": "recheck"}])).height)
+    return Recheck(
+        candidate=candidate,
+        rate=rate,
+        result=result,
+        ttft_ms=req.ttft_s * 1000.0,
+        tpot_ms=tpot * 1000.0,
+        breakdown=breakdown_rows(prediction, candidate.config_label),
+        meets_sla=meets,
+    )
+
+
+def plan_table(plan: Plan, top: int) -> pl.DataFrame:
+    rows = []
+    for rank, c in enumerate(plan.ranked[: top + 1], start=1):
+        r = c.row
+        rows.append(
+            {
+                "rank": rank,
+                "configuration": c.config_label,
+                "gpu": c.gpu,
+                "GPUs per replica": c.gpus_per_replica,
+                "sustained req/s per replica": c.sustained_text,
+                "replicas": c.replicas,
+                "total GPUs": c.total_gpus,
+                "headroom": f"{100 * c.headroom:.0f}%",
+                "tok/s per GPU at sustained": r.get(THROUGHPUT_PER_GPU),
+                "tok/s per user at sustained": r.get(SPEED_PER_USER),
+                "p90 TTFT ms at sustained": r.get("p90_ttft_ms"),
+                "p90 TPOT ms at sustained": r.get("p90_tpot_ms"),
+            }
+        )
+    return pl.DataFrame(rows)
+
+
+def recheck_table(rechecks: list[Recheck]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "configuration": rc.candidate.config_label,
+                "replicas": rc.candidate.replicas,
+                "req/s per replica": rc.rate if rc.rate is not None else rc.result.get("request_throughput"),
+                "p90 TTFT ms": rc.result["p90_ttft_ms"],
+                "p99 TTFT ms": rc.result["p99_ttft_ms"],
+                "p90 TPOT ms": rc.result["p90_tpot_ms"],
+                "p99 TPOT ms": rc.result["p99_tpot_ms"],
+                "tok/s per user": rc.result["tokens_per_s_per_user"],
+                "meets SLA": "yes" if rc.meets_sla else "NO",
+            }
+            for rc in rechecks
+        ]
+    )
+
+
+def _results_table(table: pl.DataFrame, axis_columns: list[str], groups: list[str]) -> pl.DataFrame:
+    metric_cols = [
+        "request_rate",
+        "max_concurrency",
+        "num_gpus",
+        "status",
+        "output_throughput",
+        THROUGHPUT_PER_GPU,
+        SPEED_PER_USER,
+        "p90_ttft_ms",
+        "p99_ttft_ms",
+        "p90_tpot_ms",
+        "p99_tpot_ms",
+        "failed_requests",
+        "measured_share",
+        "reason",
+    ]
+    # group columns repeat config_label; the request rate has its own numeric column
+    hidden = {"workload.request_rate", *groups}
+    wanted = ["config_label", *[c for c in axis_columns if c not in hidden], *metric_cols]
+    return table.select([c for c in dict.fromkeys(wanted) if c in table.columns])
+
+
+def _thresholds(sla: Sla) -> list[Threshold]:
+    names = {"ttft": "TTFT", "tpot": "TPOT"}
+    return [Threshold(names[b.metric], b.max_ms, f"SLA {b}") for b in sla.bounds if b.metric in names]
+
+
+def _curve_stats(sla: Sla) -> dict[str, list[str]]:
+    """Per panel, the statistics the SLA bounds (p90 when it bounds none), so the SLA line means something."""
+    out = {}
+    for panel, metric in (("TTFT", "ttft"), ("TPOT", "tpot")):
+        stats = [STATS[b.stat] for b in sla.bounds if b.metric == metric]
+        out[panel] = list(dict.fromkeys(stats)) or ["p90"]
+    return out
+
+
+def build_report(
+    table: pl.DataFrame,
+    meta: dict[str, Any],
+    out_html: Path,
+    *,
+    target_rate: float | None,
+    sla: Sla,
+    top: int = 5,
+    charts_dir: Path | None = None,
+    rechecks: int = 3,
+) -> Report:
+    ok = table.filter(pl.col("status") == "ok") if "status" in table.columns else table.clear()
+    passing = sla.passing_ids(table)
+    points = ok.with_columns(pl.col("point_id").is_in(list(passing)).alias("meets_sla"))
+    plan = plan_capacity(table, target_rate, sla) if target_rate else None
+    chosen = plan.winner.row if plan and plan.winner else None
+    sections: list[Section] = []
+    charts: dict[str, Any] = {}
+
+    counts = table.group_by("status").len().sort("status") if table.height else None
+    summary = [
+        f"{table.height} points, "
+        + ", ".join(f"{s}: {n}" for s, n in (counts.iter_rows() if counts is not None else [])),
+        f"SLA: {sla}. Output tokens/s per user = 1000 / median TPOT; throughput per GPU = output throughput / "
+        "GPUs per replica.",
+    ]
+    if plan is not None:
+        summary.append(_plan_sentence(plan))
+    sections.append(Section("Summary", summary))
+
+    if plan is not None and plan.ranked:
+        sections.append(
+            Section(
+                f"Plan for {plan.target_rate:g} req/s",
+                [
+                    "A configuration sustains a rate when the SLA holds at every swept load up to it; replicas = "
+                    "ceil(target / sustained rate), assuming requests are spread evenly over replicas. Ranked by "
+                    "total GPUs, then sustained rate per GPU.",
+                ],
+                table=plan_table(plan, top),
+                highlight_first_row=True,
+            )
+        )
+        done = [recheck(c, meta.get("base_dir", "."), sla) for c in plan.ranked[:rechecks]]
+        sections.append(
+            Section(
+                "Check: the planned configurations simulated at their per-replica load",
+                ["Each replica gets target / replicas req/s; these runs give the CDFs and breakdown below."],
+                table=recheck_table(done),
+            )
+        )
+    else:
+        done = []
+
+    if points.height:
+        front = pareto_front(points)
+        charts["pareto"] = pareto_chart(points, front, chosen)
+        sections.append(
+            Section(
+                "Pareto front: throughput per GPU vs tokens/s per user",
+                [
+                    f"{front.height} of {points.height} points are on the front (dashed). Filled markers meet the "
+                    "SLA; the star is the planner's choice at its sustained rate."
+                ],
+                chart=charts["pareto"],
+            )
+        )
+        order = [c.config_label for c in plan.ranked] if plan else []
+        labels = list(dict.fromkeys(order + points["config_label"].to_list()))[:MAX_CURVES]
+        curves = points.filter(pl.col("config_label").is_in(labels))
+        charts["latency_vs_load"] = latency_load_chart(
+            curves, stats=_curve_stats(sla), thresholds=_thresholds(sla)
+        )
+        note = f" (the first {MAX_CURVES} configurations by plan rank)" if len(labels) == MAX_CURVES else ""
+        sections.append(Section("Latency vs load" + note, [], chart=charts["latency_vs_load"]))
+    if done:
+        charts["latency_cdf"] = cdf_chart(
+            {rc.candidate.config_label: {"TTFT": rc.ttft_ms, "TPOT": rc.tpot_ms} for rc in done}
+        )
+        sections.append(
+            Section("TTFT and TPOT distributions at the planned load", [], chart=charts["latency_cdf"])
+        )
+        charts["step_breakdown"] = step_breakdown_chart(pl.concat([rc.breakdown for rc in done]))
+        sections.append(
+            Section(
+                "Step-time breakdown",
+                [
+                    "One representative prefill step (the run's mean new tokens) and decode step (mean batch, mean "
+                    "KV length) per configuration, split by op kind, as `simperf predict --breakdown` prints."
+                ],
+                chart=charts["step_breakdown"],
+            )
+        )
+    if plan is not None and plan.infeasible:
+        sections.append(
+            Section(
+                "Configurations that cannot serve within the SLA",
+                [],
+                table=pl.DataFrame(
+                    {"configuration": [a for a, _ in plan.infeasible], "why": [b for _, b in plan.infeasible]}
+                ),
+            )
+        )
+    sections.append(
+        Section(
+            "All points",
+            [],
+            table=_results_table(table, meta.get("axis_columns", []), meta.get("group_axes", [])),
+        )
+    )
+    title = f"simperf sweep report: {meta.get('name', 'sweep')}"
+    out_html.parent.mkdir(parents=True, exist_ok=True)
+    out_html.write_text(render_page(title, sections, subtitle=_subtitle(meta)))
+    files: list[Path] = []
+    if charts_dir is not None:
+        for name, chart in charts.items():
+            files += save_chart(chart, charts_dir / name)
+    return Report(out_html, plan, files, done)
+
+
+def _subtitle(meta: dict[str, Any]) -> str:
+    spec = meta.get("spec", {})
+    axes = ", ".join(spec.get("axes", {}))
+    return f"axes: {axes}" if axes else ""
+
+
+def _plan_sentence(plan: Plan) -> str:
+    w = plan.winner
+    if w is None:
+        return f"No swept configuration serves {plan.target_rate:g} req/s within the SLA."
+    return (
+        f"To serve {plan.target_rate:g} req/s: {w.replicas} replica(s) of {w.config_label} "
+        f"({w.gpus_per_replica} GPU(s) each, {w.total_gpus} GPUs in all); one replica sustains "
+        f"{w.sustained_text} req/s within the SLA"
+        + (" (+: it met the SLA at every swept load, so it may sustain more)." if w.lower_bound else ".")
+    )

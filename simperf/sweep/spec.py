@@ -1,0 +1,138 @@
+"""What a user writes: the sweep file (a base scenario, axes over its fields, sampling, planning defaults)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from simperf.scenario.load import format_validation_error
+from simperf.sweep.paths import scenario_field_paths, unknown_path_message
+from simperf.sweep.sla import SlaError, parse_bound
+
+
+class SweepError(ValueError):
+    """A sweep file that cannot be used; the message names the field path and what is allowed."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SampleSpec(_Strict):
+    method: Literal["grid", "random", "lhs"] = Field(
+        default="grid",
+        description="grid: every combination; random: n combinations drawn without replacement; "
+        "lhs: n Latin-hypercube draws over the axes' value indices",
+    )
+    n: int | None = Field(
+        default=None, ge=1, description="configurations to draw (random, lhs); load axes are always crossed"
+    )
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _n_given_when_sampling(self) -> SampleSpec:
+        if self.method != "grid" and self.n is None:
+            raise ValueError(f"method {self.method!r} needs n (how many configurations to draw)")
+        return self
+
+
+class PlanSpec(_Strict):
+    rate: float | None = Field(default=None, gt=0, description="target request rate (req/s) to serve")
+    sla: list[str] = Field(
+        default_factory=list, description="bounds like 'ttft.p90 <= 2s', 'tpot.p90 <= 50ms'"
+    )
+    top: int = Field(default=5, ge=1, description="runner-ups to show")
+
+    @field_validator("sla")
+    @classmethod
+    def _bounds_parse(cls, v: list[str]) -> list[str]:
+        for text in v:
+            try:
+                parse_bound(text)
+            except SlaError as e:
+                raise ValueError(str(e)) from None
+        return v
+
+
+class SweepSpec(_Strict):
+    name: str = "sweep"
+    base: Path | dict[str, Any] = Field(
+        description="the scenario every point starts from: a scenario file (relative to the sweep file) or inline"
+    )
+    axes: dict[str, list[Any]] = Field(
+        description="dotted scenario field -> values; or a group name -> list of {field: value} mappings "
+        "whose fields move together (e.g. serving.tp with hardware.count)"
+    )
+    sample: SampleSpec = SampleSpec()
+    plan: PlanSpec = PlanSpec()
+
+    @field_validator("axes")
+    @classmethod
+    def _axes_address_fields(cls, axes: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        if not axes:
+            raise ValueError("give at least one axis")
+        fields = scenario_field_paths()
+        problems: list[str] = []
+        for key, values in axes.items():
+            if not values:
+                problems.append(f"{key}: an axis needs at least one value")
+            elif key in fields:
+                continue
+            elif all(isinstance(v, dict) for v in values):
+                for i, option in enumerate(values):
+                    if not option:
+                        problems.append(f"{key}[{i}]: an empty group option sets nothing")
+                    problems += [
+                        f"{key}[{i}].{p}: {unknown_path_message(p)}" for p in option if p not in fields
+                    ]
+            else:
+                problems.append(
+                    f"{key}: {unknown_path_message(key)} (a group axis instead takes a list of "
+                    "{field: value} mappings)"
+                )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return axes
+
+
+def parse_sweep(data: Any, source: str = "<sweep>") -> SweepSpec:
+    if not isinstance(data, dict):
+        raise SweepError(f"{source}: a sweep must be a mapping of keys to values, got {type(data).__name__}")
+    try:
+        return SweepSpec.model_validate(data)
+    except ValidationError as err:
+        raise SweepError(
+            format_validation_error(err, source).replace(" in the scenario", " in the sweep", 1)
+        ) from None
+
+
+def load_sweep_file(path: Path | str) -> tuple[SweepSpec, dict[str, Any], Path]:
+    """(spec, the base scenario as a mapping, the directory its relative paths are relative to)."""
+    path = Path(path)
+    if not path.exists():
+        raise SweepError(f"{path}: no such sweep file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise SweepError(f"{path}: not valid YAML: {err}") from None
+    spec = parse_sweep(data, str(path))
+    base, base_dir = base_mapping(spec, path.parent)
+    return spec, base, base_dir
+
+
+def base_mapping(spec: SweepSpec, sweep_dir: Path) -> tuple[dict[str, Any], Path]:
+    if isinstance(spec.base, dict):
+        return dict(spec.base), sweep_dir.resolve()
+    base_path = spec.base if spec.base.is_absolute() else sweep_dir / spec.base
+    if not base_path.exists():
+        raise SweepError(f"base: no such scenario file {base_path}")
+    try:
+        data = yaml.safe_load(base_path.read_text())
+    except yaml.YAMLError as err:
+        raise SweepError(f"base: {base_path} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise SweepError(f"base: {base_path} must hold a mapping, got {type(data).__name__}")
+    return data, base_path.parent.resolve()

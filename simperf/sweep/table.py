@@ -1,0 +1,64 @@
+"""The sweep's result table: one Parquet file, one row per point (axis columns, status and reason, metrics).
+
+The sweep's own description (name, axes, plan defaults, where relative paths point) rides in the file's
+metadata, so `simperf plan` and `simperf report` need nothing but the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow.parquet as pq
+
+_META_KEY = b"simperf.sweep"
+
+
+def rows_to_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """Rows (possibly with different keys: failed points carry no metrics) -> one frame ordered by point."""
+    if not rows:
+        return pl.DataFrame({"point_index": pl.Series([], dtype=pl.Int64)})
+    ordered = sorted(rows, key=lambda r: r["point_index"])
+    keys = list(dict.fromkeys(k for r in ordered for k in r))
+    # JSON turns inf into a float but loses nothing else; polars needs one type per column, so a column
+    # mixing numbers with text (an axis given as [1, "inf"]) becomes text
+    columns: dict[str, list[Any]] = {k: [r.get(k) for r in ordered] for k in keys}
+    for k, values in columns.items():
+        kinds = {type(v) for v in values if v is not None}
+        if len(kinds) > 1 and not kinds <= {int, float}:
+            columns[k] = [None if v is None else str(v) for v in values]
+        elif kinds == {int, float}:
+            columns[k] = [None if v is None else float(v) for v in values]
+    return pl.DataFrame(columns, strict=False)
+
+
+def write_table(frame: pl.DataFrame, path: Path, meta: dict[str, Any]) -> None:
+    """Atomic write: a reader never sees a half-written table."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrow = frame.to_arrow()
+    schema_meta = dict(arrow.schema.metadata or {})
+    schema_meta[_META_KEY] = json.dumps(meta, default=str).encode()
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(arrow.replace_schema_metadata(schema_meta), tmp)
+    os.replace(tmp, path)
+
+
+def read_table(path: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
+    arrow = pq.read_table(path)
+    meta_raw = (arrow.schema.metadata or {}).get(_META_KEY)
+    meta = json.loads(meta_raw) if meta_raw else {}
+    return pl.from_arrow(arrow), meta
+
+
+def table_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """Rows of an existing table by point id (to resume from); nulls dropped, as a journal row omits them."""
+    if not path.exists():
+        return {}
+    frame, _ = read_table(path)
+    return {
+        row["point_id"]: {k: v for k, v in row.items() if v is not None}
+        for row in frame.iter_rows(named=True)
+    }

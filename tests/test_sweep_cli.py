@@ -1,0 +1,82 @@
+"""`simperf sweep / plan / report` through typer, on a tiny sweep file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+import yaml
+from sweepfixtures import sweep_dict
+from typer.testing import CliRunner
+
+from simperf.sweep.cli import plan_command, report_command, sweep_command
+
+runner = CliRunner()
+app = typer.Typer()
+app.command("sweep")(sweep_command)
+app.command("plan")(plan_command)
+app.command("report")(report_command)
+
+
+@pytest.fixture
+def sweep_file(tmp_path):
+    data = sweep_dict(
+        {"serving.page_size": [1, 16], "workload.request_rate": [2.0, 8.0]},
+        plan={"rate": 20, "sla": ["ttft.p90 <= 2s", "tpot.p90 <= 50ms"]},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_sweep_then_plan_from_the_table(sweep_file, tmp_path):
+    out = tmp_path / "r.parquet"
+    result = runner.invoke(app, ["sweep", str(sweep_file), "-o", str(out), "--executor", "serial"])
+    assert result.exit_code == 0, result.output
+    assert "4 points (ok: 4)" in result.output and out.exists()
+
+    text = runner.invoke(app, ["plan", str(out)])
+    assert text.exit_code == 0, text.output
+    assert "Winner:" in text.output and "sustains" in text.output
+
+    as_json = runner.invoke(app, ["plan", str(out), "-o", "json", "--rate", "50", "--sla", "ttft.p99 <= 5s"])
+    assert as_json.exit_code == 0, as_json.output
+    plan = json.loads(as_json.stdout)
+    assert plan["target_rate"] == 50 and plan["sla"] == ["ttft.p99 <= 5000 ms"]
+    winner = plan["winner"]
+    assert winner["replicas"] * winner["sustained_rate"] >= 50
+    assert winner["total_gpus"] == winner["replicas"] * winner["gpus_per_replica"]
+
+
+def test_plan_exits_1_when_nothing_meets_the_sla(sweep_file, tmp_path):
+    out = tmp_path / "r.parquet"
+    runner.invoke(app, ["sweep", str(sweep_file), "-o", str(out), "--executor", "serial"])
+    result = runner.invoke(app, ["plan", str(out), "--sla", "ttft.p90 <= 1ms"])
+    assert result.exit_code == 1
+    assert "No swept configuration meets the SLA" in result.output
+
+
+def test_bad_sweep_file_exits_2_naming_the_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(sweep_dict({"serving.tpp": [1]})))
+    result = runner.invoke(app, ["sweep", str(path)])
+    assert result.exit_code == 2
+    assert "serving.tpp" in result.output and "serving.tp" in result.output
+
+
+def test_bad_sla_exits_2(sweep_file, tmp_path):
+    out = tmp_path / "r.parquet"
+    runner.invoke(app, ["sweep", str(sweep_file), "-o", str(out), "--executor", "serial"])
+    result = runner.invoke(app, ["plan", str(out), "--sla", "ttft <= 2s"])
+    assert result.exit_code == 2 and "METRIC.STAT" in result.output
+
+
+def test_report_writes_one_page(sweep_file, tmp_path):
+    out = tmp_path / "r.parquet"
+    runner.invoke(app, ["sweep", str(sweep_file), "-o", str(out), "--executor", "serial"])
+    page = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", str(out), "-o", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert "Plan for 20 req/s" in text and text.count("vegaEmbed('#chart-") == 4

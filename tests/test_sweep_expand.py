@@ -1,0 +1,132 @@
+"""Sweep files and axis expansion: grid, groups moving together, subsets, stable ids, errors with field paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sweepfixtures import BASE, sweep_dict
+
+from simperf.sweep.evaluate import DOES_NOT_FIT, INVALID, OK, evaluate_point
+from simperf.sweep.expand import expand
+from simperf.sweep.spec import SweepError, load_sweep_file, parse_sweep
+
+SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "sweeps"
+
+
+def points_of(axes, **extra):
+    return expand(parse_sweep(sweep_dict(axes, **extra)), BASE, "/tmp")
+
+
+def test_grid_runs_every_combination_with_each_value_in_its_field():
+    points = points_of({"serving.page_size": [1, 16], "workload.request_rate": [1.0, 2.0, 4.0]})
+    assert len(points) == 6
+    combos = {(p.scenario["serving"]["page_size"], p.scenario["workload"]["request_rate"]) for p in points}
+    assert combos == {(a, b) for a in (1, 16) for b in (1.0, 2.0, 4.0)}
+    assert [p.index for p in points] == list(range(6))
+    assert points[0].columns == {"serving.page_size": 1, "workload.request_rate": 1.0}
+    # the base is not modified by expansion
+    assert "serving" not in BASE
+
+
+def test_group_axis_moves_its_fields_together():
+    layouts = [{"serving.tp": 1, "hardware.count": 1}, {"serving.tp": 2, "hardware.count": 2}]
+    points = points_of({"layout": layouts, "hardware.gpu": ["h100", "h200"]})
+    assert len(points) == 4
+    for p in points:
+        assert p.scenario["serving"]["tp"] == p.scenario["hardware"]["count"]
+        assert p.columns["layout"] == f"tp={p.columns['serving.tp']} count={p.columns['hardware.count']}"
+    assert points[0].config_label == "tp=1 count=1 gpu=h100"
+
+
+def test_load_points_of_one_configuration_share_a_config_id_and_ids_are_stable():
+    axes = {"serving.page_size": [1, 16], "workload.request_rate": [1.0, 2.0]}
+    first, again = points_of(axes), points_of(axes)
+    assert [p.point_id for p in first] == [p.point_id for p in again]
+    assert len({p.point_id for p in first}) == 4
+    by_config = {}
+    for p in first:
+        by_config.setdefault(p.config_id, set()).add(p.scenario["workload"]["request_rate"])
+    assert list(by_config.values()) == [{1.0, 2.0}, {1.0, 2.0}]
+    # renaming the sweep changes scenario names but not what is simulated, so ids stay
+    renamed = expand(parse_sweep({**sweep_dict(axes), "name": "other"}), BASE, "/tmp")
+    assert [p.point_id for p in renamed] == [p.point_id for p in first]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 5), min_size=1, max_size=4),
+    n=st.integers(1, 30),
+    seed=st.integers(0, 1000),
+    method=st.sampled_from(["random", "lhs"]),
+)
+def test_subsets_draw_at_most_n_distinct_configurations_and_cross_every_load(sizes, n, seed, method):
+    axes = {
+        f"serving.{f}": list(range(1, k + 1))
+        for f, k in zip(
+            ["page_size", "max_running_requests", "cuda_graph_max_bs", "max_prefill_tokens"],
+            sizes,
+            strict=False,
+        )
+    }
+    axes["workload.request_rate"] = [1.0, 2.0]
+    points = points_of(axes, sample={"method": method, "n": n, "seed": seed})
+    configs = {p.config_id for p in points}
+    total = 1
+    for k in sizes:
+        total *= k
+    assert len(configs) == min(n, total) if method == "random" else len(configs) <= min(n, total)
+    assert len(points) == 2 * len(configs)
+    assert len({p.point_id for p in points}) == len(points)
+    if method == "lhs" and n >= max(sizes):
+        # Latin hypercube: every value of every axis is drawn at least once when n >= its size
+        for path, values in axes.items():
+            if path != "workload.request_rate":
+                assert {p.columns[path] for p in points} == set(values)
+
+
+def test_unknown_field_is_rejected_with_its_path_and_a_suggestion():
+    with pytest.raises(SweepError) as e:
+        parse_sweep(sweep_dict({"serving.tpp": [1, 2]}), "s.yaml")
+    assert "axes" in str(e.value) and "serving.tp" in str(e.value)
+    with pytest.raises(SweepError) as e:
+        parse_sweep(sweep_dict({"layout": [{"serving.tp": 1, "hardware.cnt": 1}]}), "s.yaml")
+    assert "layout[0].hardware.cnt" in str(e.value) and "hardware.count" in str(e.value)
+
+
+def test_sweep_file_rejects_unknown_keys_and_sampling_without_n():
+    with pytest.raises(SweepError, match="axess"):
+        parse_sweep({**sweep_dict({"serving.tp": [1]}), "axess": {}}, "s.yaml")
+    with pytest.raises(SweepError, match="needs n"):
+        parse_sweep(sweep_dict({"serving.tp": [1]}, sample={"method": "lhs"}), "s.yaml")
+    with pytest.raises(SweepError, match="unknown metric"):
+        parse_sweep(sweep_dict({"serving.tp": [1]}, plan={"sla": ["ttfx.p90 <= 2s"]}), "s.yaml")
+
+
+def test_invalid_and_oversized_configurations_become_rows_with_reasons():
+    axes = {
+        "layout": [
+            {"serving.tp": 2, "hardware.count": 1},  # more TP ranks than GPUs: the scenario is invalid
+            {"model.name": "llama-3.1-70b", "serving.mem_fraction_static": 0.5},  # weights do not fit one GPU
+            {"serving.page_size": 1},
+        ]
+    }
+    rows = [evaluate_point(p) for p in points_of(axes)]
+    assert [r["status"] for r in rows] == [INVALID, DOES_NOT_FIT, OK]
+    assert "serving.tp" in rows[0]["reason"] or "tp" in rows[0]["reason"]
+    assert "does not fit" in rows[1]["reason"]
+    assert rows[2]["completed"] == 20 and rows[2]["failed_requests"] == 0
+    assert rows[2]["output_throughput_per_gpu"] == rows[2]["output_throughput"]
+    assert rows[2]["tokens_per_s_per_user"] == pytest.approx(1000 / rows[2]["median_tpot_ms"])
+
+
+def test_shipped_sweep_example_loads_and_expands():
+    files = sorted(SHIPPED.glob("*.yaml"))
+    assert files, "scenarios/sweeps/ ships an example"
+    for path in files:
+        spec, base, base_dir = load_sweep_file(path)
+        points = expand(spec, base, str(base_dir))
+        assert 1 <= len(points) <= 200
+        assert spec.plan.rate and spec.plan.sla
