@@ -1,0 +1,67 @@
+"""Helpers shared by the GPU backends: per-request lengths, paged layouts, dtype names. torch is imported
+inside functions only, so the runner can import backend modules without it."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+WORKSPACE_BYTES = 256 * 1024 * 1024
+
+
+def kv_lengths(point: dict[str, Any]) -> list[int]:
+    """Per-request KV lengths: the ragged list when present, else batch copies of kv_len."""
+    if point.get("kv_lens"):
+        return [int(v) for v in json.loads(point["kv_lens"])]
+    return [int(point["kv_len"])] * int(point["batch"])
+
+
+def torch_dtype(name: str) -> Any:
+    import torch
+
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}[name]
+
+
+def workspace(ctx: Any, name: str = "float_workspace", nbytes: int = WORKSPACE_BYTES) -> Any:
+    """One float workspace per worker, reused by every point (wrappers only need it during run)."""
+    import torch
+
+    buf = ctx.cache.get(name)
+    if buf is None or buf.numel() < nbytes:
+        buf = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+        ctx.cache[name] = buf
+    return buf
+
+
+def paged_layout(lens: list[int], page_size: int) -> tuple[Any, Any, Any, int]:
+    """CSR page table with pages scattered at random (SGLang allocates pages from a free list).
+
+    Returns (kv_indptr int32 [B+1], kv_indices int32 [total_pages], last_page_len int32 [B], total_pages).
+    """
+    import torch
+
+    pages = [math.ceil(n / page_size) for n in lens]
+    total = sum(pages)
+    indptr = torch.zeros(len(lens) + 1, dtype=torch.int32)
+    indptr[1:] = torch.cumsum(torch.tensor(pages, dtype=torch.int64), 0).to(torch.int32)
+    indices = torch.randperm(total, device="cuda").to(torch.int32)
+    last = torch.tensor(
+        [n - (p - 1) * page_size for n, p in zip(lens, pages, strict=True)], dtype=torch.int32
+    )
+    return indptr.cuda(), indices, last.cuda(), total
+
+
+def block_table(lens: list[int], page_size: int) -> tuple[Any, int]:
+    """Dense [B, max_pages] page table (FlashMLA / trtllm style), pages scattered at random."""
+    import torch
+
+    pages = [math.ceil(n / page_size) for n in lens]
+    total = sum(pages)
+    perm = torch.randperm(total, device="cuda").to(torch.int32)
+    table = torch.zeros(len(lens), max(pages), dtype=torch.int32, device="cuda")
+    start = 0
+    for i, p in enumerate(pages):
+        table[i, :p] = perm[start : start + p]
+        start += p
+    return table, total

@@ -1,0 +1,171 @@
+"""Dense GEMM (x[m,k] @ w[n,k]^T, as nn.Linear) and MLA's batched w_kc / w_vc matmuls.
+
+bf16: torch.mm (cuBLAS). fp8_rowwise: torch._scaled_mm with per-token activation scales and per-channel
+weight scales. fp8_block: 1x128 activation / 128x128 weight block scales as SGLang uses for DeepSeek FP8,
+through torch._scaled_mm's blockwise path when this torch supports it on the device, else recorded
+unsupported with the reasons (deep_gemm first, if its extension loads). Activation quantization is not
+included (SGLang runs it as a separate kernel). All timed by CUDA-graph replay, cycling weight sets past L2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simperf.calibrate.measure import Measurement, Unsupported
+from simperf.calibrate.timing import random_tensor, rotation_sets, time_graph_replay
+
+
+def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
+    if point["op"] == "bmm":
+        return _bmm(point, ctx)
+    dtype = point["dtype"]
+    if dtype == "bf16":
+        return _bf16(point, ctx)
+    if dtype == "fp8_rowwise":
+        return _fp8_rowwise(point, ctx)
+    if dtype == "fp8_block":
+        return _fp8_block(point, ctx)
+    raise Unsupported(f"gemm dtype {dtype!r}")
+
+
+def _sets(m: int, n: int, k: int, itemsize: int, ctx: Any) -> int:
+    return rotation_sets((m * k + n * k) * itemsize + m * n * 2, ctx.l2_bytes, max_sets=256)
+
+
+def _bf16(point: dict[str, Any], ctx: Any) -> Measurement | None:
+    import torch
+
+    m, n, k = int(point["m"]), int(point["n"]), int(point["k"])
+    sets = _sets(m, n, k, 2, ctx)
+    xs = random_tensor((sets, m, k), torch.bfloat16)
+    ws = random_tensor((sets, n, k), torch.bfloat16, scale=0.05)
+    out = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+
+    def launcher(s: int) -> Any:
+        x, w = xs[s], ws[s]
+        return lambda: torch.mm(x, w.t(), out=out)
+
+    return time_graph_replay([launcher(s) for s in range(sets)], ctx.timing)
+
+
+def _fp8_rowwise(point: dict[str, Any], ctx: Any) -> Measurement | None:
+    import torch
+
+    m, n, k = int(point["m"]), int(point["n"]), int(point["k"])
+    if k % 16 or n % 16:
+        raise Unsupported(f"torch._scaled_mm needs n and k divisible by 16 (n={n}, k={k})")
+    sets = _sets(m, n, k, 1, ctx)
+    xs = random_tensor((sets, m, k), torch.float8_e4m3fn)
+    ws = random_tensor((sets, n, k), torch.float8_e4m3fn)
+    sa = torch.rand(m, 1, device="cuda", dtype=torch.float32) + 0.5
+    sb = torch.rand(1, n, device="cuda", dtype=torch.float32) + 0.5
+
+    def launcher(s: int) -> Any:
+        x, w = xs[s], ws[s]
+        return lambda: torch._scaled_mm(x, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+
+    return time_graph_replay([launcher(s) for s in range(sets)], ctx.timing)
+
+
+def _fp8_block(point: dict[str, Any], ctx: Any) -> Measurement | None:
+    import torch
+
+    m, n, k = int(point["m"]), int(point["n"]), int(point["k"])
+    if k % 128 or n % 128:
+        raise Unsupported(f"128x128 block scales need n and k divisible by 128 (n={n}, k={k})")
+    layout = _blockwise_layout(ctx)
+    sets = _sets(m, n, k, 1, ctx)
+    xs = random_tensor((sets, m, k), torch.float8_e4m3fn)
+    ws = random_tensor((sets, n, k), torch.float8_e4m3fn)
+    sa, sb = _block_scales(m, n, k, layout)
+
+    def launcher(s: int) -> Any:
+        x, w = xs[s], ws[s]
+        return lambda: torch._scaled_mm(x, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+
+    return time_graph_replay([launcher(s) for s in range(sets)], ctx.timing)
+
+
+# Scale layouts to try for torch._scaled_mm's blockwise path: (activation scales [m, k/128] stored
+# outer-dim-major or row-major) x (weight scales given as [k/128, n/128] or [n/128, k/128]).
+_BLOCK_LAYOUTS = ("a_colmajor_b_kn", "a_rowmajor_b_kn", "a_colmajor_b_nk", "a_rowmajor_b_nk")
+
+
+def _block_scales(m: int, n: int, k: int, layout: str) -> tuple[Any, Any]:
+    """(scale_a, scale_b) as `layout` passes them, plus nothing else; values in [0.5, 1.5)."""
+    import torch
+
+    a_col, b_kn = layout.startswith("a_colmajor"), layout.endswith("b_kn")
+    sa = torch.rand(k // 128, m, device="cuda") + 0.5
+    sa = sa.t() if a_col else sa.t().contiguous()
+    sb = torch.rand(n // 128, k // 128, device="cuda") + 0.5
+    sb = sb.t() if b_kn else sb
+    return sa, sb
+
+
+def _weight_scales_nk(sb: Any, layout: str) -> Any:
+    return sb.t() if layout.endswith("b_kn") else sb
+
+
+def _blockwise_layout(ctx: Any) -> str:
+    """Find a scale layout for which blockwise _scaled_mm matches a dequantized fp32 reference, once per
+    worker; Unsupported (with every attempt's outcome) if none does. deep_gemm is tried first."""
+    import torch
+
+    cached = ctx.cache.get("fp8_block_layout")
+    if isinstance(cached, Exception):
+        raise cached
+    if cached is not None:
+        return cached
+    reasons = []
+    try:
+        import deep_gemm  # noqa: F401  (the prebuilt extension fails against torch 2.11: say so)
+
+        reasons.append("deep_gemm imported but is not wired here")
+    except Exception as exc:  # noqa: BLE001
+        reasons.append(f"deep_gemm: {type(exc).__name__}: {str(exc)[:160]}")
+    pm, pn, pk = 256, 384, 512
+    x = random_tensor((pm, pk), torch.float8_e4m3fn)
+    w = random_tensor((pn, pk), torch.float8_e4m3fn)
+    for layout in _BLOCK_LAYOUTS:
+        try:
+            sa, sb = _block_scales(pm, pn, pk, layout)
+            out = torch._scaled_mm(x, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+            sb_nk = _weight_scales_nk(sb, layout)
+            # accept scales read as multipliers or as divisors: the kernel and its cost are the same
+            err = min(
+                float((out.float() - ref).norm() / ref.norm())
+                for ref in (_dequant_ref(x, w, sa, sb_nk), _dequant_ref(x, w, 1.0 / sa, 1.0 / sb_nk))
+            )
+            if err < 0.02:
+                ctx.cache["fp8_block_layout"] = layout
+                return layout
+            reasons.append(f"_scaled_mm blockwise ({layout}): result off by {err:.3f} (relative)")
+        except Exception as exc:  # noqa: BLE001
+            reasons.append(f"_scaled_mm blockwise ({layout}): {type(exc).__name__}: {str(exc)[:120]}")
+    failure = Unsupported("no blockwise fp8 GEMM verified here; " + " | ".join(reasons))
+    ctx.cache["fp8_block_layout"] = failure
+    raise failure
+
+
+def _dequant_ref(x: Any, w: Any, sa: Any, sb_nk: Any) -> Any:
+    """fp32 reference: x * (1x128 scales) @ (w * (128x128 scales))^T, sb_nk indexed [n/128, k/128]."""
+    xs = x.float() * sa.float().repeat_interleave(128, dim=1)
+    ws = w.float() * sb_nk.float().repeat_interleave(128, dim=0).repeat_interleave(128, dim=1)
+    return xs @ ws.t()
+
+
+def _bmm(point: dict[str, Any], ctx: Any) -> Measurement | None:
+    import torch
+
+    heads, m, n, k = int(point["batch"]), int(point["m"]), int(point["n"]), int(point["k"])
+    sets = rotation_sets(heads * (m * k + k * n + m * n) * 2, ctx.l2_bytes, max_sets=256)
+    xs = random_tensor((sets, heads, m, k), torch.bfloat16)
+    ws = random_tensor((sets, heads, k, n), torch.bfloat16, scale=0.05)
+    out = torch.empty(heads, m, n, dtype=torch.bfloat16, device="cuda")
+
+    def launcher(s: int) -> Any:
+        x, w = xs[s], ws[s]
+        return lambda: torch.bmm(x, w, out=out)
+
+    return time_graph_replay([launcher(s) for s in range(sets)], ctx.timing)

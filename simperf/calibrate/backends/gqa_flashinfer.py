@@ -1,0 +1,58 @@
+"""flashinfer GQA paged decode (BatchDecodeWithPagedKVCacheWrapper) for the dense zoo models.
+
+Paged NHD cache [pages, 2, page_size, kv_heads, 128], pages scattered at random; tensor-core decode when
+the GQA group is 4 or more (as SGLang's flashinfer backend chooses). Timed by CUDA-graph replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simperf.calibrate.backends.common import kv_lengths, paged_layout, torch_dtype, workspace
+from simperf.calibrate.measure import Measurement
+from simperf.calibrate.timing import random_tensor, rotation_sets, time_graph_replay
+
+
+def _use_tensor_cores(point: dict[str, Any]) -> bool:
+    return int(point["num_heads"]) // int(point["num_kv_heads"]) >= 4
+
+
+def compile_signature(point: dict[str, Any]) -> tuple[Any, ...]:
+    return (point["kv_dtype"], point["head_dim"], _use_tensor_cores(point))
+
+
+def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
+    import torch
+    from flashinfer.decode import BatchDecodeWithPagedKVCacheWrapper
+
+    lens = kv_lengths(point)
+    batch = len(lens)
+    heads, kv_heads, dim = int(point["num_heads"]), int(point["num_kv_heads"]), int(point["head_dim"])
+    page = int(point["page_size"])
+    kv_dtype = torch_dtype(point["kv_dtype"])
+    indptr, indices, last_page_len, total_pages = paged_layout(lens, page)
+    wrapper = BatchDecodeWithPagedKVCacheWrapper(
+        workspace(ctx), "NHD", use_tensor_cores=_use_tensor_cores(point)
+    )
+    wrapper.plan(
+        indptr,
+        indices,
+        last_page_len,
+        heads,
+        kv_heads,
+        dim,
+        page,
+        q_data_type=torch.bfloat16,
+        kv_data_type=kv_dtype,
+    )
+    per_set = total_pages * 2 * page * kv_heads * dim * kv_dtype.itemsize + batch * heads * dim * 2
+    sets = rotation_sets(per_set, ctx.l2_bytes)
+    q_all = random_tensor((sets, batch, heads, dim), torch.bfloat16)
+    kv_all = random_tensor((sets, total_pages, 2, page, kv_heads, dim), kv_dtype)
+    out = torch.empty(batch, heads, dim, dtype=torch.bfloat16, device="cuda")
+
+    def launcher(s: int) -> Any:
+        q, kv = q_all[s], kv_all[s]
+        return lambda: wrapper.run(q, kv, out=out)
+
+    return time_graph_replay([launcher(s) for s in range(sets)], ctx.timing)

@@ -1,0 +1,103 @@
+"""`simperf calibrate`: the function the typer app calls, and the argparse front end of
+`python -m simperf.calibrate` (device runs must not depend on the main CLI)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from simperf.calibrate.runner import RunOptions, run
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    """Accept both repeated options and comma-separated lists."""
+    if not values:
+        return None
+    out = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    return out or None
+
+
+def calibrate_command(
+    ops: list[str] | None,
+    models: list[str] | None,
+    grid: Path | None,
+    out: Path | None,
+    heldout: int,
+    resume: bool,
+    backends: list[str] | None,
+    dry_run: bool,
+    *,
+    ragged: int = 0,
+    retry_failed: bool = False,
+    retry_unsupported: bool = False,
+    time_budget_s: float | None = None,
+    gpu: str | None = None,
+    limit: int | None = None,
+) -> int:
+    """Measure the calibration tables of this GPU into `out` (default calibration/<gpu>/).
+
+    ops: categories (attention, gemm, moe, elementwise, comm) or op names; None = all.
+    models: restricts the MoE family to these model names (the other families' shapes are per-rank
+    shapes shared by several models, so they are not filtered).
+    heldout: random off-grid points per op (sample "heldout"); ragged: ragged decode batches per decode
+    backend (sample "ragged"). resume=False re-measures everything. Returns a process exit code.
+    """
+    grid_path = grid
+    options = RunOptions(
+        out=out,
+        grid_path=grid_path,
+        ops=_split(ops),
+        backends=_split(backends),
+        heldout=heldout,
+        ragged=ragged,
+        resume=resume,
+        retry_failed=retry_failed,
+        retry_unsupported=retry_unsupported,
+        dry_run=dry_run,
+        time_budget_s=time_budget_s,
+        gpu=gpu,
+        limit=limit,
+    )
+    model_list = _split(models)
+    if model_list:
+        options.models = model_list
+    return run(options)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m simperf.calibrate", description=calibrate_command.__doc__)
+    p.add_argument("--ops", action="append", help="attention,gemm,moe,elementwise,comm or op names")
+    p.add_argument("--models", action="append", help="MoE models to include (default: all)")
+    p.add_argument("--grid", type=Path, help="YAML grid overrides (see calibration/grids/)")
+    p.add_argument("--out", type=Path, help="output directory (default calibration/<gpu>/)")
+    p.add_argument("--heldout", type=int, default=0, help="random off-grid points per op")
+    p.add_argument("--ragged", type=int, default=0, help="ragged decode batches per decode backend")
+    p.add_argument("--no-resume", dest="resume", action="store_false", help="re-measure recorded points")
+    p.add_argument("--retry-failed", action="store_true", help="re-measure points recorded as failed")
+    p.add_argument("--retry-unsupported", action="store_true", help="re-measure points recorded unsupported")
+    p.add_argument("--backends", action="append", help="table backend labels or worker groups")
+    p.add_argument("--dry-run", action="store_true", help="list what would be measured, run nothing")
+    p.add_argument("--time-budget-s", type=float, help="stop starting points after this many seconds")
+    p.add_argument("--gpu", help="catalogue key to use instead of the detected one")
+    p.add_argument("--limit", type=int, help="measure at most this many points (smoke runs)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return calibrate_command(
+        ops=args.ops,
+        models=args.models,
+        grid=args.grid,
+        out=args.out,
+        heldout=args.heldout,
+        resume=args.resume,
+        backends=args.backends,
+        dry_run=args.dry_run,
+        ragged=args.ragged,
+        retry_failed=args.retry_failed,
+        retry_unsupported=args.retry_unsupported,
+        time_budget_s=args.time_budget_s,
+        gpu=args.gpu,
+        limit=args.limit,
+    )

@@ -1,0 +1,133 @@
+"""Crash-safe record of finished points, and its compaction into the per-op Parquet tables.
+
+Every finished point (measured, failed or unsupported) is appended to `<out>/_journal.jsonl` as one line,
+flushed and fsynced before the next point starts, so a kill loses at most the point in flight. Compaction
+merges the journal with the existing tables (the journal wins on a repeated key), writes each
+`<op>.parquet` atomically (temp file + rename), then deletes the journal. A crash between those two steps
+only leaves rows that the next compaction deduplicates. Uses pyarrow only (the GPU image has no polars).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from simperf.calibrate.points import point_key
+from simperf.perfdb.schema import ALL_COLUMNS, OP_SPECS, arrow_schema, table_path_name
+
+JOURNAL_NAME = "_journal.jsonl"
+
+
+class Journal:
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = Path(out_dir)
+        self.path = self.out_dir / JOURNAL_NAME
+        self._fh: Any = None
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        if self._fh is None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across appends
+        clean = {name: row.get(name) for name in ALL_COLUMNS}
+        self._fh.write(json.dumps(clean, separators=(",", ":")) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """Rows of a journal; a torn last line (killed mid-write) is ignored."""
+    if not path.exists():
+        return []
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+def read_tables(out_dir: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for op in OP_SPECS:
+        path = Path(out_dir) / table_path_name(op)
+        if path.exists():
+            rows += pq.read_table(path).to_pylist()
+    return rows
+
+
+def recorded_rows(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every recorded row (tables, then journal on top), by point key."""
+    merged: dict[str, dict[str, Any]] = {}
+    for row in read_tables(out_dir) + read_journal(Path(out_dir) / JOURNAL_NAME):
+        merged[point_key(row)] = row
+    return merged
+
+
+def rows_to_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    schema = arrow_schema()
+    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    for row in rows:
+        for name in schema.names:
+            columns[name].append(row.get(name))
+    return pa.table(columns, schema=schema)
+
+
+def write_table_atomic(table: pa.Table, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def compact(out_dir: Path, journal: Journal | None = None) -> dict[str, int]:
+    """Merge journal into the tables; returns rows per op written."""
+    out_dir = Path(out_dir)
+    if journal is not None:
+        journal.close()
+    journal_path = out_dir / JOURNAL_NAME
+    new_rows = read_journal(journal_path)
+    if not new_rows:
+        if journal_path.exists():
+            journal_path.unlink()
+        return {}
+    touched_ops = {row["op"] for row in new_rows}
+    counts: dict[str, int] = {}
+    for op in sorted(touched_ops):
+        path = out_dir / table_path_name(op)
+        merged: dict[str, dict[str, Any]] = {}
+        if path.exists():
+            for row in pq.read_table(path).to_pylist():
+                merged[point_key(row)] = row
+        for row in new_rows:
+            if row["op"] == op:
+                merged[point_key(row)] = row
+        ordered = sorted(merged.values(), key=_sort_key)
+        write_table_atomic(rows_to_table(ordered), path)
+        counts[op] = len(ordered)
+    journal_path.unlink()
+    return counts
+
+
+def _sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    spec = OP_SPECS[row["op"]]
+    cols = ("sample",) + spec.key_columns + spec.axis_columns
+    return tuple((row.get(c) is None, "" if row.get(c) is None else row.get(c)) for c in cols) + (
+        point_key(row),
+    )

@@ -1,0 +1,152 @@
+"""Kernel timing on the GPU: CUDA-graph replay for decode-style kernels, CUDA events for the rest.
+
+Every timer takes a list of *launchers*, zero-argument callables that each launch the kernel on a different
+set of input buffers; cycling through them keeps the working set larger than L2 so that a repeat does not
+find its inputs cached (real serving runs other layers' kernels in between).
+
+Graph replay: N launches captured in one graph, replayed R times, each replay bracketed by events; the
+per-launch time is replay time / N. This is how SGLang runs decode (CUDA graphs), and it removes the
+host launch gap that one-launch event timing adds to small kernels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from simperf.calibrate.measure import Measurement
+
+Launcher = Callable[[], Any]
+
+# Per-replay target: long enough that the graph launch (~10 us) is noise, short enough for many repeats.
+_REPLAY_TARGET_US = 2000.0
+_MAX_LAUNCHES_PER_GRAPH = 1024
+
+
+class TimingConfig:
+    """Knobs shared by the timers; `warm_only` runs each launcher once and measures nothing."""
+
+    def __init__(self, target_ms: float = 60.0, min_repeats: int = 5, max_repeats: int = 50) -> None:
+        self.target_ms = target_ms
+        self.min_repeats = min_repeats
+        self.max_repeats = max_repeats
+        self.warm_only = False
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    pos = q * (len(sorted_values) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def summarize(samples_us: Sequence[float], method: str) -> Measurement:
+    values = sorted(samples_us)
+    return Measurement(
+        time_us=_percentile(values, 0.5),
+        time_us_p10=_percentile(values, 0.1),
+        time_us_p90=_percentile(values, 0.9),
+        repeats=len(values),
+        timing_method=method,
+    )
+
+
+def _one_pass_us(launchers: Sequence[Launcher]) -> float:
+    import torch
+
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    for launch in launchers:
+        launch()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0 / len(launchers)
+
+
+def _warm(launchers: Sequence[Launcher], passes: int = 2) -> float:
+    import torch
+
+    for _ in range(passes):
+        for launch in launchers:
+            launch()
+    torch.cuda.synchronize()
+    return _one_pass_us(launchers)
+
+
+def time_graph_replay(launchers: Sequence[Launcher], cfg: TimingConfig) -> Measurement | None:
+    """Per-launch time from replaying a graph of N launches (cycling launchers). None if warm_only."""
+    import torch
+
+    estimate_us = max(_warm(launchers), 0.5)
+    if cfg.warm_only:
+        return None
+    n_sets = len(launchers)
+    launches = max(n_sets, min(_MAX_LAUNCHES_PER_GRAPH, math.ceil(_REPLAY_TARGET_US / estimate_us)))
+    launches = math.ceil(launches / n_sets) * n_sets
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for launch in launchers:  # warm-up on the capture stream (library handles, workspaces)
+            launch()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(launches):
+            launchers[i % n_sets]()
+    graph.replay()
+    graph.replay()
+    torch.cuda.synchronize()
+    replay_us = estimate_us * launches
+    repeats = int(min(cfg.max_repeats, max(cfg.min_repeats, cfg.target_ms * 1000.0 / replay_us)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    for i in range(repeats):
+        starts[i].record()
+        graph.replay()
+        ends[i].record()
+    torch.cuda.synchronize()
+    samples = [s.elapsed_time(e) * 1000.0 / launches for s, e in zip(starts, ends, strict=True)]
+    del graph
+    return summarize(samples, "cuda_graph_replay")
+
+
+def time_events(launchers: Sequence[Launcher], cfg: TimingConfig) -> Measurement | None:
+    """Per-launch event timing, cycling launchers (prefill/extend-style kernels that SGLang runs eagerly)."""
+    import torch
+
+    estimate_us = max(_warm(launchers), 0.5)
+    if cfg.warm_only:
+        return None
+    repeats = int(min(cfg.max_repeats * 2, max(cfg.min_repeats, cfg.target_ms * 1000.0 / estimate_us)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    for i in range(repeats):
+        starts[i].record()
+        launchers[i % len(launchers)]()
+        ends[i].record()
+    torch.cuda.synchronize()
+    samples = [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends, strict=True)]
+    method = "cuda_events_rotating" if len(launchers) > 1 else "cuda_events"
+    return summarize(samples, method)
+
+
+def rotation_sets(bytes_per_set: int, l2_bytes: int | None, max_sets: int = 512) -> int:
+    """How many input sets to cycle so that together they exceed twice the L2 (1 if one set already does)."""
+    l2 = l2_bytes or 64 * 1024 * 1024
+    if bytes_per_set <= 0:
+        return 1
+    return int(min(max_sets, max(1, math.ceil(2 * l2 / bytes_per_set))))
+
+
+def random_tensor(shape: Sequence[int], dtype: Any, device: str = "cuda", scale: float = 1.0) -> Any:
+    """Random normal data (never zeros: zeros run faster and hide indexing bugs), cast to dtype."""
+    import torch
+
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return (torch.randn(*shape, device=device, dtype=torch.bfloat16) * scale).to(dtype)
+    return torch.randn(*shape, device=device, dtype=dtype) * scale

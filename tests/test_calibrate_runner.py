@@ -1,0 +1,178 @@
+"""Resumability, failure isolation and the written tables, with the CPU fake backend (no GPU needed).
+
+The fake worker sleeps, raises, segfaults or reports 'unsupported' on chosen token counts m
+(simperf/calibrate/backends/fake.py); its grid is m = 1, 2, 4, ..., 128.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from rich.console import Console
+
+from simperf.calibrate.journal import JOURNAL_NAME, Journal, compact, read_journal
+from simperf.calibrate.measure import classify_exception, is_fatal_error
+from simperf.calibrate.points import point_key
+from simperf.calibrate.runner import RunOptions, run
+from simperf.perfdb.schema import arrow_schema
+
+FAKE_MS = [1, 2, 4, 8, 16, 32, 64, 128]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _fake_env(monkeypatch, sleep="0", raise_m="", crash_m="", unsupported_m=""):
+    monkeypatch.setenv("SIMPERF_FAKE_SLEEP_S", sleep)
+    monkeypatch.setenv("SIMPERF_FAKE_RAISE_M", raise_m)
+    monkeypatch.setenv("SIMPERF_FAKE_CRASH_M", crash_m)
+    monkeypatch.setenv("SIMPERF_FAKE_UNSUPPORTED_M", unsupported_m)
+
+
+def _run_fake(out: Path, **kw) -> int:
+    options = RunOptions(
+        out=out, backends=["fake"], gpu="cpu", console=Console(stderr=True, quiet=True), **kw
+    )
+    return run(options)
+
+
+def _rows(out: Path) -> list[dict]:
+    return pq.read_table(out / "gemm.parquet").to_pylist()
+
+
+def test_failing_and_crashing_points_are_recorded_and_the_run_continues(tmp_path, monkeypatch):
+    _fake_env(monkeypatch, raise_m="4", crash_m="16,64", unsupported_m="32")
+    assert _run_fake(tmp_path) == 0
+    by_m = {r["m"]: r for r in _rows(tmp_path)}
+    assert sorted(by_m) == FAKE_MS
+    assert by_m[4]["status"] == "failed" and "fake kernel failure at m=4" in by_m[4]["error"]
+    for m in (16, 64):  # the worker died by SIGSEGV: recorded, then a fresh worker went on
+        assert by_m[m]["status"] == "failed" and "SIGSEGV" in by_m[m]["error"]
+    assert by_m[32]["status"] == "unsupported" and by_m[32]["error"] == "requires SM100"
+    for m in (1, 2, 8, 128):
+        assert by_m[m]["status"] == "ok" and by_m[m]["time_us"] > 0
+    assert not (tmp_path / JOURNAL_NAME).exists()  # compacted away
+
+
+def test_a_hung_point_is_killed_after_its_timeout_and_recorded(tmp_path, monkeypatch):
+    _fake_env(monkeypatch, sleep="3")
+    options = dict(point_timeout_s=1.0, first_point_timeout_s=1.0, limit=2)
+    _run_fake(tmp_path, **options)
+    rows = _rows(tmp_path)
+    assert len(rows) == 2
+    assert all(r["status"] == "failed" and "timed out" in r["error"] for r in rows)
+
+
+def test_written_tables_match_the_schema_exactly(tmp_path, monkeypatch):
+    _fake_env(monkeypatch, raise_m="2")
+    _run_fake(tmp_path)
+    table = pq.read_table(tmp_path / "gemm.parquet")
+    assert table.schema.equals(arrow_schema(), check_metadata=True)
+    row = table.to_pylist()[0]
+    assert row["op"] == "gemm" and row["backend"] == "fake" and row["sample"] == "grid"
+    assert row["date"] and row["source"] == "measured" and row["simperf_version"]
+
+
+def test_rerun_skips_measured_points_and_retry_failed_remeasures_failures(tmp_path, monkeypatch):
+    _fake_env(monkeypatch, raise_m="8")
+    _run_fake(tmp_path)
+    first = {r["m"]: r for r in _rows(tmp_path)}
+    _fake_env(monkeypatch)  # m=8 would now succeed
+    _run_fake(tmp_path)
+    second = {r["m"]: r for r in _rows(tmp_path)}
+    assert second == first  # nothing re-measured
+    _run_fake(tmp_path, retry_failed=True)
+    third = {r["m"]: r for r in _rows(tmp_path)}
+    assert third[8]["status"] == "ok"
+    assert {m: r for m, r in third.items() if m != 8} == {m: r for m, r in first.items() if m != 8}
+
+
+def test_sigkill_mid_run_loses_at_most_the_point_in_flight_and_rerun_completes(tmp_path):
+    env = dict(os.environ, SIMPERF_FAKE_SLEEP_S="0.3", PYTHONPATH=str(REPO))
+    cmd = [
+        sys.executable,
+        "-m",
+        "simperf.calibrate",
+        "--backends",
+        "fake",
+        "--gpu",
+        "cpu",
+        "--out",
+        str(tmp_path),
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    journal = tmp_path / JOURNAL_NAME
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(read_journal(journal)) < 3:
+        time.sleep(0.05)
+    # kill the runner and its worker (the process group this test started), mid-point
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = {point_key(r): r for r in read_journal(journal)}
+    assert 3 <= len(before) < len(FAKE_MS)
+
+    env["SIMPERF_FAKE_SLEEP_S"] = "0"
+    subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True, timeout=60)
+    rows = _rows(tmp_path)
+    keys = [point_key(r) for r in rows]
+    assert len(keys) == len(set(keys)) == len(FAKE_MS)  # none lost, none duplicated
+    after = {point_key(r): r for r in rows}
+    for key, row in before.items():  # what was journaled before the kill is kept, not re-measured
+        assert after[key]["time_us"] == row["time_us"]
+
+
+def test_compaction_ignores_a_torn_last_line_and_deduplicates(tmp_path):
+    journal = Journal(tmp_path)
+    row = {"op": "gemm", "backend": "fake", "sample": "grid", "m": 1, "n": 64, "k": 64, "status": "ok"}
+    journal.append({**row, "time_us": 1.0})
+    journal.append({**row, "time_us": 2.0})  # same point again: the later row wins
+    journal.close()
+    with open(tmp_path / JOURNAL_NAME, "a") as fh:
+        fh.write('{"op": "gemm", "backe')  # killed mid-write
+    assert compact(tmp_path) == {"gemm": 1}
+    assert [r["time_us"] for r in _rows(tmp_path)] == [2.0]
+    assert not (tmp_path / JOURNAL_NAME).exists()
+
+
+def test_dry_run_lists_points_without_measuring(tmp_path, capsys):
+    options = RunOptions(out=tmp_path, gpu="h200", dry_run=True, ops=["gemm"], console=Console(stderr=True))
+    assert run(options) == 0
+    assert not list(tmp_path.glob("*.parquet"))
+    assert "gemm" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "message, status, fatal",
+    [
+        ("CUDA error: an illegal memory access was encountered", "failed", True),
+        (
+            "CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasLtMatmulAlgoGetHeuristic`",
+            "unsupported",
+            False,
+        ),
+        ("shape mismatch", "failed", False),
+    ],
+)
+def test_errors_are_classified_and_poisoned_contexts_restart_the_worker(message, status, fatal):
+    got_status, text = classify_exception(RuntimeError(message))
+    assert got_status == status
+    assert is_fatal_error(text) is fatal
+
+
+def test_collectives_need_two_gpus():
+    from simperf.calibrate.collectives import MESSAGE_BYTES, collective_points
+
+    assert collective_points(1) == []
+    pts = collective_points(2)
+    assert len(pts) == 4 * len(MESSAGE_BYTES)
+    assert MESSAGE_BYTES[0] == 1024 and MESSAGE_BYTES[-1] == 1024**3
+    assert all(p["group_size"] == 2 and p["backend"] == "nccl" for p in pts)
+    json.dumps(pts)
