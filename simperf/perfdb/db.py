@@ -5,7 +5,9 @@ exact key (OpSpec.key_columns) to an `OpCurve`, built lazily and cached, that th
 op's axes. A curve is backed, in order of preference, by
   1. the measured grid of that key (interpolated, monotone, roofline-scaled beyond the grid; grid.py),
   2. for collectives only: an alpha-beta model fitted on another measured group size (alphabeta.py),
-  3. the roofline (roofline.py).
+  3. for a key this GPU has no table for, but the reference GPU named in the directory's scaled_from.yaml
+     has: the reference's curve scaled by the ratio of the two GPUs' rooflines (scaled.py, "scaled-from:<gpu>"),
+  4. the roofline (roofline.py).
 Rows with status != "ok" never time anything; rows with sample "heldout" or "ragged" are kept for checks but never
 interpolated over. docs/perfdb.md states these rules in prose.
 """
@@ -23,7 +25,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 import simperf
-from simperf.hardware.catalog import GpuSpec
+from simperf.hardware.catalog import GpuSpec, get_gpu
 from simperf.perfdb.alphabeta import AlphaBetaModel, fit_alpha_beta
 from simperf.perfdb.axisslice import AxisSlice
 from simperf.perfdb.grid import Grid, build_grid
@@ -36,6 +38,7 @@ from simperf.perfdb.keys import (
     op_spec,
 )
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
+from simperf.perfdb.scaled import ScaledModel, read_scaled_from, reference_directory
 from simperf.perfdb.schema import OP_SPECS, SOURCE_INDEX, SOURCES, OpSpec, arrow_schema
 
 _EXTRAPOLATED = SOURCE_INDEX["extrapolated"]
@@ -70,8 +73,11 @@ class _CurveModel(Protocol):
 
 
 class _GridModel:
-    def __init__(self, grid: Grid) -> None:
+    def __init__(self, grid: Grid, third_party: str | None = None) -> None:
         self.grid = grid
+        # The source of the key's third-party rows (e.g. "third-party:aiconfigurator 0.12.0"): every explanation
+        # off this grid names it, so an interpolated or extrapolated answer still says whose numbers it rests on.
+        self.third_party = third_party
 
     def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         return self.grid.evaluate(xs)
@@ -103,6 +109,8 @@ class _GridModel:
             head = f"interpolated between {result.corners} points"
             if result.source == _EXTRAPOLATED:
                 head = f"extrapolated: {head}"
+        if self.third_party is not None:
+            notes.append(f"grid from {self.third_party}")
         detail = "; ".join([head, *notes])
         return Timing(result.us, SOURCES[result.source], detail)
 
@@ -139,6 +147,21 @@ class _AlphaBetaCurveModel:
     def explain(self, xs: Sequence[float]) -> Timing:
         us, _ = self.evaluate_scalar(xs)
         return Timing(us, "extrapolated", f"{self.model.describe()}, applied to group_size={self.group_size}")
+
+
+class _ScaledCurveModel:
+    def __init__(self, model: ScaledModel) -> None:
+        self.model = model
+
+    def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        return self.model.evaluate(xs)
+
+    def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]:
+        return self.model.evaluate_scalar(xs)
+
+    def explain(self, xs: Sequence[float]) -> Timing:
+        us, detail = self.model.explain(xs)
+        return Timing(us, "extrapolated", detail)
 
 
 def _format_point(names: Sequence[str], values: Sequence[float]) -> str:
@@ -226,19 +249,28 @@ class OpCurve:
 
 class PerfDB:
     def __init__(
-        self, gpu: GpuSpec, rows: pl.DataFrame, files: Sequence[Path], directory: Path | None
+        self,
+        gpu: GpuSpec,
+        rows: pl.DataFrame,
+        files: Sequence[Path],
+        directory: Path | None,
+        reference: PerfDB | None = None,
     ) -> None:
         self.gpu = gpu
         self.directory = directory
         self.files = tuple(files)
+        self.reference = reference  # another GPU's tables for the scaled-from fallback (scaled.py)
         self._rows = rows
         self._grid_rows: dict[str, dict[KeyTuple, _KeyPoints]] = {}
         self._curves: dict[tuple[str, KeyTuple], OpCurve] = {}
 
     @classmethod
-    def load(cls, directory: Path | None, gpu: GpuSpec) -> PerfDB:
+    def load(
+        cls, directory: Path | None, gpu: GpuSpec, reference: PerfDB | None = None, scaled_from: bool = True
+    ) -> PerfDB:
         """All *.parquet tables of a calibration directory; a None or missing directory gives an empty database
-        (every lookup then falls back to the roofline)."""
+        (every lookup then falls back to the roofline). `reference` (or, when `scaled_from`, the sibling
+        directory named by the directory's scaled_from.yaml) backs keys this GPU has no table for."""
         files = (
             sorted(Path(directory).glob("*.parquet"))
             if directory is not None and Path(directory).is_dir()
@@ -251,7 +283,9 @@ class PerfDB:
                 f"calibration tables in {directory} were measured on {foreign}, loaded as {gpu.key!r}",
                 stacklevel=2,
             )
-        return cls(gpu, rows, files, Path(directory) if directory is not None else None)
+        if reference is None and scaled_from and directory is not None:
+            reference = _load_reference(Path(directory))
+        return cls(gpu, rows, files, Path(directory) if directory is not None else None, reference)
 
     @classmethod
     def empty(cls, gpu: GpuSpec) -> PerfDB:
@@ -270,8 +304,11 @@ class PerfDB:
         return groups
 
     def has(self, op: str, key: Mapping[str, object]) -> bool:
+        """A table covers this key: this GPU's own, or the scaled-from reference's."""
         spec = op_spec(op)
-        return normalize_key(spec, key) in self._groups(op)
+        if normalize_key(spec, key) in self._groups(op):
+            return True
+        return self.reference is not None and self.reference.has(op, key)
 
     def keys(self, op: str) -> list[dict]:
         """Measured keys of an op (those with at least one usable grid row), for choosing candidates."""
@@ -297,13 +334,24 @@ class PerfDB:
         if points is not None:
             grid = build_grid(spec.axis_columns, points.axes, points.us, points.labels, roofline.time_us)
             if grid is not None:
-                return OpCurve(spec, key, _GridModel(grid), measured=True)
+                return OpCurve(spec, key, _GridModel(grid, points.third_party), measured=True)
         if spec.name in COLLECTIVE_OPS:
             model = self._alpha_beta(spec, key)
             if model is not None:
                 group = int(key_dict(spec, key)["group_size"])  # type: ignore[arg-type]
                 return OpCurve(spec, key, _AlphaBetaCurveModel(model, group), measured=False)
+        if self.reference is not None and self.reference.has(spec.name, key_dict(spec, key)):
+            return OpCurve(spec, key, _ScaledCurveModel(self._scaled(spec, key, roofline)), measured=False)
         return OpCurve(spec, key, _RooflineModel(roofline), measured=False)
+
+    def _scaled(self, spec: OpSpec, key: KeyTuple, roofline: Roofline) -> ScaledModel:
+        reference = self.reference
+        assert reference is not None
+        curve = reference.curve(spec.name, key_dict(spec, key))
+        reference_roofline = Roofline(spec.name, key_dict(spec, key), reference.gpu)
+        # Sliced along an axis (OpCurve.along), a scaled curve is sampled densely: the roofline ratio bends
+        # inside the reference's grid cells, so the reference's breakpoints alone would not reproduce it.
+        return ScaledModel(curve, reference_roofline, roofline, reference.gpu.key)
 
     def _alpha_beta(self, spec: OpSpec, key: KeyTuple) -> AlphaBetaModel | None:
         """Fit on the measured group of the same backend and dtype closest to the requested one (the largest
@@ -337,6 +385,7 @@ class PerfDB:
             "rows": rows.height,
             "table_gpus": _distinct(rows, "gpu"),
             "schema_versions": sorted({_schema_version(f) for f in self.files} - {None}),
+            "scaled_from": self.reference.gpu.key if self.reference is not None else None,
         }
         for column in _PROVENANCE_LISTS:
             info[column] = _distinct(rows, column)
@@ -401,6 +450,7 @@ class _KeyPoints:
     axes: np.ndarray  # (N, d) float64, in OpSpec.axis_columns order
     us: np.ndarray  # (N,)
     labels: np.ndarray  # (N,) int8: measured or third_party
+    third_party: str | None = None  # the source string of the key's third-party rows, if any
 
 
 def _group_grid_rows(rows: pl.DataFrame, spec: OpSpec) -> dict[KeyTuple, _KeyPoints]:
@@ -434,12 +484,43 @@ def _group_grid_rows(rows: pl.DataFrame, spec: OpSpec) -> dict[KeyTuple, _KeyPoi
         usable.select(spec.axis_columns).to_numpy().astype(np.float64, copy=False).reshape(usable.height, -1)
     )
     us = usable["time_us"].to_numpy()
-    labels = np.where(usable["third_party"].to_numpy(), _THIRD_PARTY, _MEASURED).astype(np.int8)
+    third = usable["third_party"].to_numpy()
+    labels = np.where(third, _THIRD_PARTY, _MEASURED).astype(np.int8)
+    sources = _third_party_sources(rows, spec) if third.any() else {}
     groups: dict[KeyTuple, _KeyPoints] = {}
     for *key, start, count in bounds.iter_rows():
         part = slice(start, start + count)
-        groups[tuple(key)] = _KeyPoints(axes[part], us[part], labels[part])
+        groups[tuple(key)] = _KeyPoints(axes[part], us[part], labels[part], sources.get(tuple(key)))
     return groups
+
+
+def _third_party_sources(rows: pl.DataFrame, spec: OpSpec) -> dict[KeyTuple, str]:
+    """Per key of an op, the source string of its third-party rows ("third-party:<tool> <version>")."""
+    key_columns = list(spec.key_columns)
+    found = (
+        rows.lazy()
+        .filter((pl.col("op") == spec.name) & pl.col("source").str.starts_with("third-party"))
+        .group_by(key_columns)
+        .agg(pl.col("source").first())
+        .collect()
+    )
+    return {tuple(key): source for *key, source in found.iter_rows()}
+
+
+def _load_reference(directory: Path) -> PerfDB | None:
+    """The scaled-from reference named in the directory's scaled_from.yaml (never itself scaled)."""
+    reference_gpu = read_scaled_from(directory)
+    if reference_gpu is None:
+        return None
+    reference_dir = reference_directory(directory, reference_gpu)
+    if not reference_dir.is_dir():
+        warnings.warn(
+            f"{directory}: scaled_from names {reference_gpu!r} but {reference_dir} does not exist; "
+            "keys without a table fall back to the roofline",
+            stacklevel=3,
+        )
+        return None
+    return PerfDB.load(reference_dir, get_gpu(reference_gpu), scaled_from=False)
 
 
 def _distinct(rows: pl.DataFrame, column: str) -> list[str]:
