@@ -133,12 +133,22 @@ def models() -> None:
     Console().print(table)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+)
 def calibrate(ctx: typer.Context) -> None:
-    """Time the real kernels on this machine's GPU (see `simperf calibrate --help`)."""
+    """Time the real kernels on this machine's GPU (`simperf calibrate --help`), or import third-party tables
+    (`simperf calibrate import aiconfigurator --system b200_sxm --out calibration/b200`)."""
+    args = list(ctx.args)
+    if args[:1] == ["import"]:
+        from simperf.perfdb.importers.cli import import_command
+
+        importer = typer.Typer(add_completion=False)
+        importer.command()(import_command)
+        raise typer.Exit(importer(args[1:], standalone_mode=False) or 0)
     from simperf.calibrate.__main__ import main as calibrate_main
 
-    raise typer.Exit(calibrate_main(list(ctx.args)))
+    raise typer.Exit(calibrate_main(args))
 
 
 @perfdb_app.command("check")
@@ -158,6 +168,15 @@ def perfdb_check(
     for row in summary.iter_rows():
         table.add_row(*[f"{v:.2%}" if isinstance(v, float) else str(v) for v in row])
     Console().print(table)
+
+
+def _register_perfdb_diff() -> None:
+    from simperf.perfdb.diff import diff_command
+
+    perfdb_app.command("diff")(diff_command)
+
+
+_register_perfdb_diff()
 
 
 @perfdb_app.command("coverage")

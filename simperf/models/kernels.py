@@ -73,6 +73,7 @@ def gemm_keys(weight_dtype: str, n: int, k: int) -> tuple[Key, ...]:
             make_key("gemm", backend="deep_gemm", dtype="fp8_block", n=n, k=k),
             make_key("gemm", backend="torch_scaled_mm", dtype="fp8_block", n=n, k=k),
             make_key("gemm", backend="torch_scaled_mm", dtype="fp8_rowwise", n=n, k=k),
+            make_key("gemm", backend="sgl_kernel", dtype="fp8_rowwise", n=n, k=k),
         )
     return (make_key("gemm", backend="torch", dtype="bf16", n=n, k=k),)
 
@@ -84,10 +85,13 @@ def bmm_keys(batch: int, n: int, k: int) -> tuple[Key, ...]:
 def moe_keys(
     weight_dtype: str, num_experts: int, experts_per_rank: int, topk: int, n: int, k: int
 ) -> tuple[Key, ...]:
+    """Routed experts: simperf's Triton fused MoE (SGLang's kernel structure) first, then the grouped-GEMM
+    proxy; fp8 weights prefer block-scaled tables (DeepSeek-V3 checkpoints) over rowwise ones."""
     dtypes = ("fp8_block", "fp8_rowwise", "fp8") if weight_dtype == "fp8" else ("bf16",)
     return key_candidates(
         "moe",
-        backend="torch_grouped_mm",
+        # flashinfer_trtllm: SGLang's SM100 MoE kernel, from third-party (AIConfigurator) tables where imported
+        backend=("triton_fused_moe", "flashinfer_trtllm", "torch_grouped_mm"),
         dtype=dtypes,
         num_experts=num_experts,
         experts_per_rank=experts_per_rank,
@@ -103,4 +107,8 @@ def elementwise_keys(variant: str, n: int) -> tuple[Key, ...]:
 
 
 def collective_keys(op: str, group_size: int) -> tuple[Key, ...]:
-    return (make_key(op, backend="nccl", dtype="bf16", group_size=group_size),)
+    keys = (make_key(op, backend="nccl", dtype="bf16", group_size=group_size),)
+    if op == "allreduce":
+        # SGLang's custom all-reduce, where a (third-party) table has it and NCCL is not measured for this group
+        keys = (*keys, make_key(op, backend="sglang_custom_ar", dtype="bf16", group_size=group_size))
+    return keys

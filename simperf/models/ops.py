@@ -502,7 +502,12 @@ def _mha_prefill_op(
     suffix: str,
 ) -> OpCall:
     # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` selects its FA2 kernels.
-    backends = ("flashinfer_fa2", "flashinfer_fa3") if backend == "flashinfer" else ("flashinfer_fa3",)
+    if backend == "flashinfer":
+        backends: tuple[str, ...] = ("flashinfer_fa2", "flashinfer_fa3")
+    elif backend in ("trtllm_mla", "trtllm"):
+        backends = ("trtllm", "flashinfer_fa3")  # SM100 trtllm ragged prefill, where a table has it
+    else:
+        backends = ("flashinfer_fa3",)
     keys = key_candidates(
         "attn_mha_prefill",
         backend=backends,
