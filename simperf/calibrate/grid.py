@@ -318,8 +318,12 @@ def _mha_prefill(cfg: dict[str, Any]) -> list[Point]:
 
 def _gqa_decode(cfg: dict[str, Any]) -> list[Point]:
     pts: list[Point] = []
+    heads = shapes.gqa_heads_per_rank()
+    if cfg.get("heads"):  # a grid file may restrict the (q heads, kv heads) pairs
+        wanted = {tuple(h) for h in cfg["heads"]}
+        heads = [h for h in heads if tuple(h) in wanted]
     combos = [(kv_dtype, page, h) for kv_dtype in cfg["kv_dtype"] for page in cfg["page_size"]
-              for h in shapes.gqa_heads_per_rank()]  # fmt: skip
+              for h in heads]  # fmt: skip
     combos += [("bf16", 64, tuple(h)) for h in cfg["page64_heads"]]
     for backend in cfg["backends"]:
         for kv_dtype, page, (heads, kv_heads) in combos:

@@ -198,7 +198,7 @@ class SGLangStepCost:
                 if isinstance(src, int):
                     out[src] += us[:n].sum()
                 else:
-                    np.add.at(out, src[:n], us[:n])
+                    out += np.bincount(src[:n], weights=us[:n], minlength=NUM_SOURCES)
             if excess is not None:
                 out[_OVERHEAD_COLUMN] += excess[:n].sum()
             return out

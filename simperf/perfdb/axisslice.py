@@ -10,6 +10,7 @@ interpolation there is far below the uncertainty of the estimate itself, and tho
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Sequence
 
@@ -52,11 +53,24 @@ class AxisSlice:
         first = self._interval_source[0]
         # most slices carry one label throughout (all roofline, or all interpolated): skip the per-query lookup
         self.uniform_source: int | None = int(first) if (self._interval_source == first).all() else None
+        # where the label changes along the axis, so a query range inside one stretch needs no per-point lookup
+        self._log_x_list = self._log_x.tolist()
+        self._labels = self._interval_source.tolist()
+        self._changes = [i for i in range(1, len(self._labels)) if self._labels[i] != self._labels[i - 1]]
 
     def values(self, x: np.ndarray) -> tuple[np.ndarray, int | np.ndarray]:
         """Like __call__, but the label is a plain int when it is the same for every query (the fast path)."""
-        if self.uniform_source is not None and x[0] >= self.lo and x[-1] <= self.hi:
-            return np.exp(np.interp(np.log(x), self._log_x, self._log_us)), self.uniform_source
+        first, last = float(x[0]), float(x[-1])
+        if first >= self.lo and last <= self.hi:
+            label = self.uniform_source
+            if label is None:
+                i0 = min(max(bisect.bisect_right(self._log_x_list, math.log(first)) - 1, 0), self._last)
+                i1 = min(max(bisect.bisect_right(self._log_x_list, math.log(last)) - 1, 0), self._last)
+                k = bisect.bisect_right(self._changes, i0)
+                if k == len(self._changes) or self._changes[k] > i1:
+                    label = self._labels[i0]
+            if label is not None:
+                return np.exp(np.interp(np.log(x), self._log_x, self._log_us)), label
         return self(x)
 
     def __call__(self, x: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
