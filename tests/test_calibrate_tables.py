@@ -14,7 +14,8 @@ from simperf.calibrate.timing import rotation_sets, summarize
 from simperf.perfdb.schema import OP_SPECS, arrow_schema
 
 ROOT = Path(__file__).resolve().parents[1] / "calibration"
-TABLES = sorted(ROOT.glob("h*/*.parquet"))
+# simperf's own measurements; third-party imports (aiconfigurator_*.parquet) have their own provenance rules
+TABLES = sorted(p for p in ROOT.glob("h*/*.parquet") if not p.stem.startswith("aiconfigurator_"))
 GRAPH_TIMED_OPS = {
     "attn_mla_decode",
     "attn_gqa_decode",

@@ -50,7 +50,7 @@ def test_deepseek_v3_tp8_decode_shapes():
     assert ops["mlp.gate_up_proj"].key["n"] == 2 * 18432 // 8
     assert ops["moe.experts"].key["n"] == 2048 // 8 and ops["moe.experts"].axes["m"] == 56
     ar = ops["attn_allreduce"]
-    assert ar.key == {"backend": "nccl", "dtype": "bf16", "group_size": 8} and ar.count == 61
+    assert ar.key == {"backend": "sglang_custom_ar", "dtype": "bf16", "group_size": 8} and ar.count == 61
     assert ar.axes["message_bytes"] == 56 * 7168 * 2
     assert ops["lm_head"].key["n"] == 129280 // 8 and ops["lm_head"].key["dtype"] == "bf16"
     assert ops["lm_head"].axes["m"] == 56

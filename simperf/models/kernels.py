@@ -109,6 +109,7 @@ def elementwise_keys(variant: str, n: int) -> tuple[Key, ...]:
 def collective_keys(op: str, group_size: int) -> tuple[Key, ...]:
     keys = (make_key(op, backend="nccl", dtype="bf16", group_size=group_size),)
     if op == "allreduce":
-        # SGLang's custom all-reduce, where a (third-party) table has it and NCCL is not measured for this group
-        keys = (*keys, make_key(op, backend="sglang_custom_ar", dtype="bf16", group_size=group_size))
+        # SGLang all-reduces through its custom kernel on one NVLink node (NCCL only for large messages); use a
+        # table of it where one exists (today third-party), else NCCL's
+        keys = (make_key(op, backend="sglang_custom_ar", dtype="bf16", group_size=group_size), *keys)
     return keys

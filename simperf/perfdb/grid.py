@@ -26,6 +26,7 @@ RooflineFn = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 MEASURED = SOURCE_INDEX["measured"]
 INTERPOLATED = SOURCE_INDEX["interpolated"]
+THIRD_PARTY = SOURCE_INDEX["third_party"]
 EXTRAPOLATED = SOURCE_INDEX["extrapolated"]
 _FILL_CHUNK = 512
 
@@ -79,6 +80,9 @@ class Grid:
         self._log_flat = log_us.reshape(-1)
         self._filled_flat = filled.reshape(-1)
         self._source_flat = exact_source.reshape(-1)
+        # interpolating between another tool's points is still that tool's number: keep the third-party label
+        third_party = bool(np.all(exact_source[~filled] == THIRD_PARTY)) if (~filled).any() else False
+        self._interpolated_label = THIRD_PARTY if third_party else INTERPOLATED
         self._has_filled = bool(filled.any())
         self._uniform_source = (
             int(exact_source.flat[0]) if np.all(exact_source == exact_source.flat[0]) else None
@@ -130,9 +134,9 @@ class Grid:
         used = weight > 0.0
         exact = used.sum(axis=0) == 1
         if self._uniform_source is not None:
-            source = np.where(exact, self._uniform_source, INTERPOLATED).astype(np.int8)
+            source = np.where(exact, self._uniform_source, self._interpolated_label).astype(np.int8)
         else:
-            source = np.full(n, INTERPOLATED, dtype=np.int8)
+            source = np.full(n, self._interpolated_label, dtype=np.int8)
             if exact.any():
                 nearest = flat + sum(
                     (t >= 0.5) * stride for t, stride in zip(fracs, self._strides, strict=True)
@@ -199,7 +203,7 @@ class Grid:
         if corners == 1:
             source = self._source_flat_list[last]
         else:
-            source = EXTRAPOLATED if touches_filled else INTERPOLATED
+            source = EXTRAPOLATED if touches_filled else self._interpolated_label
         if outside:
             us *= self._roofline_factor(xs, clamped)
             source = EXTRAPOLATED
