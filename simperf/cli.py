@@ -29,6 +29,14 @@ def _register_trace_commands() -> None:
     trace_app.command("export")(export_command)
 
 
+def _register_accuracy_commands() -> None:
+    from simperf.accuracy.bench_import import compare_command
+    from simperf.accuracy.run import accuracy_command
+
+    app.command("accuracy")(accuracy_command)
+    app.command("compare")(compare_command)
+
+
 def _register_sweep_commands() -> None:
     from simperf.sweep.cli import plan_command, report_command, sweep_command
 
@@ -39,6 +47,7 @@ def _register_sweep_commands() -> None:
 
 _register_trace_commands()
 _register_sweep_commands()
+_register_accuracy_commands()
 
 err = Console(stderr=True)
 
@@ -61,6 +70,15 @@ def predict(
     calibration: Annotated[
         Path | None, typer.Option(help="calibration directory (default: shipped tables)")
     ] = None,
+    like: Annotated[
+        Path | None,
+        typer.Option(
+            help="a measured bench_serving result (JSONL or printed block): replay its workload settings"
+        ),
+    ] = None,
+    like_run: Annotated[
+        int | None, typer.Option(help="which run of a multi-run --like file (0-based)")
+    ] = None,
 ) -> None:
     """Simulate a scenario and print bench_serving-style metrics."""
     from simperf.pipeline import UnsupportedScenario
@@ -73,6 +91,13 @@ def predict(
         _fail(f"--output: got {output!r}; allowed values: text, json")
     try:
         sc = load_scenario(scenario)
+        if like is not None:
+            from simperf.accuracy.bench_import import BenchImportError, scenario_like
+
+            try:
+                sc = scenario_like(sc, like, run=like_run)
+            except BenchImportError as e:
+                _fail(f"--like {like}: {e}")
         prediction = run_predict(sc, calibration_dir=calibration)
     except (ScenarioError, UnsupportedScenario) as e:
         _fail(str(e))

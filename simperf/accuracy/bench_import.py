@@ -1,0 +1,388 @@
+"""Reading a measured benchmark result, comparing a prediction with it, and building a workload from it.
+
+Accepted inputs (`read_bench_result`):
+- `sglang.bench_serving --output-file F`: JSONL, one JSON object per run (a file may hold several runs; pick one
+  with `run`). Keys: the run arguments `backend, dataset_name, request_rate, max_concurrency, sharegpt_output_len,
+  random_input_len, random_output_len, random_range_ratio`, the results `duration, completed, total_input_tokens,
+  total_output_tokens, request_throughput, input_throughput, output_throughput, total_throughput,
+  {mean,median,std,p99}_{e2e_latency,ttft,tpot}_ms, {mean,median,std,p95,p99}_itl_ms, concurrency, accept_length`
+  and, with `--output-details`, per-request lists `input_lens, output_lens, ttfts, itls, errors`. An infinite
+  rate is written `Infinity`. bench_serving does not write `num_prompts` or `seed`.
+- vLLM's `benchmark_serving` / `vllm bench serve --save-result` JSON: the same family with vLLM's names
+  (`total_token_throughput`, `*_e2el_ms`, `num_prompts`), normalised here to bench_serving's.
+- simperf's own `predict -o json` (bench_serving's keys plus a "simperf" object).
+- The printed block, pasted into a text file ("Successful requests:", "Mean TTFT (ms):", ...), from either tool.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from simperf.scenario.models import Scenario, WorkloadSpec
+
+
+class BenchImportError(ValueError):
+    """A result file that cannot be read; the message names the file (and line) and what was wrong."""
+
+
+# ---------------------------------------------------------------------------------------------------- key names
+
+# vLLM's result keys that differ from bench_serving's
+_VLLM_KEYS = {
+    "total_token_throughput": "total_throughput",
+    "max_concurrent_requests": "max_concurrent_requests",
+}
+_FAMILY = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e latency": "e2e_latency", "e2el": "e2e_latency"}
+_STAT = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)\s+(ttft|tpot|itl|e2e latency|e2el)\s+\(ms\)$")
+
+# Printed labels (lower-cased, without the colon) -> result key; latency lines follow _STAT.
+_LABELS: dict[str, str] = {
+    "backend": "backend",
+    "traffic request rate": "request_rate",
+    "request rate configured (rps)": "request_rate",
+    "max request concurrency": "max_concurrency",
+    "maximum request concurrency": "max_concurrency",
+    "successful requests": "completed",
+    "failed requests": "failed",
+    "benchmark duration (s)": "duration",
+    "total input tokens": "total_input_tokens",
+    "total input text tokens": "total_input_text_tokens",
+    "total input vision tokens": "total_input_vision_tokens",
+    "total generated tokens": "total_output_tokens",
+    "total generated tokens (retokenized)": "total_output_tokens_retokenized",
+    "request throughput (req/s)": "request_throughput",
+    "input token throughput (tok/s)": "input_throughput",
+    "output token throughput (tok/s)": "output_throughput",
+    "peak output token throughput (tok/s)": "max_output_tokens_per_s",
+    "peak concurrent requests": "max_concurrent_requests",
+    "total token throughput (tok/s)": "total_throughput",
+    "concurrency": "concurrency",
+    "accept length": "accept_length",
+    "max itl (ms)": "max_itl_ms",
+}
+
+
+def normalize_keys(result: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's names -> bench_serving's (`total_token_throughput`, `mean_e2el_ms`, ...); others unchanged."""
+    out: dict[str, Any] = {}
+    for key, value in result.items():
+        new = _VLLM_KEYS.get(key, key)
+        if new.endswith("_e2el_ms"):
+            new = new[: -len("_e2el_ms")] + "_e2e_latency_ms"
+        out.setdefault(new, value)
+    return out
+
+
+def _label_key(label: str) -> str | None:
+    label = " ".join(label.lower().split())
+    if label in _LABELS:
+        return _LABELS[label]
+    m = _STAT.match(label)
+    if m:
+        return f"{m.group(1)}_{_FAMILY[m.group(2)]}_ms"
+    return None
+
+
+def _text_value(raw: str) -> Any:
+    raw = raw.strip()
+    if raw in ("inf", "Infinity"):
+        return math.inf
+    if raw == "not set":
+        return None
+    try:
+        number = float(raw)
+    except ValueError:
+        return raw
+    return int(number) if re.fullmatch(r"-?\d+", raw) else number
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+def parse_text_block(text: str, source: str = "<text>") -> dict[str, Any]:
+    """A printed result block ("Label:   value" lines) -> result dict. Lines it does not know are skipped."""
+    result: dict[str, Any] = {}
+    for line in text.splitlines():
+        if ":" not in line:
+            continue
+        label, _, value = line.rpartition(":")
+        if not value.strip():
+            continue
+        key = _label_key(label)
+        if key is not None and key not in result:
+            result[key] = _text_value(value)
+    if "completed" not in result and "mean_ttft_ms" not in result:
+        raise BenchImportError(
+            f"{source}: no benchmark result found (expected lines like 'Successful requests:' and 'Mean TTFT (ms):')"
+        )
+    return result
+
+
+def parse_json_runs(text: str, source: str = "<json>") -> list[dict[str, Any]]:
+    """A JSON document (one run) or JSONL (one run per line) -> the runs, in file order."""
+    stripped = text.strip()
+    try:
+        whole = json.loads(stripped)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict):
+        return [whole]
+    if isinstance(whole, list) and all(isinstance(x, dict) for x in whole):
+        return list(whole)
+    runs = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise BenchImportError(f"{source}:{number}: not valid JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise BenchImportError(f"{source}:{number}: expected a JSON object, got {type(obj).__name__}")
+        runs.append(obj)
+    if not runs:
+        raise BenchImportError(f"{source}: empty result file")
+    return runs
+
+
+def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
+    """One run of a measured (or predicted) result file, with bench_serving's key names.
+
+    JSONL files with several runs need `run` (0-based line among the runs); the error lists what each run was.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise BenchImportError(f"{path}: no such file")
+    text = path.read_text()
+    if not text.lstrip().startswith(("{", "[")):
+        if run not in (None, 0):
+            raise BenchImportError(f"{path}: a printed result block holds one run; got run {run}")
+        return parse_text_block(text, str(path))
+    runs = parse_json_runs(text, str(path))
+    if run is None:
+        if len(runs) > 1:
+            described = "; ".join(f"run {i}: {_describe(r)}" for i, r in enumerate(runs))
+            raise BenchImportError(
+                f"{path}: {len(runs)} runs in the file, choose one with --run N ({described})"
+            )
+        run = 0
+    if not 0 <= run < len(runs):
+        raise BenchImportError(f"{path}: run {run} does not exist (the file has {len(runs)})")
+    return normalize_keys(runs[run])
+
+
+def _describe(r: dict[str, Any]) -> str:
+    parts = [str(r.get("dataset_name", "?"))]
+    if r.get("random_input_len") is not None:
+        parts.append(f"{r.get('random_input_len')}/{r.get('random_output_len')}")
+    parts.append(f"rate {r.get('request_rate')}")
+    if r.get("max_concurrency"):
+        parts.append(f"concurrency {r['max_concurrency']}")
+    return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------- workload
+
+
+def _rate(value: Any) -> float | str | None:
+    if value is None or value == "trace":
+        return None
+    if isinstance(value, str):
+        if value.lower() in ("inf", "infinity"):
+            return "inf"
+        value = float(value)
+    return "inf" if math.isinf(float(value)) else float(value)
+
+
+def _mean_lengths(result: dict[str, Any]) -> tuple[float, float] | None:
+    """Mean input and output tokens of the completed requests, from the per-request lists or the totals."""
+    if result.get("input_lens") and result.get("output_lens"):
+        ins, outs = result["input_lens"], result["output_lens"]
+        return sum(ins) / len(ins), sum(outs) / len(outs)
+    done = result.get("completed")
+    if (
+        done
+        and result.get("total_input_tokens") is not None
+        and result.get("total_output_tokens") is not None
+    ):
+        return result["total_input_tokens"] / done, result["total_output_tokens"] / done
+    return None
+
+
+def workload_from_bench(
+    result: dict[str, Any], path: Path | None = None, run: int | None = None
+) -> dict[str, Any]:
+    """The scenario `workload` keys a measured run's settings determine; keys it cannot tell are left out.
+
+    - dataset: `random` runs keep their lengths and range ratio. With `path` and per-request lengths
+      (`--output-details`), the run itself is replayed as a trace (exact lengths; its `start_times`, where
+      present, as arrivals). Other datasets (sharegpt, ...) become `random` lengths with the run's mean input and
+      output (uniform on 1..2·mean−1, range ratio 0): the means and totals match, not the distribution's shape.
+    - num_prompts: `num_prompts` if written (vLLM), else the number of requests in the details, else `completed`.
+    - request_rate ('inf' for Infinity), max_concurrency (null: no limit), seed where written. Traffic "trace"
+      leaves the rate out.
+    """
+    result = normalize_keys(result)
+    out: dict[str, Any] = {}
+    name = str(result.get("dataset_name") or "")
+    details = bool(result.get("input_lens")) and bool(result.get("output_lens"))
+    if details and path is not None:
+        dataset: dict[str, Any] = {
+            "kind": "trace",
+            "path": str(path),
+            "use_timestamps": "start_times" in result,
+        }
+        if run is not None:
+            dataset["run"] = run
+        out["dataset"] = dataset
+    elif name.startswith("random") and result.get("random_input_len") and result.get("random_output_len"):
+        out["dataset"] = {
+            "kind": "random",
+            "input_len": int(result["random_input_len"]),
+            "output_len": int(result["random_output_len"]),
+            "range_ratio": float(result.get("random_range_ratio") or 0.0),
+        }
+    else:
+        means = _mean_lengths(result)
+        if means is not None:
+            mean_in, mean_out = means
+            out["dataset"] = {
+                "kind": "random",
+                "input_len": max(1, round(2 * mean_in - 1)),
+                "output_len": max(1, round(2 * mean_out - 1)),
+                "range_ratio": 0.0,
+            }
+    if result.get("num_prompts"):
+        out["num_prompts"] = int(result["num_prompts"])
+    elif details:
+        out["num_prompts"] = len(result["input_lens"])
+    elif result.get("completed"):
+        out["num_prompts"] = int(result["completed"]) + int(result.get("failed") or 0)
+    rate = _rate(result.get("request_rate"))
+    if rate is not None:
+        out["request_rate"] = rate
+    if "max_concurrency" in result:  # null means the run had no limit, which is a setting too
+        limit = result["max_concurrency"]
+        out["max_concurrency"] = int(limit) if limit else None
+    if result.get("seed") is not None:
+        out["seed"] = int(result["seed"])
+    return out
+
+
+def scenario_like(scenario: Scenario, measured: Path, run: int | None = None) -> Scenario:
+    """`simperf predict --like measured.json`: the scenario with its workload overridden by the measured run's
+    settings where the run gives them (other workload keys, e.g. ignore_eos or warmup, stay the scenario's)."""
+    result = read_bench_result(measured, run)
+    like = workload_from_bench(result, path=Path(measured).resolve(), run=run)
+    data = scenario.workload.model_dump(mode="json", exclude_unset=True)
+    if "dataset" in like:
+        data.pop("dataset", None)
+    data.update(like)
+    workload = WorkloadSpec.model_validate(data)
+    return scenario.model_copy(update={"workload": workload})
+
+
+# ---------------------------------------------------------------------------------------------------- compare
+
+COMPARED = (
+    "completed",
+    "duration",
+    "request_throughput",
+    "input_throughput",
+    "output_throughput",
+    "total_throughput",
+    "concurrency",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "p95_itl_ms",
+    "p99_itl_ms",
+    "mean_e2e_latency_ms",
+    "median_e2e_latency_ms",
+    "p99_e2e_latency_ms",
+    "accept_length",
+)
+_SETTINGS = ("request_rate", "max_concurrency", "random_input_len", "random_output_len", "random_range_ratio")
+
+
+def compare_results(predicted: dict[str, Any], measured: dict[str, Any]) -> list[dict[str, Any]]:
+    """Metric-by-metric deltas for the keys both results have: predicted − measured, absolute and in %."""
+    rows = []
+    for key in COMPARED:
+        p, m = predicted.get(key), measured.get(key)
+        if not isinstance(p, int | float) or not isinstance(m, int | float) or p is None or m is None:
+            continue
+        delta = float(p) - float(m)
+        rows.append(
+            {
+                "metric": key,
+                "measured": float(m),
+                "predicted": float(p),
+                "delta": delta,
+                "delta_pct": None if m == 0 else 100.0 * delta / abs(float(m)),
+            }
+        )
+    return rows
+
+
+def setting_differences(predicted: dict[str, Any], measured: dict[str, Any]) -> list[str]:
+    """Run settings both files state and that differ (a comparison of different runs is worth a warning)."""
+    out = []
+    for key in _SETTINGS:
+        p, m = predicted.get(key), measured.get(key)
+        if p is None or m is None:
+            continue
+        if _rate(p) != _rate(m) if key == "request_rate" else p != m:
+            out.append(f"{key}: predicted run {p}, measured run {m}")
+    return out
+
+
+def compare_command(
+    predicted: Annotated[Path, typer.Argument(help="simperf predict -o json output")],
+    measured: Annotated[
+        Path, typer.Argument(help="bench_serving --output-file JSONL, or its printed block in a text file")
+    ],
+    run: Annotated[int | None, typer.Option(help="which run of a JSONL file with several (0-based)")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+) -> int:
+    """Print metric-by-metric deltas between a simperf prediction and a measured bench_serving run."""
+    err = Console(stderr=True)
+    if output not in ("text", "json"):
+        err.print(f"[bold red]error:[/] --output: got {output!r}; allowed values: text, json")
+        raise typer.Exit(2)
+    try:
+        pred = read_bench_result(predicted)
+        meas = read_bench_result(measured, run)
+    except BenchImportError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        raise typer.Exit(2) from None
+    rows = compare_results(pred, meas)
+    warnings = setting_differences(pred, meas)
+    if output == "json":
+        sys.stdout.write(json.dumps({"metrics": rows, "setting_differences": warnings}, indent=2) + "\n")
+        return 0
+    console = Console()
+    table = Table("metric", "measured", "predicted", "Δ", "Δ %", title=f"{predicted} vs {measured}")
+    for r in rows:
+        pct = "-" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}%"
+        table.add_row(r["metric"], f"{r['measured']:.2f}", f"{r['predicted']:.2f}", f"{r['delta']:+.2f}", pct)
+    console.print(table)
+    for w in warnings:
+        console.print(f"warning: settings differ: {w}", highlight=False)
+    if not rows:
+        console.print("no metric appears in both files", highlight=False)
+    return 0

@@ -1,0 +1,143 @@
+"""The measured side: rows of a published-runs CSV and how each metric name maps onto a prediction.
+
+The CSV has one row per (configuration, metric): `id, source, date, gpu, n_gpu, engine, backend_flags, model, isl,
+osl, num_prompts, concurrency_or_rate, metric, value, unit, notes`. Metric names are the publisher's; each maps to
+a bench_serving result key (simperf writes the same keys), a unit, and optionally a division by the GPU count
+(per-GPU figures such as InferenceX's).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+_COLUMNS = ("id", "source", "gpu", "n_gpu", "backend_flags", "model", "metric", "value", "unit")
+
+
+@dataclass(frozen=True)
+class TruthRow:
+    id: str
+    source: str
+    gpu: str
+    n_gpu: int
+    config: str  # the row's backend_flags: the server's launch flags as the source gives them
+    model: str
+    metric: str
+    value: float
+    unit: str
+    notes: str
+
+    @property
+    def source_label(self) -> str:
+        return source_label(self.source)
+
+
+@dataclass(frozen=True)
+class MetricMap:
+    key: str  # bench_serving result key
+    unit: str  # the unit that key is in
+    per_gpu: bool = False  # the published figure is the key divided by the GPU count
+
+
+# Publisher metric name -> bench_serving key. Families follow bench_serving's {stat}_{family}_ms naming.
+METRICS: dict[str, MetricMap] = {
+    **{
+        f"{family}_{stat}": MetricMap(f"{stat}_{key}_ms", "ms")
+        for family, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2e_latency"))
+        for stat in ("mean", "median", "p90", "p95", "p99")
+    },
+    "output_throughput": MetricMap("output_throughput", "tok/s"),
+    "input_throughput": MetricMap("input_throughput", "tok/s"),
+    "total_throughput": MetricMap("total_throughput", "tok/s"),
+    "request_throughput": MetricMap("request_throughput", "req/s"),
+    "output_throughput_per_gpu": MetricMap("output_throughput", "tok/s/GPU", per_gpu=True),
+    "total_throughput_per_gpu": MetricMap("total_throughput", "tok/s/GPU", per_gpu=True),
+}
+
+# Units a published value may come in, as a factor to the mapped key's unit.
+_UNIT_FACTORS: dict[tuple[str, str], float] = {
+    ("ms", "ms"): 1.0,
+    ("s", "ms"): 1000.0,
+    ("us", "ms"): 1e-3,
+    ("tok/s", "tok/s"): 1.0,
+    ("req/s", "req/s"): 1.0,
+    ("tok/s/GPU", "tok/s/GPU"): 1.0,
+}
+
+
+class TruthError(ValueError):
+    """A truth file that cannot be read; the message names the file and line."""
+
+
+def read_truth(path: Path) -> list[TruthRow]:
+    """Every row of a published-runs CSV, in file order."""
+    path = Path(path)
+    if not path.is_file():
+        raise TruthError(f"{path}: no such truth file")
+    rows: list[TruthRow] = []
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in _COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise TruthError(f"{path}: missing column(s) {', '.join(missing)}")
+        for line, rec in enumerate(reader, start=2):
+            try:
+                value = float(rec["value"])
+                n_gpu = int(rec["n_gpu"] or 1)
+            except ValueError as e:
+                raise TruthError(f"{path}:{line}: {e}") from None
+            rows.append(
+                TruthRow(
+                    id=rec["id"].strip(),
+                    source=rec["source"].strip(),
+                    gpu=rec["gpu"].strip(),
+                    n_gpu=n_gpu,
+                    config=rec["backend_flags"].strip(),
+                    model=rec["model"].strip(),
+                    metric=rec["metric"].strip(),
+                    value=value,
+                    unit=rec["unit"].strip(),
+                    notes=(rec.get("notes") or "").strip(),
+                )
+            )
+    ids = [r.id for r in rows]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise TruthError(f"{path}: duplicate row id(s) {', '.join(dupes)}")
+    return rows
+
+
+def unit_factor(row: TruthRow) -> float | None:
+    """Factor taking the published value to the mapped key's unit; None if the metric or unit is not understood."""
+    mapping = METRICS.get(row.metric)
+    if mapping is None:
+        return None
+    return _UNIT_FACTORS.get((row.unit, mapping.unit))
+
+
+def measured_in_key_units(row: TruthRow) -> float:
+    factor = unit_factor(row)
+    if factor is None:
+        raise TruthError(f"{row.id}: metric {row.metric!r} in {row.unit!r} is not understood")
+    return row.value * factor
+
+
+def predicted_value(row: TruthRow, result: dict, num_gpus: int) -> float | None:
+    """The prediction of this row's metric from a bench_serving-style result; None if the key is absent."""
+    mapping = METRICS[row.metric]
+    value = result.get(mapping.key)
+    if value is None:
+        return None
+    return float(value) / num_gpus if mapping.per_gpu else float(value)
+
+
+def source_label(source: str) -> str:
+    """A short name for a source: its repository, plus the document it cites when that is a path."""
+    words = source.replace("'", " ").split()
+    if not words:
+        return "?"
+    label = words[0]
+    if len(words) > 1 and "/" in words[1]:
+        label += " " + "/".join(words[1].split("/")[-2:])
+    return label

@@ -1,0 +1,179 @@
+"""`simperf accuracy`: index handling, every truth row placed (predicted, flagged or not predicted with a reason),
+an end-to-end run on one small scenario, the FlashMLA kernel rows and the shipped published scenarios."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simperf.accuracy.kernels import flashmla_available, gpu_key, parse_shape
+from simperf.accuracy.run import IndexError_, load_index, markdown, report_json, run_accuracy
+from simperf.accuracy.truth import read_truth
+from simperf.perfdb.db import shipped_calibration_dir
+from simperf.scenario.load import load_scenario
+
+REPO = Path(__file__).resolve().parents[1]
+PUBLISHED = REPO / "scenarios" / "published"
+TRUTH = Path(__file__).resolve().parents[2] / "shared" / "data" / "published-runs.csv"
+
+HEADER = "id,source,date,gpu,n_gpu,engine,backend_flags,model,isl,osl,num_prompts,concurrency_or_rate,metric,value,unit,notes\n"
+QWEN = "src/a docs/q/h100.md,d,H100 SXM,1,SGLang,default,Qwen3-8B,64,16,12,max_concurrency=4"
+
+SCENARIO = {
+    "name": "tiny-qwen",
+    "model": {"name": "qwen3-8b"},
+    "hardware": {"gpu": "h100", "count": 1},
+    "serving": {"tp": 1},
+    "workload": {
+        "dataset": {"kind": "fixed", "input_len": 64, "output_len": 16},
+        "num_prompts": 12,
+        "max_concurrency": 4,
+    },
+}
+
+
+def make_dir(tmp_path: Path, index: dict) -> tuple[Path, Path]:
+    directory = tmp_path / "published"
+    directory.mkdir()
+    (directory / "tiny.yaml").write_text(yaml.safe_dump(SCENARIO))
+    (directory / "index.yaml").write_text(yaml.safe_dump(index))
+    truth = tmp_path / "truth.csv"
+    truth.write_text(
+        HEADER
+        + f"T1,{QWEN},ttft_mean,30,ms,\n"
+        + f"T2,{QWEN},tpot_mean,7,ms,\n"
+        + f"T3,{QWEN},output_throughput,500,tok/s,\n"
+        + f"T4,{QWEN},goodput,2,req/s,\n"
+        + "T5,src/b,d,H200,8,SGLang,--tp 8,R1,1,1,1,c=1,tpot_mean,10,ms,\n"
+        + "T6,src/b,d,H200,8,SGLang,--tp 8,R1,1,1,1,c=1,tpot_mean,10,ms,\n"
+        + f"T7,{QWEN},tpot_median,7,ms,\n".replace("H100 SXM,1", "H200,1")
+    )
+    return directory, truth
+
+
+def test_every_row_is_predicted_or_listed_with_a_reason(tmp_path):
+    directory, truth = make_dir(
+        tmp_path,
+        {
+            "scenarios": {"tiny.yaml": ["T1", "T2", "T3", "T4", "T7"]},
+            "flagged": {"T3": "assumed something"},
+            "unpredictable": {"T5": "torch.compile is not modelled"},
+        },
+    )
+    report = run_accuracy(directory, truth)
+    predicted = {r.row.id: r for r in report.rows}
+    reasons = {u.row.id: u.reason for u in report.unpredicted}
+    assert set(predicted) == {"T1", "T2", "T3"}
+    assert set(predicted) | set(reasons) == {f"T{i}" for i in range(1, 8)}
+    assert reasons["T5"] == "torch.compile is not modelled"
+    assert "no scenario" in reasons["T6"]
+    assert "not mapped" in reasons["T4"]
+    assert "h100" in reasons["T7"] and "H200" in reasons["T7"]  # the scenario's GPU is not the row's
+    # predictions are the pipeline's numbers, errors relative to the measurement
+    t2 = predicted["T2"]
+    assert t2.config == "tiny-qwen" and t2.measured == 7.0
+    assert t2.ape == pytest.approx(abs(t2.predicted - 7.0) / 7.0)
+    assert 0.0 < t2.measured_share <= 1.0
+    assert predicted["T3"].flag == "assumed something"
+    # flagged rows are summarised apart
+    assert {s.group for s in report.by_metric()} == {"ttft_mean", "tpot_mean"}
+    assert {("tiny-qwen", "decode"), ("tiny-qwen", "prefill")} <= set(report.composition)
+    data = json.loads(report_json(report))
+    assert {r["id"] for r in data["rows"]} == {"T1", "T2", "T3"}
+    assert {r["id"] for r in data["not_predicted"]} == {"T4", "T5", "T6", "T7"}
+    text = markdown(report)
+    assert "| T5 | tpot_mean | torch.compile is not modelled |" in text
+
+
+def test_a_failing_scenario_is_reported_per_row(tmp_path):
+    directory, truth = make_dir(tmp_path, {"scenarios": {"tiny.yaml": ["T1"], "broken.yaml": ["T2"]}})
+    (directory / "broken.yaml").write_text(
+        "name: broken\nmodel: {name: no-such-model}\nhardware: {gpu: h100}\n"
+    )
+    report = run_accuracy(directory, truth)
+    reasons = {u.row.id: u.reason for u in report.unpredicted}
+    assert reasons["T2"].startswith("broken.yaml: prediction failed")
+
+
+def test_inconsistent_index_is_an_error(tmp_path):
+    directory, _ = make_dir(tmp_path, {"scenarios": {"tiny.yaml": ["T1"], "absent.yaml": ["T2"]}})
+    with pytest.raises(IndexError_, match="absent.yaml: no such scenario file"):
+        load_index(directory)
+    (directory / "index.yaml").write_text(
+        yaml.safe_dump({"scenarios": {"tiny.yaml": ["T1"]}, "unpredictable": {"T1": "x"}})
+    )
+    with pytest.raises(IndexError_, match="T1 is listed unpredictable"):
+        load_index(directory)
+
+
+def test_kernel_shapes_parse_from_the_flashmla_rows():
+    from simperf.accuracy.truth import TruthRow
+
+    row = TruthRow(
+        "B",
+        "deepseek-ai/FlashMLA",
+        "H100 SXM (Modal)",
+        1,
+        "BF16 KV, page 64, causal",
+        "b=128 s_q=2 mean_sk=4096 h_q=32 h_kv=1 d=576 dv=512 varlen=True",
+        "kernel_time",
+        223.0,
+        "us",
+        "",
+    )
+    shape = parse_shape(row)
+    assert (shape.batch, shape.q_len, shape.kv_len, shape.num_heads) == (128, 2, 4096, 32)
+    assert shape.kv_dtype == "bf16" and shape.page_size == 64 and shape.varlen
+    assert gpu_key("H100 SXM (Modal)") == "h100" and gpu_key("MI300X") is None
+
+
+needs_truth = pytest.mark.skipif(not TRUTH.is_file(), reason="../shared/data/published-runs.csv not present")
+
+
+@needs_truth
+def test_published_index_places_every_truth_row_once_and_scenarios_validate():
+    index = load_index(PUBLISHED)
+    ids = {r.id for r in read_truth(TRUTH)}
+    placed = (
+        [i for rows in index.scenarios.values() for i in rows] + index.kernels + list(index.unpredictable)
+    )
+    assert sorted(placed) == sorted(ids)
+    for name in index.scenarios:
+        scenario = load_scenario(PUBLISHED / name)
+        assert (
+            scenario.name == Path(name).stem
+        )  # a scenario's name is its file's, so reports can be traced back
+
+
+@needs_truth
+@pytest.mark.skipif(
+    not flashmla_available(shipped_calibration_dir("h100")), reason="no FlashMLA rows in calibration/h100"
+)
+def test_flashmla_kernel_rows_are_checked_against_the_h100_tables(tmp_path):
+    directory = tmp_path / "kernels"
+    directory.mkdir()
+    index = load_index(PUBLISHED)
+    (directory / "index.yaml").write_text(yaml.safe_dump({"kernels": index.kernels, "flagged": {}}))
+    report = run_accuracy(directory, TRUTH)
+    kernel_rows = {r.row.id: r for r in report.rows}
+    assert set(kernel_rows) == set(index.kernels)
+    for r in kernel_rows.values():
+        assert r.predicted > 0 and r.detail
+        if r.flag is None:  # calibrated shapes: the measured tables answer
+            assert r.measured_share == 1.0
+
+
+def test_update_doc_rewrites_only_the_generated_block(tmp_path):
+    from simperf.accuracy.run import DOC_BEGIN, DOC_END, generated_block, replace_generated_block
+
+    doc = tmp_path / "a.md"
+    doc.write_text(f"# head\n{DOC_BEGIN}\nold\n{DOC_END}\ntail\n")
+    replace_generated_block(doc, "| new |\n")
+    assert doc.read_text().startswith("# head\n") and doc.read_text().endswith(f"{DOC_END}\ntail\n")
+    assert generated_block(doc) == "| new |\n"
+    (tmp_path / "b.md").write_text("no markers\n")
+    with pytest.raises(ValueError, match="needs exactly one"):
+        replace_generated_block(tmp_path / "b.md", "x")
