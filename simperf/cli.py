@@ -194,6 +194,17 @@ def perfdb_check(
         table.add_row(*[f"{v:.2%}" if isinstance(v, float) else str(v) for v in row])
     Console().print(table)
 
+    from simperf.costmodel.ragged import ragged_errors, ragged_summary
+    from simperf.perfdb.check import resolve_gpu
+
+    ragged = ragged_errors(directory, resolve_gpu(directory))
+    if ragged.height:
+        summary = ragged_summary(ragged)
+        table = Table(*summary.columns, title="ragged decode batches: mean-KV model vs split-KV work model")
+        for row in summary.iter_rows():
+            table.add_row(*[f"{v:.2%}" if isinstance(v, float) else str(v) for v in row])
+        Console().print(table)
+
 
 def _register_perfdb_diff() -> None:
     from simperf.perfdb.diff import diff_command
