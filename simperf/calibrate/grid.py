@@ -14,6 +14,7 @@ measured ones.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import math
 import random
@@ -220,6 +221,19 @@ def within_caps(point: Point, caps: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------- per-family generators
 
 
+# MLA's latent KV: one head of 576 (512 latent + 64 rope) read, 512 written
+MLA_DIMS = {"num_kv_heads": 1, "head_dim": 576, "head_dim_v": 512}
+
+
+def _product(op: str, backend: str, fixed: dict[str, Any], **axes: Iterable[Any]) -> list[Point]:
+    """One point per combination of the axes' values (in order), with the fixed columns."""
+    names = list(axes)
+    return [
+        make_point(op, backend, **fixed, **dict(zip(names, values, strict=True)))
+        for values in itertools.product(*axes.values())
+    ]
+
+
 def _mla_decode(cfg: dict[str, Any]) -> list[Point]:
     pts: list[Point] = []
     for backend in cfg["backends"]:
@@ -233,25 +247,12 @@ def _mla_decode(cfg: dict[str, Any]) -> list[Point]:
             for page in cfg["extra_page_sizes"]:
                 combos += [("bf16", page, h, 1) for h in cfg["extra_page_heads"]]
         for kv_dtype, page, heads, q_len in combos:
-            for batch in cfg["batch"]:
-                for kv_len in cfg["kv_len"]:
-                    pts.append(
-                        make_point(
-                            "attn_mla_decode",
-                            backend,
-                            kv_dtype=kv_dtype,
-                            dtype="bf16",
-                            page_size=page,
-                            num_heads=heads,
-                            num_kv_heads=1,
-                            head_dim=576,
-                            head_dim_v=512,
-                            q_len=q_len,
-                            batch=batch,
-                            kv_len=max(kv_len, q_len),
-                        )
-                    )
-    return pts
+            fixed = dict(
+                kv_dtype=kv_dtype, dtype="bf16", page_size=page, num_heads=heads, q_len=q_len, **MLA_DIMS
+            )
+            pts += _product("attn_mla_decode", backend, fixed, batch=cfg["batch"], kv_len=cfg["kv_len"])
+    # a verify step's q_len new tokens are part of its KV
+    return [p if p["kv_len"] >= p["q_len"] else {**p, "kv_len": p["q_len"]} for p in pts]
 
 
 def _mla_extend(cfg: dict[str, Any]) -> list[Point]:
@@ -326,76 +327,41 @@ def _gqa_decode(cfg: dict[str, Any]) -> list[Point]:
               for h in heads]  # fmt: skip
     combos += [("bf16", 64, tuple(h)) for h in cfg["page64_heads"]]
     for backend in cfg["backends"]:
-        for kv_dtype, page, (heads, kv_heads) in combos:
-            for batch in cfg["batch"]:
-                for kv_len in cfg["kv_len"]:
-                    pts.append(
-                        make_point(
-                            "attn_gqa_decode",
-                            backend,
-                            dtype="bf16",
-                            kv_dtype=kv_dtype,
-                            page_size=page,
-                            num_heads=heads,
-                            num_kv_heads=kv_heads,
-                            head_dim=128,
-                            head_dim_v=128,
-                            q_len=1,
-                            batch=batch,
-                            kv_len=kv_len,
-                        )
-                    )
+        for kv_dtype, page, (q_heads, kv_heads) in combos:
+            fixed = dict(
+                dtype="bf16", kv_dtype=kv_dtype, page_size=page, num_heads=q_heads, num_kv_heads=kv_heads,
+                head_dim=128, head_dim_v=128, q_len=1,
+            )  # fmt: skip
+            pts += _product("attn_gqa_decode", backend, fixed, batch=cfg["batch"], kv_len=cfg["kv_len"])
     return pts
 
 
 def _nsa_decode(cfg: dict[str, Any]) -> list[Point]:
-    pts: list[Point] = []
-    for backend in cfg["backends"]:
-        for heads in cfg["num_heads"]:
-            for batch in cfg["batch"]:
-                for kv_len in cfg["kv_len"]:
-                    pts.append(
-                        make_point(
-                            "attn_nsa_decode",
-                            backend,
-                            dtype="bf16",
-                            kv_dtype="fp8",
-                            page_size=64,
-                            num_heads=heads,
-                            num_kv_heads=1,
-                            head_dim=576,
-                            head_dim_v=512,
-                            topk=shapes.DSV3_INDEX_TOPK,
-                            q_len=1,
-                            batch=batch,
-                            kv_len=kv_len,
-                        )
-                    )
-    return pts
+    fixed = dict(dtype="bf16", kv_dtype="fp8", page_size=64, topk=shapes.DSV3_INDEX_TOPK, q_len=1, **MLA_DIMS)
+    return [
+        point
+        for backend in cfg["backends"]
+        for heads in cfg["num_heads"]
+        for point in _product(
+            "attn_nsa_decode",
+            backend,
+            {**fixed, "num_heads": heads},
+            batch=cfg["batch"],
+            kv_len=cfg["kv_len"],
+        )
+    ]
 
 
 def _nsa_prefill(cfg: dict[str, Any]) -> list[Point]:
-    pts: list[Point] = []
-    for backend in cfg["backends"]:
-        for heads in cfg["num_heads"]:
-            for m in cfg["m"]:
-                for kv_len in cfg["kv_len"]:
-                    pts.append(
-                        make_point(
-                            "attn_nsa_prefill",
-                            backend,
-                            dtype="bf16",
-                            kv_dtype="bf16",
-                            num_heads=heads,
-                            num_kv_heads=1,
-                            head_dim=576,
-                            head_dim_v=512,
-                            topk=shapes.DSV3_INDEX_TOPK,
-                            m=m,
-                            kv_len=kv_len,
-                        )
-                    )
-    return pts
+    fixed = dict(dtype="bf16", kv_dtype="bf16", topk=shapes.DSV3_INDEX_TOPK, **MLA_DIMS)
+    return [
+        point
+        for backend in cfg["backends"]
+        for heads in cfg["num_heads"]
+        for point in _product(
+            "attn_nsa_prefill", backend, {**fixed, "num_heads": heads}, m=cfg["m"], kv_len=cfg["kv_len"]
+        )
+    ]
 
 
 def _nsa_indexer(cfg: dict[str, Any]) -> list[Point]:
@@ -423,24 +389,12 @@ def _sm100(cfg: dict[str, Any]) -> list[Point]:
         for kv_dtype in cfg["kv_dtype"]:
             for page in cfg["page_size"]:
                 for heads in cfg["num_heads"]:
-                    for batch in cfg["batch"]:
-                        for kv_len in cfg["kv_len"]:
-                            pts.append(
-                                make_point(
-                                    "attn_mla_decode",
-                                    backend,
-                                    dtype="bf16",
-                                    kv_dtype=kv_dtype,
-                                    page_size=page,
-                                    num_heads=heads,
-                                    num_kv_heads=1,
-                                    head_dim=576,
-                                    head_dim_v=512,
-                                    q_len=1,
-                                    batch=batch,
-                                    kv_len=kv_len,
-                                )
-                            )
+                    fixed = dict(
+                        dtype="bf16", kv_dtype=kv_dtype, page_size=page, num_heads=heads, q_len=1, **MLA_DIMS
+                    )
+                    pts += _product(
+                        "attn_mla_decode", backend, fixed, batch=cfg["batch"], kv_len=cfg["kv_len"]
+                    )
     for batch in cfg["batch"]:
         for kv_len in cfg["kv_len"]:
             pts.append(
