@@ -18,22 +18,30 @@ class Arrivals:
     sender_done_s: float  # when the generator finishes: after the trailing gap that follows the last request
 
 
+def _all_at_once(num: int, rate: float) -> bool:
+    """Validate (num, rate); True when every request is sent at time 0 (rate inf, or nothing to send)."""
+    if num < 0:
+        raise ValueError(f"num must be >= 0, got {num}")
+    if rate <= 0 or np.isnan(rate):
+        raise ValueError(f"rate must be positive or inf, got {rate}")
+    return bool(np.isinf(rate) or num == 0)
+
+
+def _from_gaps(gaps: np.ndarray) -> Arrivals:
+    """Request 0 at 0, each next one a gap later; the sender's last sleep ends at the sum of all gaps."""
+    ends = np.cumsum(gaps)
+    return Arrivals(np.concatenate(([0.0], ends[:-1])), float(ends[-1]))
+
+
 def poisson_arrivals(rng: np.random.RandomState, num: int, rate: float) -> Arrivals:
     """n send times with Exp(1/rate) gaps, drawing from `rng` exactly as bench_serving's loop does.
 
     One vectorised `exponential(scale, size=n)` call consumes the legacy RandomState stream exactly as n scalar
     calls do, so the gaps equal bench_serving's for the same generator state.
     """
-    if num < 0:
-        raise ValueError(f"num must be >= 0, got {num}")
-    if rate <= 0 or np.isnan(rate):
-        raise ValueError(f"rate must be positive or inf, got {rate}")
-    if np.isinf(rate) or num == 0:
+    if _all_at_once(num, rate):
         return Arrivals(np.zeros(num, dtype=np.float64), 0.0)
-    gaps = rng.exponential(1.0 / rate, size=num)
-    ends = np.cumsum(gaps)
-    send = np.concatenate(([0.0], ends[:-1]))
-    return Arrivals(send, float(ends[-1]))
+    return _from_gaps(rng.exponential(1.0 / rate, size=num))
 
 
 def gamma_arrivals(rng: np.random.RandomState, num: int, rate: float, burstiness: float) -> Arrivals:
@@ -44,15 +52,9 @@ def gamma_arrivals(rng: np.random.RandomState, num: int, rate: float, burstiness
     """
     if burstiness <= 0 or not np.isfinite(burstiness):
         raise ValueError(f"burstiness must be a positive number, got {burstiness}")
-    if num < 0:
-        raise ValueError(f"num must be >= 0, got {num}")
-    if rate <= 0 or np.isnan(rate):
-        raise ValueError(f"rate must be positive or inf, got {rate}")
-    if np.isinf(rate) or num == 0:
+    if _all_at_once(num, rate):
         return Arrivals(np.zeros(num, dtype=np.float64), 0.0)
-    gaps = rng.gamma(burstiness, 1.0 / (rate * burstiness), size=num)
-    ends = np.cumsum(gaps)
-    return Arrivals(np.concatenate(([0.0], ends[:-1])), float(ends[-1]))
+    return _from_gaps(rng.gamma(burstiness, 1.0 / (rate * burstiness), size=num))
 
 
 def client_arrivals(
