@@ -43,7 +43,9 @@ def test_hit_never_covers_the_last_prompt_token():
 
 def test_hit_is_page_aligned():
     cost = LinearCost()
-    _, rec, _ = run([32, 32], [2, 2], [0.0, 1.0], [[1, 2], [1, 2]], serving=make_serving(page_size=8), cost=cost)
+    _, rec, _ = run(
+        [32, 32], [2, 2], [0.0, 1.0], [[1, 2], [1, 2]], serving=make_serving(page_size=8), cost=cost
+    )
     assert list(rec.cached_tokens) == [0, 24]
 
 
