@@ -171,7 +171,7 @@ def calibrate(ctx: typer.Context) -> None:
         importer = typer.Typer(add_completion=False)
         importer.command()(import_command)
         raise typer.Exit(importer(args[1:], standalone_mode=False) or 0)
-    from simperf.calibrate.__main__ import main as calibrate_main
+    from simperf.calibrate.cli import main as calibrate_main
 
     raise typer.Exit(calibrate_main(args))
 

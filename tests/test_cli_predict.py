@@ -98,3 +98,10 @@ def test_predict_path_never_imports_torch(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_calibrate_subcommand_passes_its_arguments_through(tmp_path):
+    result = runner.invoke(
+        app, ["calibrate", "--dry-run", "--ops", "gemm", "--gpu", "h200", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
