@@ -221,3 +221,15 @@ def test_deepseek_v32_and_dense_moe_models_cost_end_to_end(empty_db):
     )
     qwen = SGLangStepCost(load_arch("qwen3-30b-a3b"), serving(tp=2, weight="bf16"), empty_db, Overheads())
     assert qwen.decode_steps(4, 4, np.array([4000.0]), 1000, True).sum() > 0
+
+
+@settings(max_examples=20, deadline=None)
+@given(tokens=st.integers(1, 16384))
+def test_tabulated_single_request_prefill_equals_the_general_path(llama, tokens):
+    fast = llama._single_fresh_prefill(np.array([tokens]), np.array([0]), None, None, None)
+    assert fast is not None
+    general = SGLangStepCost(llama.arch, llama.serving, llama.db, llama.overheads)
+    general._single_fresh_prefill = lambda *args, **kwargs: None
+    np.testing.assert_allclose(
+        fast, general._extend_cost(np.array([tokens]), np.array([0]), None), rtol=1e-12
+    )

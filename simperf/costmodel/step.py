@@ -422,6 +422,9 @@ class SGLangStepCost:
         gathered: int | None = None,
         gathered_logits: int | None = None,
     ) -> np.ndarray:
+        fast = self._single_fresh_prefill(ext, pre, dec, gathered, gathered_logits)
+        if fast is not None:
+            return fast
         plan = plan_extend(self.arch, self.settings, ext, pre, dec)
         rows_cost, row_kernels = self._rows_cost(
             plan.method, plan.num_tokens, plan.num_logit_rows, gathered, gathered_logits
@@ -449,6 +452,54 @@ class SGLangStepCost:
         overhead = step_overhead(self.overheads, self._extend_graph(plan.num_tokens), kernels)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
+
+    def _single_fresh_prefill(self, ext, pre, dec, gathered, gathered_logits) -> np.ndarray | None:
+        """The commonest extend — one request, nothing cached, nothing riding along — from a table over its
+        length. Its attention ops' axes are affine in the length (GQA, and DeepSeek's MHA path, which a request
+        without prefix always takes), so `RowCostTable` tabulates them exactly like the row ops. Other cases
+        (prefixes, several requests, DSA models whose path depends on the length, speculative, DP) take the
+        general path."""
+        if (
+            len(ext) != 1
+            or pre[0] != 0
+            or (dec is not None and dec.size)
+            or gathered is not None
+            or self.serving.speculative is not None
+            or self.serving.layout.dp_attention != 1
+            or self.arch.family == "nsa_moe"
+            or self.settings.prefill_graph_max_tokens
+        ):
+            return None
+        method = "gqa" if self.arch.family in ("dense", "gqa_moe") else "mha"
+        tokens = int(ext[0])
+        table = self._fresh_attention_table(method)
+        if tokens > table.t_max or self._kv_conversion_needed():
+            return None
+        rows_cost, row_kernels = self._rows_cost(method, tokens, 1, None, None)
+        out = rows_cost + table.cost(tokens, 1)
+        kernels = row_kernels + table.kernels + uncosted_kernels_per_step(self.arch)
+        overhead = step_overhead(self.overheads, False, kernels)
+        out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
+        return out
+
+    def _kv_conversion_needed(self) -> bool:
+        s = self.serving
+        return kv_layout(self.arch, s.decode_backend, s.kv_dtype) != kv_layout(
+            self.arch, s.prefill_backend, s.kv_dtype
+        )
+
+    def _fresh_attention_table(self, method: str) -> RowCostTable:
+        table = self._row_tables.get((method, "fresh-attention", self.arch.name))
+        if table is None:
+
+            def make(tokens: int, _rows: int) -> list[OpCall]:
+                plan = plan_extend(self.arch, self.settings, np.array([tokens]), np.array([0]))
+                return attention_ops(self.arch, self.settings, plan.groups, plan.method, "extend", False)
+
+            t_max = self._row_table(method, "local").t_max
+            table = RowCostTable(make, lambda op: self._resolve(op)[1], t_max, 1)
+            self._row_tables[(method, "fresh-attention", self.arch.name)] = table
+        return table
 
     def _breakdown_row(self, op: OpCall) -> BreakdownRow:
         key, curve = self._resolve(op)
