@@ -121,6 +121,7 @@ class SGLangStepCost:
         self._decode: dict[tuple[int, int, bool], tuple[np.ndarray, list[_DecodeAttention]]] = {}
         self._row_tables: dict[tuple[str, str], RowCostTable] = {}
         self._step_index = np.arange(4096)
+        self._base_totals: dict[int, float] = {}  # base row-cost vector (by identity) -> its sum
         self._extend = _LRU(extend_cache_size)
 
     # ---- the StepCostModel protocol ----------------------------------------------------------------------------
@@ -178,15 +179,24 @@ class SGLangStepCost:
     ) -> tuple[np.ndarray, Callable[[int], np.ndarray]]:
         """decode_steps for the simulator's hot loop: per-step totals (µs), and a function giving the per-source
         sum over the first n steps — the same numbers as decode_steps without building the (k, sources) matrix."""
-        base, attention, eager = self._decode_entry(bs, padded_bs, graph)
-        kv_mean = self._attention_kv_mean(kv_total, bs, padded_bs, graph)
-        totals = np.full(kv_mean.shape, float(base.sum()))
+        entry = self._decode.get((bs, padded_bs, graph)) or self._decode_entry(bs, padded_bs, graph)
+        base, attention, eager = entry
+        if graph and padded_bs > bs:
+            kv_mean = (kv_total + (padded_bs - bs)) / padded_bs
+        else:
+            kv_mean = kv_total / bs
+        base_total = self._base_totals.get(id(base))
+        if base_total is None:
+            base_total = self._base_totals[id(base)] = float(base.sum())
+        totals = None
         parts = []
         for a in attention:
             us, src = a.along_kv.values(kv_mean + a.kv_offset if a.kv_offset else kv_mean)
             us = us * a.count
-            totals += us
+            totals = us + base_total if totals is None else totals + us
             parts.append((us, src))
+        if totals is None:
+            totals = np.full(kv_mean.shape, base_total)
         excess = None
         if eager is not None:
             excess = eager.excess_us(totals)

@@ -431,10 +431,12 @@ class Simulator:
 
         # commit k_done iterations on every decoding rank; the last one stays pending (overlap loop)
         batch = self._new_batch()
-        emitted = np.asarray(emits[: k_done - 1]) if overlap else np.asarray(emits)
+        emitted = emits[: k_done - 1] if overlap else emits
+        n_emitted = len(emitted)
         for rank in ranks:
             t0, finished = rank.advance_decode(k_done)
-            rank.timeline_emit[t0 : t0 + len(emitted)] = emitted
+            if n_emitted:
+                rank.timeline_emit[t0 : t0 + n_emitted] = emitted
             batch.timeline.append((rank.rank_id, t0 + k_done - 1))
             if finished:
                 batch.finished.extend((rank.rank_id, r) for r in finished)
@@ -457,7 +459,8 @@ class Simulator:
         else:
             c = self._process(batch, gpu_free)
             next_ready = self.client.next_ready_time()
-        self._observe()
+        if self._kv_observer is not None:
+            self._kv_observer(self.ranks)
         return c, k_done, next_ready
 
     def _decode_costs(self, ranks: list[RankState], padded_bs: int, graph: bool, k: int) -> np.ndarray:
