@@ -188,13 +188,26 @@ class Simulator:
     # ------------------------------------------------------------------ the loop
     def _server(self):
         env = self.env
+        client = self.client
+        single = self.ranks[0] if len(self.ranks) == 1 else None
         while self.done < self.n:
             now = env.now
-            self._ingest(now)
-            plans = [rank.form_extend(self._reject) for rank in self.ranks]
-            if any(p is not None for p in plans):
+            if client.next_ready_time() <= now:
+                self._ingest(now)
+            if single is not None:
+                # one rank: skip building per-rank lists (this loop runs once per iteration or decode run)
+                plan = (
+                    single.form_extend(self._reject) if single.waiting or single.chunked is not None else None
+                )
+                plans = [plan]
+                extend, decoding = plan is not None, bool(single.running)
+            else:
+                plans = [rank.form_extend(self._reject) for rank in self.ranks]
+                extend = any(p is not None for p in plans)
+                decoding = any(rank.running for rank in self.ranks)
+            if extend:
                 cpu_next = self._extend_iteration(plans)
-            elif any(rank.running for rank in self.ranks):
+            elif decoding:
                 cpu_next = self._decode_run()
             elif self.pending is not None:
                 cpu_next = self._process(self.pending, max(now, self.pending.gpu_end_s))
