@@ -293,3 +293,60 @@ def test_dp_extend_gathers_all_ranks_rows_for_the_mlp():
     # and the MLP sees both ranks' rows, each padded to a multiple of the attention TP size (2)
     simulate([10, 100], [50, 5], arrivals=[0.0, 0.02], serving=serving, cost=Spy())
     assert ([100], 102, 2) in gathered and ([1], 102, 2) in gathered
+
+
+feature_cases = st.integers(min_value=1, max_value=20).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(1, 300), min_size=n, max_size=n),
+        st.lists(st.integers(1, 50), min_size=n, max_size=n),
+        st.lists(st.floats(0, 0.03), min_size=n, max_size=n),
+        st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=4), min_size=n, max_size=n),
+        st.sampled_from([1, 2]),  # DP attention ranks
+        st.booleans(),  # speculative decoding
+        st.booleans(),  # prefix cache
+        st.sampled_from([1, 16]),
+        st.integers(600, 4000),
+    )
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(feature_cases)
+def test_invariants_hold_with_dp_ranks_speculation_and_prefix_cache(case):
+    from simperf.scenario.resolved import ParallelLayout, SpecSettings
+
+    inputs, outputs, gaps, hashes, dp, spec, cache, page, pool = case
+    arrivals = np.cumsum(gaps) - gaps[0]
+    serving = make_serving(
+        layout=ParallelLayout(dp, dp, 1),
+        page_size=page,
+        max_total_tokens=pool,
+        chunked_prefill_size=128,
+        max_running_requests=8,
+        speculative=SpecSettings("mtp", 3, 1, 4, 2.4, 1.8, 3.0) if spec else None,
+        cuda_graph_bs=(1, 2, 3, 4, 6, 8) if spec else (1, 2, 4, 8),
+        cuda_graph_max_bs=8,
+    )
+    in_pool = []
+    observer = lambda ranks: in_pool.append(  # noqa: E731
+        all(0 <= r.used + (r.cache.cached_tokens if r.cache else 0) <= r.capacity for r in ranks)
+    )
+    sim = Simulator(serving, LinearCost(), Overheads(), kv_observer=observer)
+    # block ids: a request's prompt is named by its own blocks after a few shared ones (16 tokens each)
+    block_ids = [np.asarray(h + [100 + i]) for i, h in enumerate(hashes)] if cache else None
+    rec, stats = sim.run(
+        np.asarray(inputs),
+        np.asarray(outputs),
+        arrivals,
+        block_hashes=block_ids,
+        block_tokens=16 if cache else None,
+    )
+    assert all(in_pool)
+    assert len(rec) + len(stats.rejected) == len(inputs)
+    counts = np.add.reduceat(rec.chunk_num_tokens, rec.chunk_offsets[:-1]) if len(rec) else np.zeros(0)
+    assert np.array_equal(counts, rec.output_len)
+    for i in range(len(rec)):
+        times = token_times(rec, i)
+        assert times[0] > rec.send_s[i] and np.all(np.diff(times) > 0)
+    assert all(r.used == 0 for r in sim.ranks)
+    assert set(rec.dp_rank.tolist()) <= set(range(dp))
