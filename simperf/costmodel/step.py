@@ -206,7 +206,7 @@ class SGLangStepCost:
             out = base * n
             for us, src in parts:
                 if isinstance(src, int):
-                    out[src] += us[:n].sum()
+                    out[src] += sum(us[:n].tolist())  # a few values: cheaper than a numpy reduction
                 else:
                     out += np.bincount(src[:n], weights=us[:n], minlength=NUM_SOURCES)
             if excess is not None:

@@ -303,7 +303,7 @@ class Simulator:
                 -(-(int(e.sum()) + (0 if d is None else len(d))) // a) * a for _, _, e, _, d in work
             )
             gathered_logits = sum(len(e) + (0 if d is None else len(d)) for _, _, e, _, d in work)
-        step = None
+        step, step_us = None, 0.0
         for rank, plan, ext, pre, decode_kv in work:
             if self.prebuilt and plan is not None:
                 rank_cost = np.zeros(len(SOURCES))
@@ -317,14 +317,16 @@ class Simulator:
                 token_reqs, finished = rank.commit_extend(plan, batch.key)
                 batch.token_reqs.extend(token_reqs)
                 batch.finished.extend((rank.rank_id, r) for r in finished)
-                self.stats.extend_tokens += int(ext.sum()) if rank is self.ranks[0] else 0
+                if rank is self.ranks[0]:
+                    self.stats.extend_tokens += sum(plan.extend_lens)
             else:
                 self._decode_one(rank, batch)
-            if step is None or rank_cost.sum() > step.sum():
-                step = rank_cost
+            rank_us = float(rank_cost.sum())
+            if step is None or rank_us > step_us:
+                step, step_us = rank_cost, rank_us
         self.stats.extend_iterations += 1
         self.stats.time_by_source_us += step
-        cpu_next = self._launch(batch, float(step.sum()))
+        cpu_next = self._launch(batch, step_us)
         self._observe()
         return cpu_next
 
