@@ -27,6 +27,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simperf.jsonl import json_object_lines
 from simperf.scenario.models import Scenario, WorkloadSpec
 
 
@@ -138,17 +139,9 @@ def parse_json_runs(text: str, source: str = "<json>") -> list[dict[str, Any]]:
         return [whole]
     if isinstance(whole, list) and all(isinstance(x, dict) for x in whole):
         return list(whole)
-    runs = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise BenchImportError(f"{source}:{number}: not valid JSON ({e.msg})") from None
-        if not isinstance(obj, dict):
-            raise BenchImportError(f"{source}:{number}: expected a JSON object, got {type(obj).__name__}")
-        runs.append(obj)
+    runs = [
+        obj for _, obj in json_object_lines(text.splitlines(), source, BenchImportError, "not valid JSON")
+    ]
     if not runs:
         raise BenchImportError(f"{source}: empty result file")
     return runs

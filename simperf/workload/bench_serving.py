@@ -13,12 +13,12 @@ lengths for; they are left out and listed in `Trace.skipped` with their index an
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from simperf.jsonl import json_object_lines
 from simperf.workload.trace import Trace, TraceError, _in_time_order
 
 REQUIRED_KEYS = ("input_lens", "output_lens")
@@ -81,15 +81,7 @@ def read_bench_serving(path: Path, limit: int | None = None, run: int | None = N
 def _runs(path: Path) -> list[tuple[int, dict[str, Any]]]:
     runs = []
     with path.open() as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TraceError(f"{path}:{line_no}: invalid JSON ({e.msg})") from None
-            if not isinstance(obj, dict):
-                raise TraceError(f"{path}:{line_no}: expected a JSON object, got {type(obj).__name__}")
+        for line_no, obj in json_object_lines(f, path, TraceError):
             missing = [k for k in REQUIRED_KEYS if k not in obj]
             if missing:
                 raise TraceError(

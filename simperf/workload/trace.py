@@ -21,7 +21,6 @@ as bench_serving's trace replay sorts them, with times shifted so the first requ
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from simperf.jsonl import json_object_lines
 
 # Mooncake's hash_ids name 512-token prompt blocks; simperf's own traces use the same convention.
 HASH_BLOCK_TOKENS = 512
@@ -120,21 +121,16 @@ def _jsonl_rows(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, 
     fmt: TraceFormat | None = None
     taken = 0
     with path.open() as f:
-        for line_no, line in enumerate(f, start=1):
-            if limit is not None and taken >= limit:
-                return
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TraceError(f"{path}:{line_no}: invalid JSON ({e.msg})") from None
-            if not isinstance(row, dict):
-                raise TraceError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}")
+        if limit is not None and limit <= 0:
+            return
+        # The limit is checked right after a yield so the line past it is never parsed.
+        for line_no, row in json_object_lines(f, path, TraceError):
             if fmt is None:
                 fmt = detect_format(list(row), f"{path}:{line_no}")
             taken += 1
             yield line_no, row, fmt
+            if limit is not None and taken >= limit:
+                return
 
 
 def _csv_rows(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, Any], TraceFormat]]:
