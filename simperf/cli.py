@@ -45,7 +45,14 @@ def _register_sweep_commands() -> None:
     app.command("report")(report_command)
 
 
+def _register_validate_command() -> None:
+    from simperf.validate.cli import validate_command
+
+    app.command("validate")(validate_command)
+
+
 _register_trace_commands()
+_register_validate_command()
 _register_sweep_commands()
 _register_accuracy_commands()
 

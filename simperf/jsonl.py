@@ -1,13 +1,16 @@
 """Reading JSON Lines: one JSON object per non-blank line, errors pointing at ``source:line``.
 
 Traces, bench_serving results and benchmark imports all arrive as JSONL; one reader keeps
-their line numbering and their error messages consistent.
+their line numbering and their error messages consistent. Calibration and validation journals are
+written (and read back after a crash) with the fsynced writer below.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 
@@ -31,3 +34,42 @@ def json_object_lines(
         if not isinstance(obj, dict):
             raise error(f"{source}:{line_no}: expected a JSON object, got {type(obj).__name__}")
         yield line_no, obj
+
+
+class FsyncedJsonLines:
+    """Append-only JSON Lines file, each line flushed and fsynced before append() returns: a kill loses at
+    most the line being written (which read_journal_lines then skips)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._fh: Any = None
+
+    def append(self, obj: Mapping[str, Any]) -> None:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across appends
+        self._fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def read_journal_lines(path: Path) -> list[dict[str, Any]]:
+    """Objects of a FsyncedJsonLines file; a torn last line (killed mid-write) is ignored."""
+    if not Path(path).exists():
+        return []
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows

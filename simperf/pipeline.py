@@ -23,6 +23,7 @@ from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.disagg import Pool, simulate_disaggregated
 from simperf.sim.engine import SimStats, Simulator
 from simperf.sim.records import RequestRecords
+from simperf.sim.steplog import StepLog
 from simperf.workload.requests import build_requests
 from simperf.workload.summary import hit_rate_over_time
 
@@ -140,15 +141,22 @@ def _pool_scenario(scenario: Scenario, serving) -> Scenario:
     return scenario.model_copy(update={"serving": serving, "hardware": hardware, "disaggregation": None})
 
 
-def predict(scenario: Scenario, calibration_dir: Path | None = None) -> Prediction:
+def predict(
+    scenario: Scenario, calibration_dir: Path | None = None, step_log: StepLog | None = None
+) -> Prediction:
+    """step_log: when given, records what every iteration ran (simperf validate); not for disaggregated runs."""
     check_supported(scenario)
     if scenario.disaggregation is not None:
+        if step_log is not None:
+            raise UnsupportedScenario(
+                "disaggregation: step logging covers one server, not a prefill/decode pair"
+            )
         return _predict_disaggregated(scenario, calibration_dir)
     serving, arch, gpu = resolve(scenario)
     db, directory = open_perfdb(scenario, gpu, calibration_dir)
     cost = SGLangStepCost(arch, serving, db, scenario.overheads)
     requests = build_requests(scenario.workload, context_len=arch.context_len)
-    simulator = Simulator(serving, cost, scenario.overheads)
+    simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log)
     if scenario.serving.load_balance_method == "total_requests":
         simulator.balance_by_load = True
     started = time.perf_counter()

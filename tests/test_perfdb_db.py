@@ -18,6 +18,9 @@ from simperf.perfdb.tables import write_table
 H200 = get_gpu("h200")
 MLA_KEY = dict(backend="flashmla", kv_dtype="bf16", num_heads=16, page_size=64, q_len=1)
 EXTEND_KEY = dict(backend="fa3", kv_dtype="bf16", num_heads=16, page_size=1)
+MHA_KEY = dict(
+    backend="flashinfer_fa3", dtype="bf16", num_heads=16, num_kv_heads=16, head_dim=192, head_dim_v=128
+)
 GEMM_KEY = dict(backend="deep_gemm", dtype="fp8_e4m3", n=7168, k=2048)
 BATCHES = [1, 4, 16, 64]
 KV_LENS = [1024, 4096, 16384]
@@ -70,20 +73,41 @@ def test_grid_points_are_reproduced_exactly_and_labelled_measured(db):
     assert db.lookup("gemm", GEMM_KEY, m=512).us == pytest.approx(10.12)
 
 
+def extend_time(b, q, kv):
+    return 3.0 + b * q * kv * 1e-7
+
+
 def test_three_axis_full_grid_is_exact_at_grid_points(tmp_path):
-    qs, kvs = [16, 256, 4096], [4096, 8192, 32768]
+    # causal extend ops are gridded over (batch, q_len, prefix + 1): a calibration grid of fixed prefixes
+    qs, prefixes = [16, 256, 4096], [0, 4096, 32768]
     rows = [
-        row("attn_mla_extend", EXTEND_KEY, 3.0 + b * q * kv * 1e-7, batch=b, q_len=q, kv_len=kv)
-        for b, q, kv in itertools.product([1, 2, 8], qs, kvs)
+        row("attn_mla_extend", EXTEND_KEY, extend_time(b, q, q + p), batch=b, q_len=q, kv_len=q + p)
+        for b, q, p in itertools.product([1, 2, 8], qs, prefixes)
     ]
     write_table(rows, tmp_path / "attn_mla_extend.parquet")
     curve = PerfDB.load(tmp_path, H200).curve("attn_mla_extend", EXTEND_KEY)
-    b, q, kv = np.meshgrid([1, 2, 8], qs, kvs, indexing="ij")
-    us, source = curve(batch=b, q_len=q, kv_len=kv)
-    assert np.allclose(us, 3.0 + b * q * kv * 1e-7, rtol=1e-12)
+    b, q, p = np.meshgrid([1, 2, 8], qs, prefixes, indexing="ij")
+    us, source = curve(batch=b, q_len=q, kv_len=q + p)
+    assert np.allclose(us, extend_time(b, q, q + p), rtol=1e-12)
     assert np.all(source == SOURCE_INDEX["measured"])
     mid = curve.timing(batch=3, q_len=100, kv_len=5000)
     assert mid.source == "interpolated" and mid.detail == "interpolated between 8 points"
+
+
+def test_fresh_prefill_between_grid_lengths_rests_on_measured_cells_only(tmp_path):
+    # Measured rows: no prefix (kv = q) and a long prefix. In (q, kv) space a fresh prefill between two grid
+    # lengths would lean on unmeasured off-diagonal cells; over (q, prefix + 1) it lies on the measured row.
+    qs = [128, 512, 2048]
+    rows = [
+        row("attn_mha_prefill", MHA_KEY, extend_time(1, q, q + p), batch=1, q_len=q, kv_len=q + p)
+        for q, p in itertools.product(qs, [0, 8192])
+    ]
+    write_table(rows, tmp_path / "attn_mha_prefill.parquet")
+    curve = PerfDB.load(tmp_path, H200).curve("attn_mha_prefill", MHA_KEY)
+    between = curve.timing(batch=1, q_len=300, kv_len=300)
+    assert between.source == "interpolated" and between.detail == "interpolated between 2 points"
+    low, high = extend_time(1, 128, 128), extend_time(1, 512, 512)
+    assert low < between.us < high
 
 
 def test_between_grid_points_the_interpolation_is_log_log_linear(db):

@@ -67,8 +67,12 @@ DEFAULT_GRID: dict[str, dict[str, Any]] = {
         "backends": ["flashinfer_fa3"],
         "mla_num_heads": [128, 64, 32, 16],
         "batch": [1, 2, 4, 8],
-        "q_len": [128, 512, 1024, 2048, 4096, 8192, 16384],
-        "mla_prefix_len": [0, 8192],
+        # q 1 and 16: short queries over long KV (decode rows riding in an extend, DP ranks decoding as 1-token
+        # extends). The MLA layouts take every q at every prefix, a full rectangle in (q, prefix) — the space
+        # the perf database interpolates causal attention in. GQA layouts: no prefix, q >= gqa_min_q_len.
+        "q_len": [1, 16, 128, 512, 1024, 2048, 4096, 8192, 16384],
+        "mla_prefix_len": [0, 1024, 4096, 8192, 16384],
+        "gqa_min_q_len": 128,
         "max_tokens": 16384,
     },
     "gqa_decode": {
@@ -294,9 +298,10 @@ def _mha_prefill(cfg: dict[str, Any]) -> list[Point]:
         layouts.append((heads, kv_heads, 128, 128, [0]))
     for backend in cfg["backends"]:
         for heads, kv_heads, d_qk, d_v, prefixes in layouts:
+            min_q = 1 if d_qk == 192 else cfg.get("gqa_min_q_len", 1)
             for batch in cfg["batch"]:
                 for q_len in cfg["q_len"]:
-                    if batch * q_len > cfg["max_tokens"]:
+                    if batch * q_len > cfg["max_tokens"] or q_len < min_q:
                         continue
                     for prefix in prefixes:
                         pts.append(

@@ -9,7 +9,6 @@ only leaves rows that the next compaction deduplicates. Uses pyarrow only (the G
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -19,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simperf.calibrate.points import point_key
+from simperf.jsonl import FsyncedJsonLines, read_journal_lines
 from simperf.perfdb.schema import ALL_COLUMNS, OP_SPECS, arrow_schema, table_path_name
 
 JOURNAL_NAME = "_journal.jsonl"
@@ -28,38 +28,18 @@ class Journal:
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = Path(out_dir)
         self.path = self.out_dir / JOURNAL_NAME
-        self._fh: Any = None
+        self._lines = FsyncedJsonLines(self.path)
 
     def append(self, row: Mapping[str, Any]) -> None:
-        if self._fh is None:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across appends
-        clean = {name: row.get(name) for name in ALL_COLUMNS}
-        self._fh.write(json.dumps(clean, separators=(",", ":")) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._lines.append({name: row.get(name) for name in ALL_COLUMNS})
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        self._lines.close()
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
     """Rows of a journal; a torn last line (killed mid-write) is ignored."""
-    if not path.exists():
-        return []
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
+    return read_journal_lines(path)
 
 
 def read_tables(out_dir: Path) -> list[dict[str, Any]]:

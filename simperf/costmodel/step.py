@@ -217,9 +217,14 @@ class SGLangStepCost:
 
     # ---- breakdowns ---------------------------------------------------------------------------------------------
     def breakdown_extend(
-        self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
+        self,
+        extend_lens: np.ndarray,
+        prefix_lens: np.ndarray,
+        decode_kv_lens: np.ndarray | None = None,
+        gathered_rows: int | None = None,
+        gathered_logit_rows: int | None = None,
     ) -> list[BreakdownRow]:
-        ops = self.extend_ops(extend_lens, prefix_lens, decode_kv_lens)
+        ops = self.extend_ops(extend_lens, prefix_lens, decode_kv_lens, gathered_rows, gathered_logit_rows)
         rows = [self._breakdown_row(op) for op in ops]
         graph = self._extend_graph(int(sum(int(x) for x in extend_lens)) + _size(decode_kv_lens))
         return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows)]
@@ -235,13 +240,30 @@ class SGLangStepCost:
 
     # ---- op lists (public for reports and tests) ---------------------------------------------------------------
     def extend_ops(
-        self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
+        self,
+        extend_lens: np.ndarray,
+        prefix_lens: np.ndarray,
+        decode_kv_lens: np.ndarray | None = None,
+        gathered_rows: int | None = None,
+        gathered_logit_rows: int | None = None,
     ) -> list[OpCall]:
+        """The ops of one extend step (without speculative decoding's draft work), KV-layout conversion included."""
         plan = plan_extend(self.arch, self.settings, extend_lens, prefix_lens, decode_kv_lens)
-        rows = row_ops(self.arch, self.settings, plan.num_tokens, plan.num_logit_rows, plan.method, self._has)
-        return rows + attention_ops(
+        rows = row_ops(
+            self.arch,
+            self.settings,
+            plan.num_tokens,
+            plan.num_logit_rows,
+            plan.method,
+            self._has,
+            gathered_rows,
+            gathered_logit_rows,
+        )
+        ops = rows + attention_ops(
             self.arch, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
         )
+        convert = self._kv_conversion_op(plan)
+        return ops if convert is None else [*ops, convert]
 
     def decode_ops(self, bs: int, padded_bs: int, kv_len: float) -> list[OpCall]:
         rows, attention = self.decode_parts(bs, padded_bs, kv_len)

@@ -30,6 +30,7 @@ from simperf.perfdb.alphabeta import AlphaBetaModel, fit_alpha_beta
 from simperf.perfdb.axisslice import AxisSlice
 from simperf.perfdb.grid import Grid, build_grid
 from simperf.perfdb.keys import (
+    PREFIX_AXIS,
     KeyTuple,
     PerfDBError,
     format_key,
@@ -113,6 +114,36 @@ class _GridModel:
             notes.append(f"grid from {self.third_party}")
         detail = "; ".join([head, *notes])
         return Timing(result.us, SOURCES[result.source], detail)
+
+
+# Causal extend attention is gridded over (batch, q_len, prefix + 1) instead of (batch, q_len, kv_len). Calibration
+# measures rows of fixed prefix (0, 8192, ...) across q_len: rectangular in that space, but in (q_len, kv_len) a
+# diagonal and a shifted diagonal, so a fresh prefill (kv = q) between grid values interpolated through unmeasured,
+# roofline-filled cells (simperf validate measured such prefills 1.5-4x faster than that predicted).
+CAUSAL_PREFIX_OPS = ("attn_mha_prefill", "attn_mla_extend")
+
+
+def _prefix_scalars(xs: Sequence[float]) -> list[float]:
+    batch, q_len, kv_len = xs
+    return [batch, q_len, max(kv_len - q_len, 0.0) + 1.0]
+
+
+def _prefix_arrays(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    batch, q_len, kv_len = xs
+    return [batch, q_len, np.maximum(kv_len - q_len, 0.0) + 1.0]
+
+
+class _PrefixGridModel(_GridModel):
+    """A grid over (batch, q_len, prefix + 1), queried with (batch, q_len, kv_len)."""
+
+    def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        return super().evaluate(_prefix_arrays(xs))
+
+    def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]:
+        return super().evaluate_scalar(_prefix_scalars(xs))
+
+    def explain(self, xs: Sequence[float]) -> Timing:
+        return super().explain(_prefix_scalars(xs))
 
 
 class _RooflineModel:
@@ -227,7 +258,7 @@ class OpCurve:
                 f"along({axis!r}) of op {self.op!r} needs every other axis fixed: {sorted(self._axis_set - {axis})}"
             )
         grid_values: list[float] = []
-        if isinstance(self._model, _GridModel):
+        if isinstance(self._model, _GridModel) and axis in self._model.grid.axis_names:
             grid = self._model.grid
             grid_values = list(grid.axis_lists[grid.axis_names.index(axis)])
 
@@ -331,7 +362,18 @@ class PerfDB:
     def _build_curve(self, spec: OpSpec, key: KeyTuple) -> OpCurve:
         roofline = Roofline(spec.name, key_dict(spec, key), self.gpu)
         points = self._groups(spec.name).get(key)
-        if points is not None:
+        if points is not None and spec.name in CAUSAL_PREFIX_OPS:
+            names = (*spec.axis_columns[:2], PREFIX_AXIS)
+
+            def roofline_of_prefix(axes: dict[str, np.ndarray]) -> np.ndarray:
+                kv = axes[PREFIX_AXIS] - 1.0 + axes["q_len"]
+                return roofline.time_us({"batch": axes["batch"], "q_len": axes["q_len"], "kv_len": kv})
+
+            grid_axes = np.column_stack(_prefix_arrays(list(points.axes.T)))
+            grid = build_grid(names, grid_axes, points.us, points.labels, roofline_of_prefix)
+            if grid is not None:
+                return OpCurve(spec, key, _PrefixGridModel(grid, points.third_party), measured=True)
+        elif points is not None:
             grid = build_grid(spec.axis_columns, points.axes, points.us, points.labels, roofline.time_us)
             if grid is not None:
                 return OpCurve(spec, key, _GridModel(grid, points.third_party), measured=True)

@@ -281,10 +281,16 @@ def build_grid(
         _fill_from_nearest(log_us, filled, shape, axis_values, axis_names, roofline)
 
     log_us = log_us.reshape(shape)
+    filled_cells = filled.reshape(shape)
     before = log_us.copy()
+    # A measured cell is lifted only by measured cells below it: a filled cell is a roofline-scaled guess and
+    # must not overrule a measurement. Filled cells are lifted by everything below them.
+    measured_max = np.where(filled_cells, -np.inf, log_us)
     for axis, name in enumerate(axis_names):
         if name in MONOTONE_AXES:
+            measured_max = np.maximum.accumulate(measured_max, axis=axis)
             log_us = np.maximum.accumulate(log_us, axis=axis)
+    log_us = np.where(filled_cells, log_us, measured_max)
     raised = log_us > before + 1e-12
 
     return Grid(

@@ -11,7 +11,9 @@ KeyTuple = tuple[
 ]  # values in OpSpec.key_columns order; ints for shape columns, str for the others
 
 # Axes along which more work never takes less time; the grid is made monotone along these (docs/perfdb.md).
-MONOTONE_AXES: frozenset[str] = frozenset({"batch", "kv_len", "q_len", "m", "message_bytes"})
+# Causal extend attention is gridded over prefix + 1 instead of kv_len (perfdb.db explains why).
+PREFIX_AXIS = "prefix_plus_1"
+MONOTONE_AXES: frozenset[str] = frozenset({"batch", "kv_len", "q_len", "m", "message_bytes", PREFIX_AXIS})
 
 _INT_COLUMNS = frozenset(SHAPE_COLUMNS)
 

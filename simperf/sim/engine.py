@@ -78,6 +78,7 @@ class Simulator:
         overheads: Overheads,
         *,
         kv_observer=None,
+        step_log=None,
     ) -> None:
         self.s = serving
         self.cost = cost
@@ -87,6 +88,7 @@ class Simulator:
         self.egress_s = overheads.egress_us * US
         self.overlap = serving.overlap_schedule
         self._kv_observer = kv_observer  # test hook: called with the ranks after every commit
+        self._step_log = step_log  # sim.steplog.StepLog: what each iteration ran (simperf validate)
         self.balance_by_load = False  # load_balance_method=total_requests
         # PD disaggregation decode server: admitted requests already hold their prompt's KV (shipped from the
         # prefill server), so their "extend" is a PREBUILT batch with no forward pass (model doc §5)
@@ -303,7 +305,7 @@ class Simulator:
                 -(-(int(e.sum()) + (0 if d is None else len(d))) // a) * a for _, _, e, _, d in work
             )
             gathered_logits = sum(len(e) + (0 if d is None else len(d)) for _, _, e, _, d in work)
-        step, step_us = None, 0.0
+        step, step_us, slowest = None, 0.0, None
         for rank, plan, ext, pre, decode_kv in work:
             if self.prebuilt and plan is not None:
                 rank_cost = np.zeros(len(SOURCES))
@@ -323,7 +325,19 @@ class Simulator:
                 self._decode_one(rank, batch)
             rank_us = float(rank_cost.sum())
             if step is None or rank_us > step_us:
-                step, step_us = rank_cost, rank_us
+                step, step_us, slowest = rank_cost, rank_us, (plan, ext, pre, decode_kv)
+        if self._step_log is not None and slowest is not None:
+            plan, ext, pre, decode_kv = slowest
+            self._step_log.extend(
+                self.env.now,
+                step_us,
+                ext,
+                pre,
+                decode_kv,
+                gathered,
+                gathered_logits,
+                decode_as_extend=plan is None,
+            )
         self.stats.extend_iterations += 1
         self.stats.time_by_source_us += step
         cpu_next = self._launch(batch, step_us)
@@ -411,6 +425,7 @@ class Simulator:
 
         step_s = (totals * US).tolist()
         self._last_decode_us = step_s[-1] / US
+        c_start = c
 
         # the iteration recurrence (model doc §1.2), one iteration at a time: cheap float work
         sched, proc = self.sched_s, self.proc_s
@@ -444,6 +459,8 @@ class Simulator:
                 emits.append(c)
             k_done = j + 1
 
+        if self._step_log is not None:
+            self._log_decode(ranks, padded_bs, graph, c_start, step_s[0] / US, k_done)
         # commit k_done iterations on every decoding rank; the last one stays pending (overlap loop)
         batch = self._new_batch()
         emitted = emits[: k_done - 1] if overlap else emits
@@ -477,6 +494,15 @@ class Simulator:
         if self._kv_observer is not None:
             self._kv_observer(self.ranks)
         return c, k_done, next_ready
+
+    def _log_decode(
+        self, ranks: list[RankState], padded_bs: int, graph: bool, c: float, step_us: float, k: int
+    ) -> None:
+        """The decode run's first iteration, on the rank with the most KV (the one attention makes slowest)."""
+        rank = max(ranks, key=lambda r: r.kv_base_sum + len(r.running) * r.timeline_len)
+        kv_lens = np.fromiter((rank.kv_len_now(r) + 1 for r in rank.running), dtype=np.int64)
+        gathered = padded_bs * len(self.ranks) if len(self.ranks) > 1 else None
+        self._step_log.decode(c, step_us, k, kv_lens, padded_bs, graph, gathered)
 
     def _decode_costs(self, ranks: list[RankState], padded_bs: int, graph: bool, k: int) -> np.ndarray:
         step = None

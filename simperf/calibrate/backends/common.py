@@ -17,6 +17,22 @@ def kv_lengths(point: dict[str, Any]) -> list[int]:
     return [int(point["kv_len"])] * int(point["batch"])
 
 
+def q_lengths(point: dict[str, Any]) -> list[int]:
+    """Per-request new-token counts: the ragged list when present, else batch copies of q_len."""
+    if point.get("q_lens"):
+        return [int(v) for v in json.loads(point["q_lens"])]
+    return [int(point["q_len"])] * int(point["batch"])
+
+
+def indptr(lengths: list[int]) -> Any:
+    """CSR offsets [0, l0, l0+l1, ...] as int32 on the GPU."""
+    import torch
+
+    out = torch.zeros(len(lengths) + 1, dtype=torch.int32)
+    out[1:] = torch.cumsum(torch.tensor(lengths, dtype=torch.int64), 0).to(torch.int32)
+    return out.cuda()
+
+
 def torch_dtype(name: str) -> Any:
     import torch
 

@@ -4,7 +4,7 @@ On SM90 these are the fork's legacy kernels (`use_legacy=True`), which is how SG
 Hopper. Dense decode: q [B, q_len, H, 576] over a paged [pages, 64, 1, 576] latent cache. Sparse decode
 reads the DeepSeek-V3.2 fp8 layout: per token 512 fp8 values, 4 fp32 scales, 64 bf16 rope values
 (656 bytes), attending `topk` (2048) selected tokens. Sparse prefill: q [m, H, 576] over kv [S, 1, 576]
-bf16 with per-query top-k indices. Decode is timed by CUDA-graph replay, prefill by CUDA events.
+bf16 with per-query top-k indices. All timed by CUDA-graph replay (GPU time).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from simperf.calibrate.backends.common import block_table, kv_lengths
 from simperf.calibrate.measure import Measurement, Unsupported
-from simperf.calibrate.timing import random_tensor, rotation_sets, time_events, time_graph_replay
+from simperf.calibrate.timing import random_tensor, rotation_sets, time_gpu, time_graph_replay
 
 D_QK = 576
 D_V = 512
@@ -161,4 +161,4 @@ def _sparse_prefill(point: dict[str, Any], ctx: Any) -> Measurement | None:
         q, kv = q_all[s], kv_all[s]
         return lambda: flash_mla.flash_mla_sparse_fwd(q, kv, indices, SM_SCALE, D_V, use_legacy=True)
 
-    return time_events([launcher(s) for s in range(sets)], ctx.timing)
+    return time_gpu([launcher(s) for s in range(sets)], ctx.timing)

@@ -73,6 +73,9 @@ def _fp8_block(point: dict[str, Any], ctx: Any) -> Measurement | None:
     m, n, k = int(point["m"]), int(point["n"]), int(point["k"])
     if k % 128 or n % 128:
         raise Unsupported(f"128x128 block scales need n and k divisible by 128 (n={n}, k={k})")
+    # cuBLASLt's blockwise path needs the outer-dim-major activation scales 16-byte aligned (m % 4 == 0);
+    # other m run with up to 3 extra rows, as a caller padding its scale buffer would (negligible work).
+    m = -(-m // 4) * 4
     layout = _blockwise_layout(ctx)
     sets = _sets(m, n, k, 1, ctx)
     xs = random_tensor((sets, m, k), torch.float8_e4m3fn)

@@ -2,7 +2,7 @@
 
 Shapes as SGLang's flashinfer MLA backend runs them: absorbed query [tokens, H, 512 + 64], latent KV cache
 [pages, page_size, 512 + 64] passed as two adjacent views (ckv, kpe) of one buffer, pages scattered at
-random. Decode and verify (q_len <= 4) are timed by CUDA-graph replay, extend by CUDA events.
+random. All timed by CUDA-graph replay (extend too: GPU time, launch cost is charged by the cost model).
 """
 
 from __future__ import annotations
@@ -10,9 +10,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simperf.calibrate.backends.common import kv_lengths, paged_layout, torch_dtype, workspace
+from simperf.calibrate.backends.common import (
+    indptr,
+    kv_lengths,
+    paged_layout,
+    q_lengths,
+    torch_dtype,
+    workspace,
+)
 from simperf.calibrate.measure import Measurement
-from simperf.calibrate.timing import random_tensor, rotation_sets, time_events, time_graph_replay
+from simperf.calibrate.timing import random_tensor, rotation_sets, time_gpu, time_graph_replay
 
 CKV = 512
 KPE = 64
@@ -28,15 +35,14 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     from flashinfer.mla import BatchMLAPagedAttentionWrapper, MLAPlanMetadata
 
     lens = kv_lengths(point)
-    batch = len(lens)
-    q_len = int(point["q_len"])
+    q_lens = q_lengths({**point, "batch": len(lens)})
     heads = int(point["num_heads"])
     page = int(point["page_size"])
     fp8 = point["kv_dtype"] == "fp8"
     kv_dtype = torch_dtype(point["kv_dtype"])
 
     kv_indptr, kv_indices, _, total_pages = paged_layout(lens, page)
-    qo_indptr = (torch.arange(batch + 1, dtype=torch.int32) * q_len).cuda()
+    qo_indptr = indptr(q_lens)
     kv_len_arr = torch.tensor(lens, dtype=torch.int32, device="cuda")
 
     wrapper = BatchMLAPagedAttentionWrapper(workspace(ctx), backend=BACKENDS[point["backend"]])
@@ -46,7 +52,7 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
         head_dim_ckv=CKV,
         head_dim_kpe=KPE,
         page_size=page,
-        causal=q_len > 1,
+        causal=max(q_lens) > 1,
         sm_scale=1.0 / math.sqrt(128 + 64),
         q_data_type=torch.bfloat16,
         kv_data_type=kv_dtype,
@@ -55,7 +61,7 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
         scale_mode="kv-per-tensor" if fp8 else "default",
     )
 
-    tokens = batch * q_len
+    tokens = sum(q_lens)
     q_bytes = tokens * heads * (CKV + KPE) * 2
     kv_bytes = total_pages * page * (CKV + KPE) * kv_dtype.itemsize
     sets = rotation_sets(q_bytes + kv_bytes, ctx.l2_bytes)
@@ -72,4 +78,4 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     launchers = [launcher(s) for s in range(sets)]
     if point["op"] == "attn_mla_decode":
         return time_graph_replay(launchers, ctx.timing)
-    return time_events(launchers, ctx.timing)
+    return time_gpu(launchers, ctx.timing)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from simperf.calibrate.measure import Measurement, Unsupported
-from simperf.calibrate.timing import random_tensor, time_events, time_graph_replay
+from simperf.calibrate.timing import random_tensor, time_gpu, time_graph_replay
 
 
 def _deep_gemm(ctx: Any) -> Any:
@@ -55,4 +55,4 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
 
     if point["variant"] == "decode":
         return time_graph_replay([launch], ctx.timing)
-    return time_events([launch], ctx.timing)
+    return time_gpu([launch], ctx.timing)

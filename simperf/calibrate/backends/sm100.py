@@ -12,7 +12,7 @@ from typing import Any
 
 from simperf.calibrate.backends.common import block_table, kv_lengths, torch_dtype, workspace
 from simperf.calibrate.measure import Measurement, Unsupported
-from simperf.calibrate.timing import random_tensor, rotation_sets, time_events, time_graph_replay
+from simperf.calibrate.timing import random_tensor, rotation_sets, time_gpu, time_graph_replay
 
 CKV, KPE = 512, 64
 SM_SCALE = 1.0 / math.sqrt(192)
@@ -157,4 +157,4 @@ def _trtllm_ragged_prefill(point: dict[str, Any], ctx: Any) -> Measurement | Non
             return_lse=False,
         )
 
-    return time_events([launch], ctx.timing)
+    return time_gpu([launch], ctx.timing)

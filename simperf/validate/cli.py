@@ -1,0 +1,135 @@
+"""`simperf validate SCENARIO`: plan (simulate, sample, build step programs), run them on this GPU, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+
+def validate_command(
+    scenario: Annotated[Path, typer.Argument(help="scenario YAML file")],
+    samples: Annotated[
+        int, typer.Option(help="scheduler steps to sample (stratified by kind, rows, KV)")
+    ] = 24,
+    out: Annotated[
+        Path | None, typer.Option(help="output directory (default validation/<scenario file stem>)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="sampling seed")] = 0,
+    replicas: Annotated[
+        int, typer.Option(help="layers of each kind run per sample (scaled to the model)")
+    ] = 4,
+    num_prompts: Annotated[
+        int | None, typer.Option(help="simulate this many prompts instead of the scenario's")
+    ] = None,
+    calibration: Annotated[
+        Path | None, typer.Option(help="calibration directory (default: shipped tables)")
+    ] = None,
+    plan_only: Annotated[
+        bool, typer.Option(help="sample and write the step programs, run nothing (no GPU needed)")
+    ] = False,
+    report_only: Annotated[
+        bool, typer.Option(help="summarise an existing run's journal, run nothing")
+    ] = False,
+    retry_failed: Annotated[bool, typer.Option(help="run samples recorded as failed once more")] = False,
+    allow_gpu_mismatch: Annotated[
+        bool, typer.Option(help="run on a GPU other than the scenario's (its times will not validate it)")
+    ] = False,
+) -> None:
+    """Re-run sampled simulated steps' kernels on this GPU and compare predicted with measured step time."""
+    from simperf.validate.execute import ValidateError, done_samples
+    from simperf.validate.report import format_rows, not_measured_notes, summarize, write_report
+
+    console, err = Console(), Console(stderr=True)
+
+    def fail(message: str) -> None:
+        err.print(f"[bold red]error:[/] {message}", highlight=False)
+        raise typer.Exit(2)
+
+    if samples < 1 or replicas < 1:
+        fail("--samples and --replicas must be at least 1")
+    out_dir = out or Path("validation") / scenario.stem
+    if not report_only:
+        _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail)
+    if plan_only:
+        console.print(f"planned; run it on a GPU with: simperf validate {scenario} --out {out_dir}")
+        return
+    rows = sorted(done_samples(out_dir).values(), key=lambda r: r["sample_id"])
+    if not report_only:
+        try:
+            rows = _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, console)
+        except ValidateError as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            fail(f"interrupted; finished samples are journaled in {out_dir}: run the same command to resume")
+    if not rows:
+        fail(f"{out_dir}: nothing measured yet")
+    written = write_report(out_dir, rows, f"{scenario.stem}: predicted vs measured step time")
+    console.print(format_rows(rows), highlight=False)
+    _print_summary(summarize(rows), console)
+    for note in not_measured_notes(rows):
+        console.print(f"[dim]not measured: {note}[/]", highlight=False)
+    console.print("written: " + ", ".join(str(p) for p in written), highlight=False)
+
+
+def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail) -> None:
+    from simperf.pipeline import UnsupportedScenario
+    from simperf.scenario.load import ScenarioError
+    from simperf.validate.build import UnsupportedStep
+    from simperf.validate.plan import plan_validation
+
+    try:
+        header, programs, reused = plan_validation(scenario, out_dir, samples, seed, num_prompts, calibration)
+    except (ScenarioError, UnsupportedScenario, UnsupportedStep) as exc:
+        fail(str(exc))
+    except (ValueError, FileNotFoundError) as exc:
+        fail(f"{scenario}: {exc}")
+    verb = "reusing the plan in" if reused else "planned into"
+    kinds: dict[str, int] = {}
+    for program in programs:
+        kinds[program.kind] = kinds.get(program.kind, 0) + 1
+    console.print(
+        f"{verb} {out_dir}: {len(programs)} steps ({', '.join(f'{n} {k}' for k, n in kinds.items())}) sampled "
+        f"from {header['logged_steps']} logged of {header['simulated_iterations']} simulated iterations",
+        highlight=False,
+    )
+
+
+def _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, console):
+    from simperf.validate.execute import run_validation
+
+    columns = (
+        TextColumn("validate"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("", total=None)
+
+        def on_sample(done: int, total: int, row: dict) -> None:
+            err = row.get("rel_error")
+            what = f"{100 * err:+.1f}%" if err is not None else "failed"
+            progress.update(task, completed=done, total=total, description=f"last: {row['kind']} {what}")
+
+        return run_validation(out_dir, replicas, allow_gpu_mismatch, on_sample, retry_failed)
+
+
+def _print_summary(summary: list[dict], console: Console) -> None:
+    table = Table(
+        "step kind", "samples", "median |error|", "p90 |error|", "median error", title="step time error"
+    )
+    for s in summary:
+        table.add_row(
+            s["kind"],
+            str(s["samples"]),
+            f"{100 * s['median_abs_error']:.1f}%",
+            f"{100 * s['p90_abs_error']:.1f}%",
+            f"{100 * s['median_signed_error']:+.1f}%",
+        )
+    console.print(table)
