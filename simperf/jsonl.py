@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +40,16 @@ class FsyncedJsonLines:
     """Append-only JSON Lines file, each line flushed and fsynced before append() returns: a kill loses at
     most the line being written (which read_journal_lines then skips)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, default: Callable[[Any], Any] | None = None) -> None:
         self.path = Path(path)
+        self._default = default  # json.dumps' fallback for values JSON does not know (e.g. str)
         self._fh: Any = None
 
     def append(self, obj: Mapping[str, Any]) -> None:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across appends
-        self._fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self._fh.write(json.dumps(obj, separators=(",", ":"), default=self._default) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 

@@ -6,10 +6,10 @@ At the end the journal is compacted into the Parquet table and removed.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
+
+from simperf.jsonl import FsyncedJsonLines, read_journal_lines
 
 
 def journal_path(table_path: Path) -> Path:
@@ -19,35 +19,17 @@ def journal_path(table_path: Path) -> Path:
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = None
+        self._lines = FsyncedJsonLines(path, default=str)
 
     def read(self) -> dict[str, dict[str, Any]]:
         """Rows by point id; a torn last line (the process died mid-write) is ignored."""
-        rows: dict[str, dict[str, Any]] = {}
-        if not self.path.exists():
-            return rows
-        with self.path.open() as f:
-            for line in f:
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(row, dict) and "point_id" in row:
-                    rows[row["point_id"]] = row
-        return rows
+        return {row["point_id"]: row for row in read_journal_lines(self.path) if "point_id" in row}
 
     def append(self, row: dict[str, Any]) -> None:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a")
-        self._file.write(json.dumps(row, default=str) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        self._lines.append(row)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._lines.close()
 
     def remove(self) -> None:
         self.close()

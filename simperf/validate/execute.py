@@ -20,6 +20,7 @@ from typing import Any
 
 from simperf.jsonl import FsyncedJsonLines, read_journal_lines
 from simperf.validate.plan import load_plan
+from simperf.validate.program import StepProgram
 
 JOURNAL_NAME = "_journal.jsonl"
 EXIT_CONTEXT_LOST = 3
@@ -187,15 +188,9 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def failed_row(program, error: str) -> dict[str, Any]:
+def failed_row(program: StepProgram, error: str) -> dict[str, Any]:
     return {
-        "sample_id": program.sample_id,
-        "kind": program.kind,
-        "stratum": program.stratum,
-        "batch": program.batch,
-        "num_rows": program.num_rows,
-        "mean_kv": program.mean_kv,
-        "graph": program.graph,
+        **program.identity(),
         "predicted_us": None,
         "measured_us": None,
         "rel_error": None,

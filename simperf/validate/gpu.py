@@ -203,13 +203,7 @@ def run_program(program: StepProgram, ctx: BuildContext, replicas: int = 4) -> d
         op.predicted_us * op.count for op in program.ops if op.name in unsupported
     )
     return {
-        "sample_id": program.sample_id,
-        "kind": program.kind,
-        "stratum": program.stratum,
-        "batch": program.batch,
-        "num_rows": program.num_rows,
-        "mean_kv": program.mean_kv,
-        "graph": program.graph,
+        **program.identity(),
         "predicted_us": predicted_us,
         "measured_us": measured_us,
         "rel_error": (predicted_us - measured_us) / measured_us if measured_us > 0 else None,

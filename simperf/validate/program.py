@@ -48,6 +48,18 @@ class StepProgram:
     graph: bool  # decode replayed a CUDA graph in the simulated server
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def identity(self) -> dict[str, Any]:
+        """The columns that say which step a result row is about."""
+        return {
+            "sample_id": self.sample_id,
+            "kind": self.kind,
+            "stratum": self.stratum,
+            "batch": self.batch,
+            "num_rows": self.num_rows,
+            "mean_kv": self.mean_kv,
+            "graph": self.graph,
+        }
+
     def ops_of(self, kind: str) -> list[ProgramOp]:
         """The ops of one layer of `kind` in execution order, or the per-step ops for kind "step"."""
         if kind == "step":
