@@ -40,6 +40,16 @@ class BuildContext:
         return self.device.sm_major
 
 
+def release_workspaces() -> None:
+    """Free what the last chain left cached: library workspaces keyed by stream, then the allocator's cache."""
+    import torch
+
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
+    torch.cuda.empty_cache()
+
+
 def is_context_lost(exc: BaseException) -> bool:
     """A CUDA error after which this process cannot launch anything (the sample fails, a new process runs on)."""
     text = str(exc)
@@ -118,7 +128,9 @@ def time_chain(
     method = "cuda_graph_replay"
     graph = torch.cuda.CUDAGraph()
     try:
-        with torch.cuda.graph(graph):
+        # capture on the stream the chain was warmed on: library workspaces (cuBLASLt split-K) then exist
+        # before capture instead of being taken from this graph's private pool
+        with torch.cuda.graph(graph, stream=side):
             for _ in range(passes):
                 eager()
         run: Callable[[], Any] = graph.replay
@@ -195,10 +207,10 @@ def run_program(program: StepProgram, ctx: BuildContext, replicas: int = 4) -> d
         }
         measured_us += layers * layer_us
         predicted_us += layers * layer_pred
-        del launchers
+        del launchers, by_op
         ctx.cache.pop("moe_triton_weights", None)
         torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+        release_workspaces()
     unmeasured = program.predicted_unmeasured_us() + sum(
         op.predicted_us * op.count for op in program.ops if op.name in unsupported
     )

@@ -94,14 +94,26 @@ def _fp8_block(point: dict[str, Any], ctx: Any) -> Measurement | None:
 _BLOCK_LAYOUTS = ("a_colmajor_b_kn", "a_rowmajor_b_kn", "a_colmajor_b_nk", "a_rowmajor_b_nk")
 
 
-def _block_scales(m: int, n: int, k: int, layout: str) -> tuple[Any, Any]:
-    """(scale_a, scale_b) as `layout` passes them, plus nothing else; values in [0.5, 1.5)."""
+# Spare fp32 values after each scale tensor. `simperf validate` lost the CUDA context while launching fp8
+# block-scaled GEMMs whose K / 128 is not a multiple of 4 (k = 256, 2304), and only when the scale tensor happened
+# to end a caching-allocator segment: the blockwise kernels read past the end of the scales. The slack keeps such
+# reads inside our own allocation; it changes no value the GEMM uses.
+_SCALE_SLACK = 64
+
+
+def _scales_with_slack(rows: int, cols: int) -> Any:
+    """Contiguous [rows, cols] fp32 values in [0.5, 1.5), followed in memory by _SCALE_SLACK spare values."""
     import torch
 
+    flat = torch.rand(rows * cols + _SCALE_SLACK, device="cuda") + 0.5
+    return flat[: rows * cols].view(rows, cols)
+
+
+def _block_scales(m: int, n: int, k: int, layout: str) -> tuple[Any, Any]:
+    """(scale_a, scale_b) as `layout` passes them; values in [0.5, 1.5)."""
     a_col, b_kn = layout.startswith("a_colmajor"), layout.endswith("b_kn")
-    sa = torch.rand(k // 128, m, device="cuda") + 0.5
-    sa = sa.t() if a_col else sa.t().contiguous()
-    sb = torch.rand(n // 128, k // 128, device="cuda") + 0.5
+    sa = _scales_with_slack(k // 128, m).t() if a_col else _scales_with_slack(m, k // 128)
+    sb = _scales_with_slack(n // 128, k // 128)
     sb = sb.t() if b_kn else sb
     return sa, sb
 
