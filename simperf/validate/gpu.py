@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simperf.calibrate.backends import group_for
-from simperf.calibrate.measure import Unsupported
+from simperf.calibrate.measure import Unsupported, is_fatal_error
 from simperf.calibrate.provenance import DeviceInfo
 from simperf.calibrate.timing import TimingConfig
 from simperf.validate.program import ProgramOp, StepProgram
@@ -51,15 +51,9 @@ def release_workspaces() -> None:
 
 
 def is_context_lost(exc: BaseException) -> bool:
-    """A CUDA error after which this process cannot launch anything (the sample fails, a new process runs on)."""
-    text = str(exc)
-    lost = (
-        "illegal memory access",
-        "unspecified launch failure",
-        "misaligned address",
-        "illegal instruction",
-    )
-    return type(exc).__name__ == "AcceleratorError" or any(phrase in text for phrase in lost)
+    """A CUDA error after which this process cannot launch anything (the sample fails, a new process runs on);
+    the same markers the calibration workers restart on."""
+    return type(exc).__name__ == "AcceleratorError" or is_fatal_error(str(exc))
 
 
 def build_launcher(op: ProgramOp, ctx: BuildContext, probe: bool = False) -> Launcher:
