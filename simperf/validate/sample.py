@@ -87,9 +87,10 @@ def sample_steps(steps: list[LoggedStep], n: int, seed: int = 0) -> list[Sampled
     if not kinds:
         return []
     total = sum(weight[k] for k in kinds)
-    floor = max(1, n // (2 * len(kinds)))
+    # every kind gets at least one sample when n allows it, and at least n / (2 x kinds)
+    floor = max(1 if n >= len(kinds) else 0, n // (2 * len(kinds)))
     quota = {k: max(floor, round(n * weight[k] / total)) for k in kinds}
-    while sum(quota.values()) > n and any(q > floor for q in quota.values()):
+    while sum(quota.values()) > n:
         biggest = max(kinds, key=lambda k: quota[k])
         quota[biggest] -= 1
     picked: list[tuple[str, LoggedStep]] = []
