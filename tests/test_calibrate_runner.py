@@ -129,6 +129,44 @@ def test_sigkill_mid_run_loses_at_most_the_point_in_flight_and_rerun_completes(t
         assert after[key]["time_us"] == row["time_us"]
 
 
+def test_sigterm_folds_finished_points_into_the_tables_before_exiting(tmp_path):
+    # `timeout` and lent machines stop runs with SIGTERM, and the machine may vanish with an uncompacted journal
+    env = dict(os.environ, SIMPERF_FAKE_SLEEP_S="0.3", PYTHONPATH=str(REPO))
+    cmd = [
+        sys.executable,
+        "-m",
+        "simperf.calibrate",
+        "--backends",
+        "fake",
+        "--gpu",
+        "cpu",
+        "--out",
+        str(tmp_path),
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    journal = tmp_path / JOURNAL_NAME
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(read_journal(journal)) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)  # the runner only, as `timeout` does
+    assert proc.wait(timeout=30) != 0
+    if _group_alive(proc.pid):  # a worker left behind by the runner
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert not journal.exists() or not read_journal(journal)
+    rows = _rows(tmp_path)
+    assert 3 <= len(rows) < len(FAKE_MS)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def test_compaction_ignores_a_torn_last_line_and_deduplicates(tmp_path):
     journal = Journal(tmp_path)
     row = {"op": "gemm", "backend": "fake", "sample": "grid", "m": 1, "n": 64, "k": 64, "status": "ok"}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from pathlib import Path
 
 from simperf.calibrate.runner import RunOptions, run
@@ -83,8 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _exit_on_sigterm() -> None:
+    """`timeout`, batch schedulers and lent machines stop a run with SIGTERM: turn it into SystemExit so that the
+    runner's `finally` compacts the journal into the tables before the process (and maybe the machine) goes."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _exit_on_sigterm()
     return calibrate_command(
         ops=args.ops,
         models=args.models,

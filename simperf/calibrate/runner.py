@@ -295,19 +295,27 @@ def run(options: RunOptions) -> int:
     _warm_up(by_group, options, deadline)
     fallback = provenance_from_probe(probe)
     stopped_early = False
-    with _progress(console) as progress:
-        task = progress.add_task("calibrate", total=len(pending))
-        for group_name, pts in by_group.items():
-            if group_name == "nccl":
-                from simperf.calibrate.collectives import run_collectives
+    try:
+        with _progress(console) as progress:
+            task = progress.add_task("calibrate", total=len(pending))
+            for group_name, pts in by_group.items():
+                if group_name == "nccl":
+                    from simperf.calibrate.collectives import run_collectives
 
-                journal = Journal(out_dir)
-                run_collectives(pts, journal, fallback, lambda: progress.advance(task), deadline, console)
-                compact(out_dir, journal)
-                continue
-            stopped_early = _run_group(group_name, pts, out_dir, options, fallback, progress, task, deadline)
-            if stopped_early:
-                break
+                    journal = Journal(out_dir)
+                    run_collectives(pts, journal, fallback, lambda: progress.advance(task), deadline, console)
+                    compact(out_dir, journal)
+                    continue
+                stopped_early = _run_group(
+                    group_name, pts, out_dir, options, fallback, progress, task, deadline
+                )
+                if stopped_early:
+                    break
+    except (KeyboardInterrupt, SystemExit):
+        # interrupted (Ctrl-C, SIGTERM): what finished is in the journal; fold it into the tables before leaving
+        written = compact(out_dir)
+        console.log(f"interrupted; finished points written to the tables: {written}")
+        raise
     elapsed = time.monotonic() - started
     if stopped_early:
         console.log(
