@@ -93,9 +93,8 @@ def test_rerun_skips_measured_points_and_retry_failed_remeasures_failures(tmp_pa
     assert {m: r for m, r in third.items() if m != 8} == {m: r for m, r in first.items() if m != 8}
 
 
-def test_sigkill_mid_run_loses_at_most_the_point_in_flight_and_rerun_completes(tmp_path):
-    env = dict(os.environ, SIMPERF_FAKE_SLEEP_S="0.3", PYTHONPATH=str(REPO))
-    cmd = [
+def _fake_run_cmd(out: Path) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "simperf.calibrate",
@@ -104,23 +103,37 @@ def test_sigkill_mid_run_loses_at_most_the_point_in_flight_and_rerun_completes(t
         "--gpu",
         "cpu",
         "--out",
-        str(tmp_path),
+        str(out),
     ]
+
+
+def _start_slow_fake_run(out: Path, journaled: int = 3) -> tuple[subprocess.Popen, dict[str, str]]:
+    """A fake calibration run in its own process group, returned once `journaled` points are in its journal."""
+    env = dict(os.environ, SIMPERF_FAKE_SLEEP_S="0.3", PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
-        cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        _fake_run_cmd(out),
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
-    journal = tmp_path / JOURNAL_NAME
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len(read_journal(journal)) < 3:
+    while time.monotonic() < deadline and len(read_journal(out / JOURNAL_NAME)) < journaled:
         time.sleep(0.05)
+    return proc, env
+
+
+def test_sigkill_mid_run_loses_at_most_the_point_in_flight_and_rerun_completes(tmp_path):
+    proc, env = _start_slow_fake_run(tmp_path)
     # kill the runner and its worker (the process group this test started), mid-point
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    before = {point_key(r): r for r in read_journal(journal)}
+    before = {point_key(r): r for r in read_journal(tmp_path / JOURNAL_NAME)}
     assert 3 <= len(before) < len(FAKE_MS)
 
     env["SIMPERF_FAKE_SLEEP_S"] = "0"
-    subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True, timeout=60)
+    subprocess.run(_fake_run_cmd(tmp_path), env=env, cwd=REPO, check=True, capture_output=True, timeout=60)
     rows = _rows(tmp_path)
     keys = [point_key(r) for r in rows]
     assert len(keys) == len(set(keys)) == len(FAKE_MS)  # none lost, none duplicated
@@ -131,32 +144,14 @@ def test_sigkill_mid_run_loses_at_most_the_point_in_flight_and_rerun_completes(t
 
 def test_sigterm_folds_finished_points_into_the_tables_before_exiting(tmp_path):
     # `timeout` and lent machines stop runs with SIGTERM, and the machine may vanish with an uncompacted journal
-    env = dict(os.environ, SIMPERF_FAKE_SLEEP_S="0.3", PYTHONPATH=str(REPO))
-    cmd = [
-        sys.executable,
-        "-m",
-        "simperf.calibrate",
-        "--backends",
-        "fake",
-        "--gpu",
-        "cpu",
-        "--out",
-        str(tmp_path),
-    ]
-    proc = subprocess.Popen(
-        cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    journal = tmp_path / JOURNAL_NAME
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len(read_journal(journal)) < 3:
-        time.sleep(0.05)
+    proc, _ = _start_slow_fake_run(tmp_path)
     proc.send_signal(signal.SIGTERM)  # the runner only, as `timeout` does
     assert proc.wait(timeout=30) != 0
     if _group_alive(proc.pid):  # a worker left behind by the runner
         os.killpg(proc.pid, signal.SIGKILL)
+    journal = tmp_path / JOURNAL_NAME
     assert not journal.exists() or not read_journal(journal)
-    rows = _rows(tmp_path)
-    assert 3 <= len(rows) < len(FAKE_MS)
+    assert 3 <= len(_rows(tmp_path)) < len(FAKE_MS)
 
 
 def _group_alive(pgid: int) -> bool:
