@@ -41,7 +41,8 @@ class TimingConfig:
         self.collect: list[Launcher] | None = None
 
 
-def _percentile(sorted_values: Sequence[float], q: float) -> float:
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-quantile of ascending values, linear between order statistics (numpy's default method)."""
     if len(sorted_values) == 1:
         return sorted_values[0]
     pos = q * (len(sorted_values) - 1)
@@ -53,9 +54,9 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
 def summarize(samples_us: Sequence[float], method: str) -> Measurement:
     values = sorted(samples_us)
     return Measurement(
-        time_us=_percentile(values, 0.5),
-        time_us_p10=_percentile(values, 0.1),
-        time_us_p90=_percentile(values, 0.9),
+        time_us=percentile(values, 0.5),
+        time_us_p10=percentile(values, 0.1),
+        time_us_p90=percentile(values, 0.9),
         repeats=len(values),
         timing_method=method,
     )
@@ -84,16 +85,22 @@ def _warm(launchers: Sequence[Launcher], passes: int = 2) -> float:
     return _one_pass_us(launchers)
 
 
+def _collect_or_warm(launchers: Sequence[Launcher], cfg: TimingConfig) -> float | None:
+    """The estimated µs per launch after warming up, or None when nothing is to be timed: in collect mode (the
+    first launcher is handed over, not run) and in warm-only mode (after the warm-up)."""
+    if cfg.collect is not None:
+        cfg.collect.append(launchers[0])
+        return None
+    estimate_us = max(_warm(launchers), 0.5)
+    return None if cfg.warm_only else estimate_us
+
+
 def time_graph_replay(launchers: Sequence[Launcher], cfg: TimingConfig) -> Measurement | None:
     """Per-launch time from replaying a graph of N launches (cycling launchers). None if warm_only."""
     import torch
 
-    if cfg.collect is not None:
-        cfg.collect.append(launchers[0])
-        return None
-
-    estimate_us = max(_warm(launchers), 0.5)
-    if cfg.warm_only:
+    estimate_us = _collect_or_warm(launchers, cfg)
+    if estimate_us is None:
         return None
     n_sets = len(launchers)
     launches = max(n_sets, min(_MAX_LAUNCHES_PER_GRAPH, math.ceil(_REPLAY_TARGET_US / estimate_us)))
@@ -149,12 +156,8 @@ def time_events(launchers: Sequence[Launcher], cfg: TimingConfig) -> Measurement
     """Per-launch event timing, cycling launchers (prefill/extend-style kernels that SGLang runs eagerly)."""
     import torch
 
-    if cfg.collect is not None:
-        cfg.collect.append(launchers[0])
-        return None
-
-    estimate_us = max(_warm(launchers), 0.5)
-    if cfg.warm_only:
+    estimate_us = _collect_or_warm(launchers, cfg)
+    if estimate_us is None:
         return None
     repeats = int(min(cfg.max_repeats * 2, max(cfg.min_repeats, cfg.target_ms * 1000.0 / estimate_us)))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]

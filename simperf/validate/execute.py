@@ -153,10 +153,12 @@ def run_validation(
                 env=_child_env(),
             )
             assert child.stdout is not None
+            finished = set(done)
             for line in child.stdout:
                 if line.startswith(_ROW_PREFIX) and on_sample is not None:
                     msg = json.loads(line[len(_ROW_PREFIX) :])
-                    on_sample(len(done_samples(out_dir)), msg["n"], msg["row"])
+                    finished.add(int(msg["row"]["sample_id"]))
+                    on_sample(len(finished), msg["n"], msg["row"])
             rc = child.wait()
             err_file.seek(0)
             stderr = err_file.read()

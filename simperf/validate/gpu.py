@@ -165,7 +165,9 @@ def run_program(program: StepProgram, ctx: BuildContext, replicas: int = 4) -> d
         if not ops:
             continue
         reps = 1 if kind == "step" else max(1, min(replicas, layers))
-        launchers: list[Launcher] = []
+        chain: list[
+            tuple[str, Launcher]
+        ] = []  # (op name, launcher) in execution order, replica after replica
         by_op: dict[str, list[Launcher]] = {}
         for r in range(reps):
             for op in ops:
@@ -176,12 +178,13 @@ def run_program(program: StepProgram, ctx: BuildContext, replicas: int = 4) -> d
                 except Unsupported as exc:
                     unsupported[op.name] = str(exc)
                     continue
-                launchers.append(launch)
+                chain.append((op.name, launch))
                 by_op.setdefault(op.name, []).append(launch)
         ran = [op for op in ops if op.name in by_op and op.name not in unsupported]
         if not ran:
             continue
-        launchers = [launch for launch in launchers if any(launch in by_op[op.name] for op in ran)]
+        # an op found unsupported in a later replica leaves the chain of every replica
+        launchers = [launch for name, launch in chain if name not in unsupported]
         CURRENT_ACTIVITY["what"] = f"timing the chain of {reps} {kind} layer(s)"
         chain_us, method = time_chain(launchers)
         methods.add(method)
@@ -201,7 +204,7 @@ def run_program(program: StepProgram, ctx: BuildContext, replicas: int = 4) -> d
         }
         measured_us += layers * layer_us
         predicted_us += layers * layer_pred
-        del launchers, by_op
+        del chain, launchers, by_op
         ctx.cache.pop("moe_triton_weights", None)
         torch.cuda.synchronize()
         release_workspaces()

@@ -5,7 +5,6 @@ chart (altair), so the summary also prints on a GPU machine without the laptop d
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from simperf.calibrate.timing import percentile
 from simperf.sim.steplog import STEP_KINDS
 
 RESULTS_NAME = "validation.parquet"
@@ -55,14 +55,6 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _quantile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    pos = q * (len(ordered) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per step kind and overall: samples, median and p90 absolute relative error, median signed error."""
     ok = [r for r in rows if r.get("rel_error") is not None]
@@ -71,15 +63,15 @@ def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for kind, members in groups:
         if not members:
             continue
-        errors = [r["rel_error"] for r in members]
-        absolute = [abs(e) for e in errors]
+        errors = sorted(r["rel_error"] for r in members)
+        absolute = sorted(abs(e) for e in errors)
         out.append(
             {
                 "kind": kind,
                 "samples": len(members),
-                "median_abs_error": _quantile(absolute, 0.5),
-                "p90_abs_error": _quantile(absolute, 0.9),
-                "median_signed_error": _quantile(errors, 0.5),
+                "median_abs_error": percentile(absolute, 0.5),
+                "p90_abs_error": percentile(absolute, 0.9),
+                "median_signed_error": percentile(errors, 0.5),
             }
         )
     return out
