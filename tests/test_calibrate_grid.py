@@ -159,3 +159,18 @@ def test_make_point_rejects_columns_outside_the_identity():
         make_point("gemm", "torch", time_us=3.0)
     point = make_point("attn_mla_decode", "flashmla", kv_lens=[3, 5], batch=2)
     assert point["kv_lens"] == "[3,5]" or json.loads(point["kv_lens"]) == [3, 5]
+
+
+def test_fused_shared_grid_adds_deepseek_ep1_layouts_with_the_shared_expert_always_routed():
+    grid = gridmod.load_grid(None)
+    grid["moe"].update(
+        {"backends": ["triton_fused_moe"], "dtypes": ["fp8_block"], "routings": ["balanced"], "m": [4],
+         "models": ["DeepSeek-V3"], "fused_shared": True, "fused_shared_only": True}
+    )  # fmt: skip
+    pts = gridmod.FAMILIES["moe"](grid["moe"])
+    assert {(p["num_experts"], p["experts_per_rank"], p["topk"], p["routing"]) for p in pts} == {
+        (257, 257, 9, "balanced+shared1")
+    }
+    assert sorted(p["n"] for p in pts) == [256, 512, 1024, 2048]  # TP-MoE 8/4/2/1
+    grid["moe"]["fused_shared"] = False
+    assert all(p["num_experts"] == 256 for p in gridmod.FAMILIES["moe"](grid["moe"]))

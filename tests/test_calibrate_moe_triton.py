@@ -61,6 +61,50 @@ def test_compile_signature_is_shared_across_m_with_the_same_config() -> None:
     assert mt.compile_signature(point) != mt.compile_signature({**point, "m": 16384})
 
 
+def test_tuning_tries_the_untuned_rule_first_and_no_config_twice() -> None:
+    for m in (1, 8, 64, 1024, 16384):
+        for dtype in ("bf16", "fp8_block"):
+            cfgs = mt.candidate_configs(m, 8, 256, dtype)
+            assert cfgs[0] == mt.block_config(m, 8, 256, dtype)
+            assert len(set(cfgs)) == len(cfgs) > 1
+            # fp8 K blocks must meet exactly one activation and one weight scale
+            if dtype == "fp8_block":
+                assert all(c.block_k == mt.SCALE_GROUP for c in cfgs)
+            assert all(mt.SCALE_GROUP % c.block_n == 0 or c.block_n % mt.SCALE_GROUP == 0 for c in cfgs)
+
+
+def test_decode_sized_m_tries_narrower_n_tiles_than_the_rule() -> None:
+    # one token on DeepSeek's 256 experts: the rule's BLOCK_N 128 leaves 8 experts x 4 programs per GEMM
+    widths = {c.block_n for c in mt.candidate_configs(1, 8, 256, "fp8_block")}
+    assert min(widths) < mt.block_config(1, 8, 256, "fp8_block").block_n
+    assert {c.block_m for c in mt.candidate_configs(1, 8, 256, "fp8_block")} == {16}
+    assert max(c.block_m for c in mt.candidate_configs(16384, 8, 256, "fp8_block")) == 128
+
+
+def test_config_label_names_every_tile_parameter() -> None:
+    label = mt.config_label(mt.BlockConfig(16, 64, 128, 1, 4, 3))
+    assert label == "BM16_BN64_BK128_G1_W4_S3"
+
+
+def test_shared_routing_suffix_names_the_fused_experts() -> None:
+    from simperf.calibrate.backends.moe import split_shared_routing
+
+    assert split_shared_routing("zipf+shared1") == ("zipf", 1)
+    assert split_shared_routing("balanced") == ("balanced", 0)
+    with pytest.raises(Unsupported):
+        split_shared_routing("balanced+sharedx")
+
+
+@needs_stack
+def test_fused_shared_routing_appends_the_shared_expert_to_every_token() -> None:
+    from simperf.calibrate.backends.moe import route
+
+    ids = route(6, 257, 9, "zipf+shared1", seed=2)
+    assert tuple(ids.shape) == (6, 9)
+    assert (ids[:, -1] == 256).all() and (ids[:, :-1] < 256).all()
+    assert all(len(set(row.tolist())) == 9 for row in ids)
+
+
 def test_fp8_block_needs_128_aligned_dims() -> None:
     mt.check_supported("fp8_block", 256, 7168)
     mt.check_supported("bf16", 96, 2048)

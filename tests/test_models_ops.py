@@ -163,6 +163,18 @@ def test_unmeasured_fused_shared_expert_falls_back_to_measured_plain_moe():
     assert default["moe.experts"].key["num_experts"] == 257 and default["moe.experts"].key["topk"] == 9
 
 
+def test_measured_fused_shared_expert_replaces_the_separate_shared_mlp():
+    arch, s = load_arch("deepseek-v3"), settings_for()
+
+    def has(op, key):
+        return op == "moe" and key["num_experts"] == 257 and key["routing"] == "balanced+shared1"
+
+    ops = by_name(decode_ops(arch, s, 8, 8, 100.0, has=has))
+    moe = ops["moe.experts"].key
+    assert (moe["num_experts"], moe["topk"], moe["routing"]) == (257, 9, "balanced+shared1")
+    assert not [name for name in ops if name.startswith("moe.shared")]
+
+
 def test_dense_gqa_shapes_llama_70b_tp8():
     ops = by_name(decode_ops(load_arch("llama-3.1-70b"), settings_for(weight="bf16"), 16, 16, 2048.0))
     assert ops["qkv_proj"].key["n"] == (8 + 2 * 1) * 128 and ops["qkv_proj"].count == 80

@@ -119,6 +119,9 @@ DEFAULT_GRID: dict[str, dict[str, Any]] = {
         "dtypes": ["bf16", "fp8_rowwise"],
         "routings": ["balanced", "zipf"],
         "models": ["DeepSeek-V3", "Qwen3-30B-A3B", "Qwen3-235B-A22B"],
+        # also the EP-1 layouts with the shared experts fused into the layer (SGLang's default for DeepSeek)
+        "fused_shared": False,
+        "fused_shared_only": False,
     },
     "elementwise": {
         "m": [1, 4, 16, 64, 256, 1024, 4096, 16384],
@@ -471,8 +474,10 @@ def _bmm(cfg: dict[str, Any]) -> list[Point]:
 
 def _moe(cfg: dict[str, Any]) -> list[Point]:
     pts: list[Point] = []
-    for rank_shape in shapes.moe_rank_shapes():
+    for rank_shape in shapes.moe_rank_shapes(fused_shared=bool(cfg.get("fused_shared", False))):
         if rank_shape.model.name not in cfg["models"]:
+            continue
+        if cfg.get("fused_shared_only") and not rank_shape.fused_shared:
             continue
         for backend, dtype in ((b, d) for b in cfg["backends"] for d in cfg["dtypes"]):
             for routing in cfg["routings"]:
@@ -482,12 +487,12 @@ def _moe(cfg: dict[str, Any]) -> list[Point]:
                             "moe",
                             backend,
                             dtype=dtype,
-                            num_experts=rank_shape.model.num_experts,
+                            num_experts=rank_shape.num_experts,
                             experts_per_rank=rank_shape.experts_per_rank,
-                            topk=rank_shape.model.topk,
+                            topk=rank_shape.topk,
                             n=rank_shape.n,
                             k=rank_shape.k,
-                            routing=routing,
+                            routing=rank_shape.routing(routing),
                             m=m,
                         )
                     )

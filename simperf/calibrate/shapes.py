@@ -30,6 +30,7 @@ class MoeModelShape:
     topk: int
     intermediate: int  # per expert
     hidden: int
+    shared_experts: int = 0  # same width as a routed expert; SGLang fuses them into the MoE at EP 1
 
 
 DENSE_MODELS: tuple[DenseModelShape, ...] = (
@@ -47,7 +48,7 @@ QWEN3_MOE_ATTENTION: tuple[DenseModelShape, ...] = (
 )
 
 MOE_MODELS: tuple[MoeModelShape, ...] = (
-    MoeModelShape("DeepSeek-V3", 256, 8, 2048, 7168),
+    MoeModelShape("DeepSeek-V3", 256, 8, 2048, 7168, shared_experts=1),
     MoeModelShape("Qwen3-30B-A3B", 128, 8, 768, 2048),
     MoeModelShape("Qwen3-235B-A22B", 128, 8, 1536, 4096),
 )
@@ -151,10 +152,22 @@ class MoeRankShape:
     model: MoeModelShape
     ep: int
     tp: int  # TP-MoE degree (intermediate split); 1 under EP
+    fused_shared: bool = False  # the model's shared experts ride in the layer as always-chosen experts
+
+    @property
+    def num_experts(self) -> int:
+        return self.model.num_experts + (self.model.shared_experts if self.fused_shared else 0)
+
+    @property
+    def topk(self) -> int:
+        return self.model.topk + (self.model.shared_experts if self.fused_shared else 0)
 
     @property
     def experts_per_rank(self) -> int:
-        return self.model.num_experts // self.ep
+        return self.num_experts // self.ep
+
+    def routing(self, base: str) -> str:
+        return f"{base}+shared{self.model.shared_experts}" if self.fused_shared else base
 
     @property
     def n(self) -> int:
@@ -165,11 +178,15 @@ class MoeRankShape:
         return self.model.hidden
 
 
-def moe_rank_shapes() -> list[MoeRankShape]:
+def moe_rank_shapes(fused_shared: bool = False) -> list[MoeRankShape]:
+    """EP 1/2/4/8 and TP-MoE 2/4/8 shapes of every MoE model; with fused_shared, also the EP-1 layouts (TP-MoE
+    1/2/4/8) of models with shared experts, fused into the routed layer as SGLang runs them."""
     shapes = []
     for model in MOE_MODELS:
         for ep in TP_DEGREES:
             shapes.append(MoeRankShape(model, ep, 1))
         for tp in TP_DEGREES[1:]:
             shapes.append(MoeRankShape(model, 1, tp))
+        if fused_shared and model.shared_experts:
+            shapes += [MoeRankShape(model, 1, tp, fused_shared=True) for tp in TP_DEGREES]
     return shapes

@@ -83,10 +83,17 @@ def bmm_keys(batch: int, n: int, k: int) -> tuple[Key, ...]:
 
 
 def moe_keys(
-    weight_dtype: str, num_experts: int, experts_per_rank: int, topk: int, n: int, k: int
+    weight_dtype: str,
+    num_experts: int,
+    experts_per_rank: int,
+    topk: int,
+    n: int,
+    k: int,
+    fused_shared: int = 0,
 ) -> tuple[Key, ...]:
     """Routed experts: simperf's Triton fused MoE (SGLang's kernel structure) first, then the grouped-GEMM
-    proxy; fp8 weights prefer block-scaled tables (DeepSeek-V3 checkpoints) over rowwise ones."""
+    proxy; fp8 weights prefer block-scaled tables (DeepSeek-V3 checkpoints) over rowwise ones. fused_shared:
+    that many shared experts ride in the layer (counted in num_experts and topk), chosen by every token."""
     dtypes = ("fp8_block", "fp8_rowwise", "fp8") if weight_dtype == "fp8" else ("bf16",)
     return key_candidates(
         "moe",
@@ -98,7 +105,7 @@ def moe_keys(
         topk=topk,
         n=n,
         k=k,
-        routing="balanced",
+        routing=f"balanced+shared{fused_shared}" if fused_shared else "balanced",
     )
 
 

@@ -388,7 +388,7 @@ def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: Has
     shared = arch.num_shared_experts
     # SGLang fuses the shared expert into the routed MoE as extra always-chosen experts when EP == 1 (§4.1).
     fused = shared > 0 and ep == 1
-    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h)
+    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h, shared)
     plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h)
     if fused and has is not None and not _any_measured(has, "moe", fused_keys):
         # The fused layout is not calibrated: the plain routed MoE plus a separate shared MLP is its proxy.

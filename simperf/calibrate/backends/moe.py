@@ -21,10 +21,31 @@ from simperf.calibrate.timing import random_tensor, time_graph_replay
 FP8_MAX = 448.0
 
 
+def split_shared_routing(routing: str) -> tuple[str, int]:
+    """'balanced+shared1' -> ('balanced', 1): the routed experts' distribution and the number of shared
+    experts fused into the layer as the last expert ids, chosen by every token (SGLang's shared-expert
+    fusion for DeepSeek at EP 1). A plain routing name has no shared experts."""
+    base, sep, shared = routing.partition("+shared")
+    if not sep:
+        return routing, 0
+    if not shared.isdigit() or int(shared) < 1:
+        raise Unsupported(f"routing {routing!r}: expected '<routing>+shared<N>' with N >= 1")
+    return base, int(shared)
+
+
 def route(m: int, num_experts: int, topk: int, routing: str, seed: int = 0) -> Any:
-    """[m, topk] expert ids, distinct per token (Gumbel top-k over the popularity logits)."""
+    """[m, topk] expert ids, distinct per token (Gumbel top-k over the popularity logits). With fused shared
+    experts ('<routing>+sharedN'), topk - N routed experts are drawn from the first num_experts - N and the
+    N shared ones (the last ids) are appended to every token."""
     import torch
 
+    routing, shared = split_shared_routing(routing)
+    if shared:
+        if topk <= shared or num_experts <= shared:
+            raise Unsupported(f"{shared} shared experts need topk and num_experts above {shared}")
+        routed = route(m, num_experts - shared, topk - shared, routing, seed)
+        fused = torch.arange(num_experts - shared, num_experts).expand(m, shared)
+        return torch.cat([routed, fused], dim=1)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     if routing == "balanced":
         logits = torch.zeros(num_experts)
