@@ -174,3 +174,13 @@ def test_fused_shared_grid_adds_deepseek_ep1_layouts_with_the_shared_expert_alwa
     assert sorted(p["n"] for p in pts) == [256, 512, 1024, 2048]  # TP-MoE 8/4/2/1
     grid["moe"]["fused_shared"] = False
     assert all(p["num_experts"] == 256 for p in gridmod.FAMILIES["moe"](grid["moe"]))
+
+
+def test_activation_quantisation_points_go_to_the_triton_backend():
+    grid = gridmod.load_grid(None)
+    pts = gridmod.FAMILIES["elementwise"](grid["elementwise"])
+    quant = [p for p in pts if p["variant"] == "fp8_group_quant"]
+    assert quant and {p["backend"] for p in quant} == {"triton"}
+    assert all(p["n"] % 128 == 0 for p in quant)
+    assert group_for("elementwise", "triton").name == "quant_triton"
+    assert {p["backend"] for p in pts if p["variant"] != "fp8_group_quant"} == {"flashinfer"}

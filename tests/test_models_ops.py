@@ -175,6 +175,19 @@ def test_measured_fused_shared_expert_replaces_the_separate_shared_mlp():
     assert not [name for name in ops if name.startswith("moe.shared")]
 
 
+def test_every_fp8_linear_is_preceded_by_its_activation_quantisation():
+    ops = by_name(decode_ops(load_arch("deepseek-v3"), settings_for(), 8, 8, 100.0))
+    fp8_gemms = [o for o in ops.values() if o.op == "gemm" and o.key["dtype"] != "bf16"]
+    assert fp8_gemms
+    for gemm in fp8_gemms:
+        quant = ops[f"{gemm.name}.act_quant"]
+        assert quant.key["variant"] == "fp8_group_quant" and quant.key["n"] == gemm.key["k"]
+        assert quant.count == gemm.count and quant.axes["m"] == gemm.axes["m"]
+    assert "lm_head.act_quant" not in ops and "moe.gate.act_quant" not in ops  # bf16 layers
+    bf16 = decode_ops(load_arch("llama-3.1-8b"), settings_for(tp=1, weight="bf16"), 4, 4, 100.0)
+    assert not [o for o in bf16 if o.name.endswith(".act_quant")]
+
+
 def test_dense_gqa_shapes_llama_70b_tp8():
     ops = by_name(decode_ops(load_arch("llama-3.1-70b"), settings_for(weight="bf16"), 16, 16, 2048.0))
     assert ops["qkv_proj"].key["n"] == (8 + 2 * 1) * 128 and ops["qkv_proj"].count == 80

@@ -111,6 +111,8 @@ DEFAULT_GRID: dict[str, dict[str, Any]] = {
         "fp8_block": True,
         "fp8_rowwise_deepseek": True,
         "fp8_rowwise_dense": True,
+        # block-scaled fp8 for dense shapes (block-quantized checkpoints such as Qwen3-*-FP8); off by default
+        "fp8_block_dense": False,
     },
     "bmm": {"m": POW2_M, "num_heads": [128, 64, 32, 16, 8]},
     "moe": {
@@ -130,6 +132,9 @@ DEFAULT_GRID: dict[str, dict[str, Any]] = {
         "silu_mul": [18432, 9216, 4608, 2304, 14336, 7168, 3584, 1792, 2048, 1024, 512, 256],
         # rope: n = q heads per rank * rope dim (DeepSeek 64-dim rope; dense models 128)
         "rope": [8192, 4096, 2048, 1024, 512],
+        # fp8 activation quantisation (triton backend): input widths of the fp8 linears (DeepSeek at TP 1-8,
+        # dense models' hidden and intermediate widths per rank)
+        "fp8_group_quant": [7168, 1536, 2048, 4096, 8192, 16384, 2304, 4608, 9216, 18432, 12288, 14336, 5120],
     },
     "fake": {"enabled": False, "m": [1, 2, 4, 8, 16, 32, 64, 128]},
 }
@@ -456,6 +461,8 @@ def _gemm(cfg: dict[str, Any]) -> list[Point]:
         combos += [("torch_scaled_mm", "fp8_rowwise", s) for s in deepseek]
     if cfg["fp8_rowwise_dense"]:
         combos += [("torch_scaled_mm", "fp8_rowwise", s) for s in dense]
+    if cfg.get("fp8_block_dense"):
+        combos += [("torch_scaled_mm", "fp8_block", s) for s in dense]
     for backend, dtype, shape in combos:
         for m in cfg["m"]:
             pts.append(make_point("gemm", backend, dtype=dtype, n=shape.n, k=shape.k, m=m))
@@ -501,11 +508,20 @@ def _moe(cfg: dict[str, Any]) -> list[Point]:
 
 def _elementwise(cfg: dict[str, Any]) -> list[Point]:
     pts: list[Point] = []
-    for variant in ("rmsnorm", "add_rmsnorm", "silu_mul", "rope"):
-        for n in cfg[variant]:
+    for variant, backend in ELEMENTWISE_BACKENDS.items():
+        for n in cfg.get(variant, []):
             for m in cfg["m"]:
-                pts.append(make_point("elementwise", "flashinfer", variant=variant, dtype="bf16", n=n, m=m))
+                pts.append(make_point("elementwise", backend, variant=variant, dtype="bf16", n=n, m=m))
     return pts
+
+
+ELEMENTWISE_BACKENDS = {
+    "rmsnorm": "flashinfer",
+    "add_rmsnorm": "flashinfer",
+    "silu_mul": "flashinfer",
+    "rope": "flashinfer",
+    "fp8_group_quant": "triton",
+}
 
 
 def _fake(cfg: dict[str, Any]) -> list[Point]:

@@ -110,7 +110,7 @@ def moe_keys(
 
 
 def elementwise_keys(variant: str, n: int) -> tuple[Key, ...]:
-    return key_candidates("elementwise", backend=("torch", "flashinfer"), variant=variant, n=n)
+    return key_candidates("elementwise", backend=("torch", "flashinfer", "triton"), variant=variant, n=n)
 
 
 def collective_keys(op: str, group_size: int) -> tuple[Key, ...]:

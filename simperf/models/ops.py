@@ -296,7 +296,11 @@ def row_ops(
             ops.append(OpCall(name, op, candidates, axes, count, kernels))
 
     def gemm(name: str, n: int, k: int, m: int, count: int, dtype: str | None = None) -> None:
-        add(name, "gemm", gemm_keys(dtype or s.weight_dtype, n, k), count, m=m)
+        weight_dtype = dtype or s.weight_dtype
+        if weight_dtype == "fp8":
+            # SGLang quantises an fp8 linear's bf16 input in its own kernel before the GEMM
+            add(f"{name}.act_quant", "elementwise", elementwise_keys("fp8_group_quant", k), count, m=m)
+        add(name, "gemm", gemm_keys(weight_dtype, n, k), count, m=m)
 
     def norm(name: str, variant: str, n: int, m: int, count: int) -> None:
         add(name, "elementwise", elementwise_keys(variant, n), count, m=m)

@@ -220,6 +220,8 @@ def _elementwise(key: Mapping[str, object], a: dict[str, np.ndarray]) -> KernelW
     m = a["m"]
     if key.get("variant") == "kv_convert":
         nbytes = m * float(n)  # n = bytes read + written per token (KV layout conversion)
+    elif key.get("variant") == "fp8_group_quant":
+        nbytes = m * n * (2.0 + 1.0 + 4.0 / 128.0)  # read bf16, write fp8 and one fp32 scale per 128
     else:
         nbytes = 2.0 * m * n * 2.0  # read and write bf16
     return KernelWork(np.zeros_like(nbytes), nbytes, "bf16")

@@ -85,6 +85,8 @@ WORKER_GROUPS: tuple[WorkerGroup, ...] = (
     # simperf's Triton fused MoE (SGLang's kernel structure); jit: warm-up compiles one point per config.
     WorkerGroup("moe_triton", f"{_PKG}.moe_triton", (("moe", "triton_fused_moe"),), jit=True),
     WorkerGroup("elementwise", f"{_PKG}.elementwise", (("elementwise", "flashinfer"),), jit=True),
+    # fp8 activation quantisation before fp8 linears (simperf's Triton per-token-group kernel)
+    WorkerGroup("quant_triton", f"{_PKG}.quant_triton", (("elementwise", "triton"),), jit=True),
     # CPU-only stand-in used by the tests (sleeps, raises or crashes on chosen points).
     WorkerGroup("fake", f"{_PKG}.fake", (("gemm", "fake"), ("elementwise", "fake")), needs_gpu=False),
 )
