@@ -121,8 +121,12 @@ class SGLangStepCost:
         self._decode: dict[tuple[int, int, bool], tuple[np.ndarray, list[_DecodeAttention]]] = {}
         self._row_tables: dict[tuple[str, str], RowCostTable] = {}
         self._step_index = np.arange(4096)
-        self._base_totals: dict[int, float] = {}  # base row-cost vector (by identity) -> its sum
+        # _fast_decode_entry by (bs, padded bs, graph)
+        self._decode_fast: dict[tuple[int, int, bool], tuple] = {}
         self._extend = _LRU(extend_cache_size)
+        # single fresh-prompt prefills by token count (None: that length takes the general path); prompt lengths
+        # repeat far more often than whole batch compositions, and this skips building the LRU's byte keys
+        self._fresh: dict[int, np.ndarray | None] = {}
 
     # ---- the StepCostModel protocol ----------------------------------------------------------------------------
     def extend_step(
@@ -135,6 +139,16 @@ class SGLangStepCost:
     ) -> np.ndarray:
         """gathered_rows / gathered_logit_rows: under DP attention, the token rows and logit rows of all DP ranks
         together this step (the MLP/MoE, the gathers and the LM head run on them); default: DP x this rank's."""
+        if (
+            len(extend_lens) == 1
+            and prefix_lens[0] == 0
+            and (decode_kv_lens is None or len(decode_kv_lens) == 0)
+            and gathered_rows is None
+            and gathered_logit_rows is None
+        ):
+            fresh = self._fresh_prefill(int(extend_lens[0]))
+            if fresh is not None:
+                return fresh.copy()
         ext = np.ascontiguousarray(extend_lens, dtype=np.int64)
         pre = np.ascontiguousarray(prefix_lens, dtype=np.int64)
         dec = None if decode_kv_lens is None else np.ascontiguousarray(decode_kv_lens, dtype=np.int64)
@@ -175,45 +189,75 @@ class SGLangStepCost:
         return out
 
     def decode_totals(
-        self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool
-    ) -> tuple[np.ndarray, Callable[[int], np.ndarray]]:
-        """decode_steps for the simulator's hot loop: per-step totals (µs), and a function giving the per-source
-        sum over the first n steps — the same numbers as decode_steps without building the (k, sources) matrix."""
-        entry = self._decode.get((bs, padded_bs, graph)) or self._decode_entry(bs, padded_bs, graph)
-        base, attention, eager = entry
-        if graph and padded_bs > bs:
-            kv_mean = (kv_total + (padded_bs - bs)) / padded_bs
+        self, bs: int, padded_bs: int, kv_total: list[float] | np.ndarray, graph: bool
+    ) -> tuple[list[float], Callable[[list[float], int], None]]:
+        """decode_steps for the simulator's hot loop: per-step totals (µs), and `add_by_source(acc, n)`, which adds
+        the per-source sum over the first n steps to `acc` (a list of len(SOURCES) floats) — the same numbers as
+        decode_steps, without building the (k, sources) matrix.
+
+        kv_total may be a list: most calls cover a few steps, where numpy's per-call overhead would dominate, so
+        the arithmetic around the curve lookups runs on Python floats (the same IEEE operations as the arrays)."""
+        entry = self._decode_fast.get((bs, padded_bs, graph))
+        if entry is None:
+            entry = self._decode_fast[(bs, padded_bs, graph)] = self._fast_decode_entry(bs, padded_bs, graph)
+        base, base_list, base_total, attention, eager, pad, div = entry
+        small = isinstance(kv_total, list)
+        if small:
+            kv_mean: list[float] | np.ndarray = (
+                [(x + pad) / div for x in kv_total] if pad else [x / div for x in kv_total]
+            )
         else:
-            kv_mean = kv_total / bs
-        base_total = self._base_totals.get(id(base))
-        if base_total is None:
-            base_total = self._base_totals[id(base)] = float(base.sum())
-        totals = None
-        parts = []
-        for a in attention:
-            us, src = a.along_kv.values(kv_mean + a.kv_offset if a.kv_offset else kv_mean)
-            us = us * a.count
-            totals = us + base_total if totals is None else totals + us
-            parts.append((us, src))
+            kv_mean = (kv_total + pad) / div if pad else kv_total / div
+        totals: list[float] | np.ndarray | None = None
+        parts: list[tuple[list[float], np.ndarray, int | np.ndarray]] = []
+        for along, count, offset in attention:
+            if small:
+                x = np.array([m + offset for m in kv_mean] if offset else kv_mean)
+            else:
+                x = kv_mean + offset if offset else kv_mean
+            us, src = along.values(x)
+            us = us * count
+            us_list = us.tolist()
+            if small:
+                totals = (
+                    [u + base_total for u in us_list]
+                    if totals is None
+                    else [t + u for t, u in zip(totals, us_list, strict=True)]
+                )
+            else:
+                totals = us + base_total if totals is None else totals + us
+            parts.append((us_list, us, src))
         if totals is None:
-            totals = np.full(kv_mean.shape, base_total)
+            totals = [base_total] * len(kv_mean)
         excess = None
         if eager is not None:
+            totals = np.asarray(totals, dtype=np.float64)
             excess = eager.excess_us(totals)
             totals += excess
+        totals_list = totals if isinstance(totals, list) else totals.tolist()
 
-        def by_source(n: int) -> np.ndarray:
-            out = base * n
-            for us, src in parts:
+        def add_by_source(acc: list[float], n: int) -> None:
+            out = [b * n for b in base_list]
+            for us_list, us, src in parts:
                 if isinstance(src, int):
-                    out[src] += sum(us[:n].tolist())  # a few values: cheaper than a numpy reduction
+                    out[src] += sum(us_list[:n])  # a few values: cheaper than a numpy reduction
                 else:
-                    out += np.bincount(src[:n], weights=us[:n], minlength=NUM_SOURCES)
+                    counts = np.bincount(src[:n], weights=us[:n], minlength=NUM_SOURCES).tolist()
+                    out = [o + c for o, c in zip(out, counts, strict=True)]
             if excess is not None:
-                out[_OVERHEAD_COLUMN] += excess[:n].sum()
-            return out
+                out[_OVERHEAD_COLUMN] += float(excess[:n].sum())
+            for i, o in enumerate(out):
+                acc[i] += o
 
-        return totals, by_source
+        return totals_list, add_by_source
+
+    def _fast_decode_entry(self, bs: int, padded_bs: int, graph: bool) -> tuple:
+        """_decode_entry unpacked for decode_totals: base per source (array and list), its sum, (slice, count, KV
+        offset) per attention op, the eager overhead, and the padding/divisor of the mean KV length."""
+        base, attention, eager = self._decode_entry(bs, padded_bs, graph)
+        pad, div = (padded_bs - bs, padded_bs) if graph and padded_bs > bs else (0, bs)
+        ops = [(a.along_kv, a.count, a.kv_offset) for a in attention]
+        return base, base.tolist(), float(base.sum()), ops, eager, pad, div
 
     # ---- breakdowns ---------------------------------------------------------------------------------------------
     def breakdown_extend(
@@ -484,6 +528,16 @@ class SGLangStepCost:
         overhead = step_overhead(self.overheads, self._extend_graph(plan.num_tokens), kernels)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
+
+    def _fresh_prefill(self, tokens: int) -> np.ndarray | None:
+        """_single_fresh_prefill of one prompt of `tokens` tokens, cached by length (do not modify the result)."""
+        if tokens in self._fresh:
+            return self._fresh[tokens]
+        value = self._single_fresh_prefill(
+            np.array([tokens], dtype=np.int64), np.zeros(1, dtype=np.int64), None, None, None
+        )
+        self._fresh[tokens] = value
+        return value
 
     def _single_fresh_prefill(self, ext, pre, dec, gathered, gathered_logits) -> np.ndarray | None:
         """The commonest extend — one request, nothing cached, nothing riding along — from a table over its

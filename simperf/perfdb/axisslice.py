@@ -18,6 +18,11 @@ import numpy as np
 
 from simperf.perfdb.schema import SOURCE_INDEX
 
+try:  # np.interp's compiled core, without the wrapper's argument checks (~1.5 µs a call; same numbers)
+    from numpy._core.multiarray import interp as _interp
+except ImportError:  # pragma: no cover - other numpy layouts
+    _interp = np.interp
+
 _INTERPOLATED = SOURCE_INDEX["interpolated"]
 SAMPLES_PER_OCTAVE = 16
 
@@ -70,7 +75,7 @@ class AxisSlice:
                 if k == len(self._changes) or self._changes[k] > i1:
                     label = self._labels[i0]
             if label is not None:
-                return np.exp(np.interp(np.log(x), self._log_x, self._log_us)), label
+                return np.exp(_interp(np.log(x), self._log_x, self._log_us)), label
         return self(x)
 
     def __call__(self, x: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:

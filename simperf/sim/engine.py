@@ -31,6 +31,8 @@ from simperf.sim.records import RequestRecords
 from simperf.sim.spec import AcceptSampler
 
 US = 1e-6
+# decode segments up to this many iterations are costed on Python floats, longer ones on arrays
+SMALL_SEGMENT = 16
 
 
 class Batch:
@@ -143,6 +145,9 @@ class Simulator:
         # the cost model's matrix-free decode path, when it has one (SGLangStepCost does)
         self._fast_totals = getattr(self.cost, "decode_totals", None)
         self._batch_emit: list[float] = []  # process time of each batch, by key
+        # time per source, summed on Python floats in the same order as numpy would (copied to stats at the end)
+        self._source_us = [0.0] * len(SOURCES)
+        self._padded: dict[int, tuple[int, bool]] = {}  # _padded_bs by batch size
         self.finish_s = np.full(n, math.nan)
         self.done = 0
         self.n = n
@@ -152,6 +157,7 @@ class Simulator:
         self.env = env
         env.process(self._server())
         env.run()
+        self.stats.time_by_source_us = np.asarray(self._source_us)
         for rank in self.ranks:
             self.stats.retractions += rank.retracted_total
             self.stats.max_kv_used.append(rank.max_used)
@@ -339,7 +345,8 @@ class Simulator:
                 decode_as_extend=plan is None,
             )
         self.stats.extend_iterations += 1
-        self.stats.time_by_source_us += step
+        for i, v in enumerate(step.tolist()):
+            self._source_us[i] += v
         cpu_next = self._launch(batch, step_us)
         self._observe()
         return cpu_next
@@ -402,28 +409,34 @@ class Simulator:
     ) -> tuple[float, int, float]:
         """Up to k_max iterations of an unchanged batch from CPU time c; returns (next CPU time, done, next arrival)."""
         next_ready = self.client.next_ready_time()
-        padded_bs, graph = self._padded_bs(max_bs)
+        padded = self._padded.get(max_bs)
+        if padded is None:
+            padded = self._padded[max_bs] = self._padded_bs(max_bs)
+        padded_bs, graph = padded
         # size the cost call by how many iterations fit before the next request reaches the scheduler
         k_eval = k_max
         if k_max > 8 and next_ready != math.inf:
             per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
             k_eval = min(k_max, int((next_ready - c) / per_iter * 1.25) + 4)
         rank0 = ranks[0]
-        offsets = (
-            self._offsets[:k_eval] if k_eval <= len(self._offsets) else np.arange(k_eval, dtype=np.float64)
-        )
-        kv_totals = rank0.decode_kv_totals(offsets)
-        kv0 = float(kv_totals[0])
+        kv0 = rank0.decode_kv_now()
         if self._fast_totals is not None and len(ranks) == 1:
-            totals, by_source = self._fast_totals(max_bs, padded_bs, kv_totals, graph)
+            kv_step = len(rank0.running) * rank0.tokens_per_step
+            if k_eval <= SMALL_SEGMENT:
+                # the same sums as decode_kv_totals, on Python floats: cheaper than numpy for a few steps
+                kv_totals: list[float] | np.ndarray = [kv0 + kv_step * j for j in range(k_eval)]
+            else:
+                kv_totals = kv0 + kv_step * self._offset_array(k_eval)
+            totals, add_by_source = self._fast_totals(max_bs, padded_bs, kv_totals, graph)
         else:
             steps = self._decode_costs(ranks, padded_bs, graph, k_eval)
-            totals = steps.sum(axis=1)
+            totals = steps.sum(axis=1).tolist()
 
-            def by_source(n: int, steps=steps) -> np.ndarray:
-                return steps[:n].sum(axis=0)
+            def add_by_source(acc: list[float], n: int, steps=steps) -> None:
+                for i, v in enumerate(steps[:n].sum(axis=0).tolist()):
+                    acc[i] += v
 
-        step_s = (totals * US).tolist()
+        step_s = [t * US for t in totals]
         self._last_decode_us = step_s[-1] / US
         c_start = c
 
@@ -481,7 +494,7 @@ class Simulator:
         stats.decode_kv_tokens += kv0 * k_done + rank0.tokens_per_step * max_bs * k_done * (k_done - 1) / 2
         stats.decode_runs += 1
         stats.gpu_busy_s += sum(step_s[:k_done])
-        stats.time_by_source_us += by_source(k_done)
+        add_by_source(self._source_us, k_done)
         if graph:
             stats.graph_iterations += k_done
         else:
@@ -504,9 +517,12 @@ class Simulator:
         gathered = padded_bs * len(self.ranks) if len(self.ranks) > 1 else None
         self._step_log.decode(c, step_us, k, kv_lens, padded_bs, graph, gathered)
 
+    def _offset_array(self, k: int) -> np.ndarray:
+        return self._offsets[:k] if k <= len(self._offsets) else np.arange(k, dtype=np.float64)
+
     def _decode_costs(self, ranks: list[RankState], padded_bs: int, graph: bool, k: int) -> np.ndarray:
         step = None
-        offsets = self._offsets[:k] if k <= len(self._offsets) else np.arange(k, dtype=np.float64)
+        offsets = self._offset_array(k)
         for rank in ranks:
             bs = len(rank.running)
             kv_total = rank.decode_kv_totals(offsets)

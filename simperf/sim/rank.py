@@ -192,8 +192,12 @@ class RankState:
         attention depends on total KV, and the per-request draws average out over a batch).
         """
         bs = len(self.running)
-        now = self.kv_base_sum + bs * self.tokens_per_step * self.timeline_len + bs
-        return now + (bs * self.tokens_per_step) * offsets
+        return self.decode_kv_now() + (bs * self.tokens_per_step) * offsets
+
+    def decode_kv_now(self) -> float:
+        """decode_kv_totals at offset 0: Σ KV tokens the next decode step attends to (incl. its new token)."""
+        bs = len(self.running)
+        return self.kv_base_sum + bs * self.tokens_per_step * self.timeline_len + bs
 
     def steps_to_first_finish(self) -> int:
         heap = self._finish_heap
