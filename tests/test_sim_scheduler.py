@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from simfakes import LinearCost, make_serving
 
@@ -312,6 +312,21 @@ feature_cases = st.integers(min_value=1, max_value=20).flatmap(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(feature_cases)
+# found by hypothesis: request 0 is retracted and re-joins with the finishing index of its first join, so its
+# stale finish-heap entry looked valid and the request finished twice
+@example(
+    (
+        [193, 1, 1, 1, 129, 1, 1, 1, 1, 1, 1, 1, 49],
+        [7, 1, 1, 1, 2, 1, 1, 1, 1, 2, 2, 2, 2],
+        [0.0] * 13,
+        [[0]] * 13,
+        1,
+        True,
+        False,
+        16,
+        600,
+    )
+)
 def test_invariants_hold_with_dp_ranks_speculation_and_prefix_cache(case):
     from simperf.scenario.resolved import ParallelLayout, SpecSettings
 

@@ -417,7 +417,8 @@ class RankState:
         heap = self._finish_heap
         while heap and heap[0][0] < end:
             fin, r = heapq.heappop(heap)
-            if r in self._running_pos and t.finish_idx[r] == fin:
+            # a request that left and re-joined with the same finishing index has two equal heap entries
+            if r in self._running_pos and t.finish_idx[r] == fin and (not finished or finished[-1] != r):
                 finished.append(r)
         for r in finished:
             # decode growth was charged to `used` in bulk; settle this request's share before it is freed
