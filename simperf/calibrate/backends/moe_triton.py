@@ -57,7 +57,7 @@ class BlockConfig:
 
 def block_config(m: int, topk: int, num_experts: int, dtype: str) -> BlockConfig:
     """The untuned tile rule, by expected rows per expert m * topk / num_experts: the first candidate of
-    `candidate_configs` and the configuration of every m when tuning is off.
+    `candidate_configs`, so that tuning can only improve on it.
 
     Few rows per expert (decode) is weight-bandwidth bound: BLOCK_M 16 wastes the least padding. More rows
     move to 64 and then 128-row tiles with 8 warps (compute bound). fp8 always uses BLOCK_K = 128 so that a
