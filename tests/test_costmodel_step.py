@@ -233,3 +233,25 @@ def test_tabulated_single_request_prefill_equals_the_general_path(llama, tokens)
     np.testing.assert_allclose(
         fast, general._extend_cost(np.array([tokens]), np.array([0]), None), rtol=1e-12
     )
+
+
+def test_fresh_prefill_table_is_the_per_length_path_exactly(llama):
+    """The table built at once for every prompt length gives, bit for bit, what evaluating each length alone gives
+    (the same additions in the same order on whole columns): checked at every length the table holds."""
+    cm = SGLangStepCost(llama.arch, llama.serving, llama.db, llama.overheads)
+    table = cm._fresh_prefill_table()
+    assert len(table) > 16384
+    for tokens in range(1, len(table)):
+        one = cm._single_fresh_prefill(np.array([tokens]), np.array([0]), None, None, None)
+        assert np.array_equal(table[tokens], one), tokens
+    beyond = len(table)
+    assert cm._fresh_prefill(beyond) is None or np.array_equal(
+        cm._fresh_prefill(beyond),
+        cm._single_fresh_prefill(np.array([beyond]), np.array([0]), None, None, None),
+    )
+
+
+def test_fresh_prefill_table_is_empty_where_the_single_request_path_does_not_apply(empty_db):
+    dp = SGLangStepCost(load_arch("llama-3.1-8b"), serving(tp=2, dp=2, weight="bf16"), empty_db, Overheads())
+    assert len(dp._fresh_prefill_table()) == 0
+    assert dp._fresh_prefill(1000) is None  # the general path takes it

@@ -383,3 +383,35 @@ def test_any_grid_is_reproduced_at_its_points_by_both_paths(ms, seed, tmp_path_f
     assert np.allclose(us, times, rtol=1e-12) and np.all(source == SOURCE_INDEX["measured"])
     for m, t in zip(ms, times, strict=True):
         assert curve.timing(m=m) == Timing(pytest.approx(t, rel=1e-12), "measured", "measured")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    batch=st.floats(0.5, 64.0),
+    q_len=st.floats(1.0, 20000.0),
+    prefix=st.floats(0.0, 50000.0),
+    m=st.floats(0.5, 1e6),
+)
+def test_scalar_extrapolation_equals_the_array_roofline_path(batch, q_len, prefix, m, tmp_path_factory):
+    """Beyond a grid the scalar path scales by Python-float rooflines (Grid.roofline_scalar); it must give the
+    number the 0-d-array roofline gives, exactly. The MHA grid has only prefix 0: every prefix extrapolates."""
+    directory = tmp_path_factory.mktemp("scalar_roofline")
+    rows = [
+        row("attn_mha_prefill", MHA_KEY, extend_time(b, q, q), batch=b, q_len=q, kv_len=q)
+        for b, q in itertools.product([1, 2, 4], [128, 512, 2048])
+    ]
+    write_table(rows, directory / "attn_mha_prefill.parquet")
+    write_table(gemm_rows(), directory / "gemm.parquet")
+    db = PerfDB.load(directory, H200)
+    queries = [
+        (db.curve("attn_mha_prefill", MHA_KEY), [batch, q_len, prefix + 1.0]),
+        (db.curve("gemm", GEMM_KEY), [m]),
+    ]
+    for curve, xs in queries:
+        grid = curve._model.grid
+        scalar = grid.roofline_scalar
+        assert scalar is not None
+        fast = grid.value_scalar(xs)
+        grid.roofline_scalar = None  # the array path (the curve is this test's own)
+        assert grid.value_scalar(xs) == fast
+        grid.roofline_scalar = scalar

@@ -2,6 +2,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simperf.hardware import get_gpu
 from simperf.perfdb.keys import PerfDBError
@@ -198,3 +200,16 @@ def test_roofline_is_vectorised():
     vector = roof.time_us({"m": ms})
     scalar = [roofline_us("gemm", KEYS["gemm"], {"m": m}, H100)[0] for m in ms]
     assert np.allclose(vector, scalar) and not math.isnan(vector.sum())
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), op=st.sampled_from(sorted(KEYS)), gpu=st.sampled_from([H100, H200]))
+def test_scalar_roofline_is_the_array_roofline_bit_for_bit(data, op, gpu):
+    """time_us_scalar (the grids' scalar extrapolation) computes on Python floats what time_us computes on 0-d
+    arrays: the same number exactly, not approximately, or predictions would move."""
+    roof = Roofline(op, KEYS[op], gpu)
+    axes = {
+        a: data.draw(st.floats(AXIS_RANGES[a][0] / 2, AXIS_RANGES[a][1] * 4), label=a)
+        for a in OP_SPECS[op].axis_columns
+    }
+    assert roof.time_us_scalar(axes) == float(roof.time_us({a: np.asarray(v) for a, v in axes.items()}))

@@ -78,6 +78,11 @@ class RowCostTable:
             mask = src == s
             table[mask, int(s)] += us[mask] * count
 
+    @property
+    def has_direct_ops(self) -> bool:
+        """Some op is evaluated per step (cost() adds it): by_tokens + by_rows + constant is not the whole cost."""
+        return bool(self._direct)
+
     def cost(self, num_tokens: int, num_rows: int) -> np.ndarray:
         """Row ops of a step with `num_tokens` tokens and `num_rows` logit rows -> µs per source."""
         if num_tokens > self.t_max or num_rows > self.r_max:

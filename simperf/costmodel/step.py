@@ -127,6 +127,8 @@ class SGLangStepCost:
         # single fresh-prompt prefills by token count (None: that length takes the general path); prompt lengths
         # repeat far more often than whole batch compositions, and this skips building the LRU's byte keys
         self._fresh: dict[int, np.ndarray | None] = {}
+        # the same for every length up to the row tables' limit, built at once on first use (_fresh_prefill_table)
+        self._fresh_table: np.ndarray | None = None
 
     # ---- the StepCostModel protocol ----------------------------------------------------------------------------
     def extend_step(
@@ -531,6 +533,11 @@ class SGLangStepCost:
 
     def _fresh_prefill(self, tokens: int) -> np.ndarray | None:
         """_single_fresh_prefill of one prompt of `tokens` tokens, cached by length (do not modify the result)."""
+        table = self._fresh_table
+        if table is None:
+            table = self._fresh_table = self._fresh_prefill_table()
+        if 0 < tokens < len(table):
+            return table[tokens]
         if tokens in self._fresh:
             return self._fresh[tokens]
         value = self._single_fresh_prefill(
@@ -567,6 +574,31 @@ class SGLangStepCost:
         overhead = step_overhead(self.overheads, False, kernels)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
+
+    def _fresh_prefill_table(self) -> np.ndarray:
+        """_single_fresh_prefill of every length 1..t_max at once, row t for t tokens (row 0 unused); no rows where
+        that path does not apply or a table evaluates some op per step.
+
+        A workload of a few thousand distinct prompt lengths would otherwise cost one ~25 µs evaluation per
+        length; this is the same additions in the same order, on whole columns of the row tables."""
+        none = np.zeros((0, NUM_SOURCES))
+        probe = np.array([1], dtype=np.int64), np.zeros(1, dtype=np.int64)
+        if self._single_fresh_prefill(*probe, None, None, None) is None:
+            return none
+        method = "gqa" if self.arch.family in ("dense", "gqa_moe") else "mha"
+        local, shared = self._row_table(method, "local"), self._row_table(method, "gathered")
+        attention = self._fresh_attention_table(method)
+        if local.has_direct_ops or shared.has_direct_ops or attention.has_direct_ops:
+            return none
+        t_max = min(local.t_max, shared.t_max, attention.t_max)
+        # _rows_cost(method, t, 1, None, None) + attention.cost(t, 1), with dp_attention == 1 (G = t, R = 1)
+        out = local.by_tokens[1 : t_max + 1] + local.by_rows[1] + local.constant
+        out = out + (shared.by_tokens[1 : t_max + 1] + shared.by_rows[1] + shared.constant)
+        out = out + (attention.by_tokens[1 : t_max + 1] + attention.by_rows[1] + attention.constant)
+        kernels = local.kernels + shared.kernels + attention.kernels + uncosted_kernels_per_step(self.arch)
+        overhead = step_overhead(self.overheads, False, kernels)
+        out[:, _OVERHEAD_COLUMN] += overhead.excess_us(out.sum(axis=1))
+        return np.concatenate([np.zeros((1, NUM_SOURCES)), out])
 
     def _kv_conversion_needed(self) -> bool:
         s = self.serving

@@ -156,7 +156,7 @@ class _RooflineModel:
         return us, np.full(us.shape, _ROOFLINE, dtype=np.int8)
 
     def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]:
-        return float(self.roofline.time_us(dict(zip(self.names, xs, strict=True)))), _ROOFLINE
+        return self.roofline.time_us_scalar(dict(zip(self.names, xs, strict=True))), _ROOFLINE
 
     def explain(self, xs: Sequence[float]) -> Timing:
         us, detail = self.roofline.describe(dict(zip(self.names, xs, strict=True)))
@@ -369,12 +369,25 @@ class PerfDB:
                 kv = axes[PREFIX_AXIS] - 1.0 + axes["q_len"]
                 return roofline.time_us({"batch": axes["batch"], "q_len": axes["q_len"], "kv_len": kv})
 
+            def scalar_roofline_of_prefix(axes: dict[str, float]) -> float:
+                kv = axes[PREFIX_AXIS] - 1.0 + axes["q_len"]  # the same operations as roofline_of_prefix
+                return roofline.time_us_scalar({"batch": axes["batch"], "q_len": axes["q_len"], "kv_len": kv})
+
             grid_axes = np.column_stack(_prefix_arrays(list(points.axes.T)))
-            grid = build_grid(names, grid_axes, points.us, points.labels, roofline_of_prefix)
+            grid = build_grid(
+                names, grid_axes, points.us, points.labels, roofline_of_prefix, scalar_roofline_of_prefix
+            )
             if grid is not None:
                 return OpCurve(spec, key, _PrefixGridModel(grid, points.third_party), measured=True)
         elif points is not None:
-            grid = build_grid(spec.axis_columns, points.axes, points.us, points.labels, roofline.time_us)
+            grid = build_grid(
+                spec.axis_columns,
+                points.axes,
+                points.us,
+                points.labels,
+                roofline.time_us,
+                roofline.time_us_scalar,
+            )
             if grid is not None:
                 return OpCurve(spec, key, _GridModel(grid, points.third_party), measured=True)
         if spec.name in COLLECTIVE_OPS:

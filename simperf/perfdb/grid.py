@@ -23,6 +23,8 @@ from simperf.perfdb.keys import MONOTONE_AXES
 from simperf.perfdb.schema import SOURCE_INDEX
 
 RooflineFn = Callable[[dict[str, np.ndarray]], np.ndarray]
+# The same roofline at one point, on Python floats (Roofline.time_us_scalar): the scalar path's extrapolation
+ScalarRooflineFn = Callable[[dict[str, float]], float]
 
 MEASURED = SOURCE_INDEX["measured"]
 INTERPOLATED = SOURCE_INDEX["interpolated"]
@@ -56,6 +58,7 @@ class Grid:
         raised: np.ndarray,
         roofline: RooflineFn,
         measured_points: int,
+        roofline_scalar: ScalarRooflineFn | None = None,
     ) -> None:
         self.axis_names = tuple(axis_names)
         self.axis_values = tuple(np.asarray(v, dtype=np.float64) for v in axis_values)  # sorted, distinct
@@ -68,6 +71,7 @@ class Grid:
         )
         self.raised = raised  # per cell: lifted by the monotone running max
         self.roofline = roofline
+        self.roofline_scalar = roofline_scalar
         self.measured_points = measured_points
 
         self.log_axis = tuple(np.log(v) for v in self.axis_values)
@@ -227,6 +231,12 @@ class Grid:
         return GridEvaluation(us, source, corners, tuple(clamped), factor, tuple(filled))
 
     def _roofline_factor(self, xs: Sequence[float], clamped: Sequence[float]) -> float:
+        scalar = self.roofline_scalar
+        if scalar is not None:
+            # _ratio on Python floats: the same division, ~10x cheaper than through 0-d arrays
+            den = scalar(dict(zip(self.axis_names, clamped, strict=True)))
+            num = scalar(dict(zip(self.axis_names, xs, strict=True)))
+            return num / den if den > 0.0 else 1.0
         query = {name: np.asarray(x) for name, x in zip(self.axis_names, xs, strict=True)}
         edge = {name: np.asarray(x) for name, x in zip(self.axis_names, clamped, strict=True)}
         return float(_ratio(self.roofline(query), self.roofline(edge)))
@@ -244,9 +254,11 @@ def build_grid(
     us: np.ndarray,
     exact_labels: np.ndarray,
     roofline: RooflineFn,
+    roofline_scalar: ScalarRooflineFn | None = None,
 ) -> Grid | None:
     """points: (N, d) axis values of grid rows; us: (N,) times; exact_labels: (N,) source index of each row
-    (measured or third_party). Duplicate points are combined by their median. None when no usable point."""
+    (measured or third_party). Duplicate points are combined by their median. None when no usable point.
+    roofline_scalar: the same roofline on one point of Python floats, for cheaper scalar extrapolation."""
     points = np.asarray(points, dtype=np.float64).reshape(len(us), len(axis_names))
     us = np.asarray(us, dtype=np.float64)
     usable = np.isfinite(us) & (us > 0.0) & np.all(np.isfinite(points) & (points > 0.0), axis=1)
@@ -302,6 +314,7 @@ def build_grid(
         raised=raised,
         roofline=roofline,
         measured_points=int(len(cells)),
+        roofline_scalar=roofline_scalar,
     )
 
 
