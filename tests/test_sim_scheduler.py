@@ -365,3 +365,25 @@ def test_invariants_hold_with_dp_ranks_speculation_and_prefix_cache(case):
         assert times[0] > rec.send_s[i] and np.all(np.diff(times) > 0)
     assert all(r.used == 0 for r in sim.ranks)
     assert set(rec.dp_rank.tolist()) <= set(range(dp))
+
+
+def test_a_run_leaves_the_cyclic_garbage_collector_as_it_found_it():
+    import gc
+
+    assert gc.isenabled()
+    simulate([50, 20], [5, 5])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        simulate([50, 20], [5, 5])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    class Failing(LinearCost):
+        def extend_step(self, *args, **kwargs):
+            raise RuntimeError("cost model failed")
+
+    with pytest.raises(RuntimeError, match="cost model failed"):
+        simulate([50], [5], cost=Failing())
+    assert gc.isenabled()
