@@ -81,3 +81,23 @@ def test_prefill_reading_another_kv_layout_pays_a_conversion():
     ]
     assert names == ["kv_layout_convert"]
     assert without._kv_conversion_op(plan_extend(arch, without.settings, ext, pre)) is None
+
+
+def test_launch_bound_extend_counts_the_conversion_kernels_like_its_breakdown():
+    mixed, arch, _ = resolve(
+        scenario(
+            gpu="b200",
+            kv_cache_dtype="fp8_e4m3",
+            prefill_attention_backend="flashmla_sparse",
+            decode_attention_backend="trtllm",
+        )
+    )
+    # launches far slower than the kernels: the step is its kernel count times the launch cost
+    launch_bound = Overheads(eager_launch_us_per_kernel=1000.0)
+    cost = SGLangStepCost(arch, mixed, PerfDB.empty(get_gpu("b200")), launch_bound)
+    ext, pre = np.array([4096, 3000]), np.array([0, 0])
+    breakdown = cost.breakdown_extend(ext, pre)
+    assert "kv_layout_convert" in {row.name for row in breakdown}
+    assert float(cost.extend_step(ext, pre).sum()) == pytest.approx(
+        sum(r.total_us for r in breakdown), rel=1e-9
+    )

@@ -515,6 +515,8 @@ class SGLangStepCost:
         convert = self._kv_conversion_op(plan)
         if convert is not None:
             out += self._sum_ops([convert])
+            # its kernels are launched like every other op's (breakdown_extend counts them too)
+            kernels += convert.count * convert.kernels
         if self.serving.speculative is not None:
             # the draft layer runs over the same tokens to produce the first draft (model doc §3, prefill)
             draft = self.draft_arch
