@@ -60,9 +60,9 @@ def test_nsa_prefill_switches_from_dense_mha_to_sparse_at_2048_tokens():
     assert plan_extend(arch, cost.settings, np.array([2049]), np.array([0])).method == "sparse"
 
 
-def test_prefill_reading_another_kv_layout_pays_a_conversion():
+def _b200_mixed_kv_layouts():
     # B200, fp8 KV: trtllm stores the raw 576-byte layout; FlashMLA's sparse prefill reads the 656-byte one
-    mixed, arch, gpu = resolve(
+    return resolve(
         scenario(
             gpu="b200",
             kv_cache_dtype="fp8_e4m3",
@@ -70,6 +70,10 @@ def test_prefill_reading_another_kv_layout_pays_a_conversion():
             decode_attention_backend="trtllm",
         )
     )
+
+
+def test_prefill_reading_another_kv_layout_pays_a_conversion():
+    mixed, arch, gpu = _b200_mixed_kv_layouts()
     same, _, _ = resolve(scenario(gpu="b200", kv_cache_dtype="fp8_e4m3", attention_backend="trtllm"))
     db = PerfDB.empty(get_gpu("b200"))
     with_conversion = SGLangStepCost(arch, mixed, db, Overheads())
@@ -84,14 +88,7 @@ def test_prefill_reading_another_kv_layout_pays_a_conversion():
 
 
 def test_launch_bound_extend_counts_the_conversion_kernels_like_its_breakdown():
-    mixed, arch, _ = resolve(
-        scenario(
-            gpu="b200",
-            kv_cache_dtype="fp8_e4m3",
-            prefill_attention_backend="flashmla_sparse",
-            decode_attention_backend="trtllm",
-        )
-    )
+    mixed, arch, _ = _b200_mixed_kv_layouts()
     # launches far slower than the kernels: the step is its kernel count times the launch cost
     launch_bound = Overheads(eager_launch_us_per_kernel=1000.0)
     cost = SGLangStepCost(arch, mixed, PerfDB.empty(get_gpu("b200")), launch_bound)

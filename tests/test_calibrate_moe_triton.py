@@ -87,11 +87,15 @@ def test_config_label_names_every_tile_parameter() -> None:
 
 
 def test_shared_routing_suffix_names_the_fused_experts() -> None:
-    from simperf.calibrate.backends.moe import split_shared_routing
+    from simperf.perfdb.schema import fused_shared_routing, split_shared_routing
 
     assert split_shared_routing("zipf+shared1") == ("zipf", 1)
-    assert split_shared_routing("balanced") == ("balanced", 0)
-    with pytest.raises(Unsupported):
+    assert split_shared_routing(fused_shared_routing("zipf", 2)) == ("zipf", 2)
+    assert (
+        split_shared_routing("balanced") == ("balanced", 0)
+        and fused_shared_routing("balanced", 0) == "balanced"
+    )
+    with pytest.raises(ValueError):
         split_shared_routing("balanced+sharedx")
 
 
@@ -103,6 +107,8 @@ def test_fused_shared_routing_appends_the_shared_expert_to_every_token() -> None
     assert tuple(ids.shape) == (6, 9)
     assert (ids[:, -1] == 256).all() and (ids[:, :-1] < 256).all()
     assert all(len(set(row.tolist())) == 9 for row in ids)
+    with pytest.raises(Unsupported):  # a malformed key is reported like any shape the backend cannot run
+        route(2, 257, 9, "balanced+sharedx")
 
 
 def test_fp8_block_needs_128_aligned_dims() -> None:

@@ -506,15 +506,7 @@ def _moe(cfg: dict[str, Any]) -> list[Point]:
     return pts
 
 
-def _elementwise(cfg: dict[str, Any]) -> list[Point]:
-    pts: list[Point] = []
-    for variant, backend in ELEMENTWISE_BACKENDS.items():
-        for n in cfg.get(variant, []):
-            for m in cfg["m"]:
-                pts.append(make_point("elementwise", backend, variant=variant, dtype="bf16", n=n, m=m))
-    return pts
-
-
+# the backend that times each elementwise variant (fp8_group_quant: simperf's Triton quantisation kernel)
 ELEMENTWISE_BACKENDS = {
     "rmsnorm": "flashinfer",
     "add_rmsnorm": "flashinfer",
@@ -522,6 +514,15 @@ ELEMENTWISE_BACKENDS = {
     "rope": "flashinfer",
     "fp8_group_quant": "triton",
 }
+
+
+def _elementwise(cfg: dict[str, Any]) -> list[Point]:
+    pts: list[Point] = []
+    for variant, backend in ELEMENTWISE_BACKENDS.items():
+        for n in cfg.get(variant, []):
+            for m in cfg["m"]:
+                pts.append(make_point("elementwise", backend, variant=variant, dtype="bf16", n=n, m=m))
+    return pts
 
 
 def _fake(cfg: dict[str, Any]) -> list[Point]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simperf.perfdb.schema import fused_shared_routing
+
 TP_DEGREES: tuple[int, ...] = (1, 2, 4, 8)
 
 
@@ -167,7 +169,7 @@ class MoeRankShape:
         return self.num_experts // self.ep
 
     def routing(self, base: str) -> str:
-        return f"{base}+shared{self.model.shared_experts}" if self.fused_shared else base
+        return fused_shared_routing(base, self.model.shared_experts if self.fused_shared else 0)
 
     @property
     def n(self) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from itertools import product
 from typing import Any
 
-from simperf.perfdb.schema import OP_SPECS
+from simperf.perfdb.schema import OP_SPECS, fused_shared_routing
 
 Key = tuple[tuple[str, Any], ...]  # (column, value) pairs in OpSpec.key_columns order
 
@@ -105,7 +105,7 @@ def moe_keys(
         topk=topk,
         n=n,
         k=k,
-        routing=f"balanced+shared{fused_shared}" if fused_shared else "balanced",
+        routing=fused_shared_routing("balanced", fused_shared),
     )
 
 

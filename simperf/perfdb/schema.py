@@ -41,6 +41,25 @@ SHAPE_COLUMNS: tuple[str, ...] = (
 
 STRING_KEY_COLUMNS: tuple[str, ...] = ("op", "backend", "dtype", "kv_dtype", "routing", "variant")
 
+_SHARED_SUFFIX = "+shared"
+
+
+def fused_shared_routing(routing: str, shared_experts: int) -> str:
+    """The `routing` key of a MoE layer whose shared experts ride in it as always-chosen experts (SGLang's
+    shared-expert fusion at EP 1): 'balanced' with 1 shared expert -> 'balanced+shared1'."""
+    return f"{routing}{_SHARED_SUFFIX}{shared_experts}" if shared_experts else routing
+
+
+def split_shared_routing(routing: str) -> tuple[str, int]:
+    """Inverse of fused_shared_routing: ('balanced', 1) for 'balanced+shared1', (routing, 0) for a plain name."""
+    base, sep, shared = routing.partition(_SHARED_SUFFIX)
+    if not sep:
+        return routing, 0
+    if not shared.isdigit() or int(shared) < 1:
+        raise ValueError(f"routing {routing!r}: expected '<routing>{_SHARED_SUFFIX}<N>' with N >= 1")
+    return base, int(shared)
+
+
 MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "time_us",  # median of repeats
     "time_us_p10",

@@ -17,20 +17,9 @@ from typing import Any
 
 from simperf.calibrate.measure import Measurement, Unsupported
 from simperf.calibrate.timing import random_tensor, time_graph_replay
+from simperf.perfdb.schema import split_shared_routing
 
 FP8_MAX = 448.0
-
-
-def split_shared_routing(routing: str) -> tuple[str, int]:
-    """'balanced+shared1' -> ('balanced', 1): the routed experts' distribution and the number of shared
-    experts fused into the layer as the last expert ids, chosen by every token (SGLang's shared-expert
-    fusion for DeepSeek at EP 1). A plain routing name has no shared experts."""
-    base, sep, shared = routing.partition("+shared")
-    if not sep:
-        return routing, 0
-    if not shared.isdigit() or int(shared) < 1:
-        raise Unsupported(f"routing {routing!r}: expected '<routing>+shared<N>' with N >= 1")
-    return base, int(shared)
 
 
 def route(m: int, num_experts: int, topk: int, routing: str, seed: int = 0) -> Any:
@@ -39,7 +28,10 @@ def route(m: int, num_experts: int, topk: int, routing: str, seed: int = 0) -> A
     N shared ones (the last ids) are appended to every token."""
     import torch
 
-    routing, shared = split_shared_routing(routing)
+    try:
+        routing, shared = split_shared_routing(routing)
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
     if shared:
         if topk <= shared or num_experts <= shared:
             raise Unsupported(f"{shared} shared experts need topk and num_experts above {shared}")

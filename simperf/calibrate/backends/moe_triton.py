@@ -555,7 +555,7 @@ def _warm_twin(point: dict[str, Any]) -> dict[str, Any]:
     return {**point, "num_experts": 16, "experts_per_rank": 16, "n": 128, "k": 256, "m": 64}
 
 
-def _routing_sets(point: dict[str, Any], weights: MoeWeights) -> list[Any]:
+def _routing_sets(point: dict[str, Any], weights: MoeWeights, max_sets: int = MAX_ROUTING_SETS) -> list[Any]:
     """Slot-to-local-expert maps for the launches of one timing: one per routing draw, as many as it takes for
     the experts they touch to exceed twice the L2 cache. In a server consecutive MoE layers read different
     weights; replaying one small-m launch would instead find its few experts' weights in L2."""
@@ -568,7 +568,7 @@ def _routing_sets(point: dict[str, Any], weights: MoeWeights) -> list[Any]:
     l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
     sets: list[Any] = []
     touched = 0
-    while not sets or (touched < 2 * l2_bytes and len(sets) < MAX_ROUTING_SETS):
+    while not sets or (touched < 2 * l2_bytes and len(sets) < max_sets):
         topk_ids = route(m, experts, topk, point["routing"], seed=m + 7919 * len(sets))
         slots = busiest_rank_slots(topk_ids, int(point["experts_per_rank"])).cuda()
         sets.append(slots)
@@ -617,7 +617,9 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     if ctx.timing.warm_only:  # compile every candidate on a tiny twin of the shape
         twin = _warm_twin(point)
         weights = make_weights(16, 128, 256, dtype == "fp8_block")
-        routings = _routing_sets({**twin, "routing": "balanced"}, weights)[:1]
+        routings = _routing_sets(
+            twin, weights, max_sets=1
+        )  # compiling needs one launch set, not L2-cold ones
         for cfg in candidates:
             try:
                 time_graph_replay(_launchers(twin, weights, routings, cfg), ctx.timing)

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+# one compiled kernel per variant, as for the flashinfer elementwise kernels (the runner looks it up here)
+from simperf.calibrate.backends.elementwise import compile_signature  # noqa: F401
 from simperf.calibrate.measure import Measurement, Unsupported
 from simperf.calibrate.timing import random_tensor, rotation_sets, time_graph_replay
 
 VARIANT = "fp8_group_quant"
-
-
-def compile_signature(point: dict[str, Any]) -> tuple[Any, ...]:
-    return (point["variant"],)
 
 
 def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
