@@ -255,3 +255,55 @@ def test_fresh_prefill_table_is_empty_where_the_single_request_path_does_not_app
     dp = SGLangStepCost(load_arch("llama-3.1-8b"), serving(tp=2, dp=2, weight="bf16"), empty_db, Overheads())
     assert len(dp._fresh_prefill_table()) == 0
     assert dp._fresh_prefill(1000) is None  # the general path takes it
+
+
+@pytest.fixture(scope="module")
+def vidur_cost():
+    """The cost model of the shipped Vidur benchmark scenario: Llama-2-7B on one H100, measured tables."""
+    from pathlib import Path
+
+    from simperf.pipeline import open_perfdb
+    from simperf.scenario.load import load_scenario
+    from simperf.scenario.resolve import resolve
+
+    scenario = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "llama2-7b-h100-vidur.yaml")
+    resolved, arch, gpu = resolve(scenario)
+    db, _ = open_perfdb(scenario, gpu)
+    return SGLangStepCost(arch, resolved, db, scenario.overheads)
+
+
+def test_decode_slice_scalar_lookup_gives_the_array_lookup_bit_for_bit(vidur_cost):
+    """AxisSlice.values_list (Python floats, for short decode segments) reproduces values() exactly: on grid
+    values, between them, at the ends of the sampled range; beyond it, it declines instead of guessing."""
+    rng = np.random.default_rng(7)
+    checked = 0
+    for bs, padded in ((1, 1), (3, 4), (17, 24), (64, 64)):
+        along = vidur_cost._fast_decode_entry(bs, padded, True)[3][0][0]
+        queries = np.concatenate(
+            [along._x, np.exp(rng.uniform(np.log(along.lo), np.log(along.hi), 400)), [along.lo, along.hi]]
+        )
+        for start in range(0, len(queries) - 3, 3):
+            xs = sorted(queries[start : start + 3].tolist())
+            scalar = along.values_list(xs)
+            us, label = along.values(np.array(xs))
+            if scalar is None:
+                assert along.uniform_source is None
+                continue
+            assert scalar[0] == us.tolist()
+            assert scalar[1] == (label if isinstance(label, int) else int(label[0]))
+            checked += 1
+        assert along.values_list([along.hi * 1.5]) is None
+    assert checked > 300
+
+
+def test_decode_totals_on_floats_match_the_array_path(vidur_cost):
+    """The hot loop's two ways of costing k decode steps agree exactly, totals and per-source split."""
+    for bs, padded, kv0 in ((1, 1, 900.0), (5, 8, 5 * 1400.0), (40, 40, 40 * 2100.0)):
+        kv_list = [kv0 + bs * j for j in range(6)]
+        as_list, add_list = vidur_cost.decode_totals(bs, padded, kv_list, True)
+        as_array, add_array = vidur_cost.decode_totals(bs, padded, np.array(kv_list), True)
+        assert as_list == as_array
+        acc_list, acc_array = [0.0] * len(SOURCES), [0.0] * len(SOURCES)
+        add_list(acc_list, 4)
+        add_array(acc_array, 4)
+        assert acc_list == acc_array

@@ -211,15 +211,21 @@ class SGLangStepCost:
         else:
             kv_mean = (kv_total + pad) / div if pad else kv_total / div
         totals: list[float] | np.ndarray | None = None
-        parts: list[tuple[list[float], np.ndarray, int | np.ndarray]] = []
+        parts: list[tuple[list[float], np.ndarray | None, int | np.ndarray]] = []
         for along, count, offset in attention:
+            scalar = None
             if small:
-                x = np.array([m + offset for m in kv_mean] if offset else kv_mean)
+                xs = [m + offset for m in kv_mean] if offset else kv_mean
+                scalar = along.values_list(xs)
+            if scalar is not None:
+                us_scalar, src = scalar
+                us_list = [u * count for u in us_scalar]
+                us = None  # a scalar answer has one label: add_by_source needs only the list
             else:
-                x = kv_mean + offset if offset else kv_mean
-            us, src = along.values(x)
-            us = us * count
-            us_list = us.tolist()
+                x = np.array(xs) if small else (kv_mean + offset if offset else kv_mean)
+                us, src = along.values(x)
+                us = us * count
+                us_list = us.tolist()
             if small:
                 totals = (
                     [u + base_total for u in us_list]

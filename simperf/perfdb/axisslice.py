@@ -60,6 +60,7 @@ class AxisSlice:
         self.uniform_source: int | None = int(first) if (self._interval_source == first).all() else None
         # where the label changes along the axis, so a query range inside one stretch needs no per-point lookup
         self._log_x_list = self._log_x.tolist()
+        self._log_us_list = self._log_us.tolist()
         self._labels = self._interval_source.tolist()
         self._changes = [i for i in range(1, len(self._labels)) if self._labels[i] != self._labels[i - 1]]
 
@@ -77,6 +78,44 @@ class AxisSlice:
             if label is not None:
                 return np.exp(_interp(np.log(x), self._log_x, self._log_us)), label
         return self(x)
+
+    def values_list(self, xs: list[float]) -> tuple[list[float], int] | None:
+        """values() for a few ascending Python floats, on Python floats: np.interp's operations in log space one
+        query at a time (slope · (x − xᵢ) + yᵢ, exactly yᵢ on a sample), with math.log/exp, so the same numbers
+        without numpy's per-call overhead. None when the queries leave the sampled range or cross a label
+        change: the caller takes the array path."""
+        if xs[0] < self.lo or xs[-1] > self.hi:
+            return None
+        log_x, log_us = self._log_x_list, self._log_us_list
+        top = len(log_x) - 1
+        out = []
+        j_first = -2
+        for x in xs:
+            lx = math.log(x)
+            j = bisect.bisect_right(log_x, lx) - 1
+            if j_first == -2:
+                j_first = j
+            if j < 0:
+                ly = log_us[0]
+            elif j >= top:
+                ly = log_us[top]
+            else:
+                x0 = log_x[j]
+                if x0 == lx:
+                    ly = log_us[j]
+                else:
+                    ly = (log_us[j + 1] - log_us[j]) / (log_x[j + 1] - x0) * (lx - x0) + log_us[j]
+            out.append(math.exp(ly))
+        label = self.uniform_source
+        if label is None:
+            # the same interval labels values() reads, from the first and last query's intervals
+            i0 = min(max(j_first, 0), self._last)
+            i1 = min(max(j, 0), self._last)
+            k = bisect.bisect_right(self._changes, i0)
+            if k != len(self._changes) and self._changes[k] <= i1:
+                return None
+            label = self._labels[i0]
+        return out, label
 
     def __call__(self, x: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
         """x: ascending values (a scalar, or e.g. the KV lengths of consecutive decode steps)."""
