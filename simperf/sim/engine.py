@@ -562,31 +562,43 @@ class Simulator:
     def _records(self) -> RequestRecords:
         t = self.table
         done_ids = [r for r in range(self.n) if not math.isnan(self.finish_s[r])]
+        # every emit time in one array (batch emits, then each rank's timeline); a request's chunks are ranges of
+        # it, gathered with one fancy index instead of a concatenation per request
         batch_emit = np.asarray(self._batch_emit) + self.egress_s
         timelines = [rank.timeline_emit[: rank.timeline_len] + self.egress_s for rank in self.ranks]
-        chunk_times: list[np.ndarray] = []
+        all_emits = np.concatenate([batch_emit, *timelines])
+        timeline_len = [len(tl) for tl in timelines]
+        timeline_base = np.cumsum([len(batch_emit), *timeline_len]).tolist()
+        range_starts: list[int] = []
+        range_lens: list[int] = []
         chunk_tokens: list[np.ndarray] = []
         speculative = self.s.speculative is not None
         one = np.ones(1, dtype=np.int64)
         offsets = [0]
         for r in done_ids:
-            parts = []
-            tokens = []
+            n = 0
             for ev in t.events[r]:
                 if ev[0] == "p":
-                    parts.append(batch_emit[ev[1] : ev[1] + 1])
-                    tokens.append(one)
+                    range_starts.append(ev[1])
+                    range_lens.append(1)
+                    n += 1
+                    if speculative:
+                        chunk_tokens.append(one)
                 else:
                     _, rank_id, start, stop, accepts = ev
-                    parts.append(timelines[rank_id][start:stop])
+                    end = timeline_len[rank_id]
+                    length = max(min(stop, end) - min(start, end), 0)  # as a slice would clip it
+                    range_starts.append(timeline_base[rank_id] + start)
+                    range_lens.append(length)
+                    n += length
                     if speculative:
-                        tokens.append(accepts[: stop - start])
-            times = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            chunk_times.append(times)
-            if speculative:
-                chunk_tokens.append(np.concatenate(tokens))
-            offsets.append(offsets[-1] + len(times))
-        flat = np.concatenate(chunk_times) if chunk_times else np.zeros(0)
+                        chunk_tokens.append(accepts[: stop - start])
+            offsets.append(offsets[-1] + n)
+        lens = np.asarray(range_lens, dtype=np.int64)
+        first_of_range = np.cumsum(lens) - lens
+        index = np.repeat(np.asarray(range_starts, dtype=np.int64) - first_of_range, lens)
+        index += np.arange(len(index), dtype=np.int64)
+        flat = all_emits[index]
         if speculative and chunk_tokens:
             num_tokens = np.concatenate(chunk_tokens).astype(np.int64)
         else:
