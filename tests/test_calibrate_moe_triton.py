@@ -86,6 +86,88 @@ def test_config_label_names_every_tile_parameter() -> None:
     assert label == "BM16_BN64_BK128_G1_W4_S3"
 
 
+def test_config_label_round_trips_for_every_candidate() -> None:
+    for m in (1, 64, 1024, 16384):
+        for dtype in mt.DTYPES:
+            for cfg in mt.candidate_configs(m, 9, 257, dtype):
+                assert mt.parse_config_label(mt.config_label(cfg)) == cfg
+    for bad in (
+        "",
+        "BM16_BN64",
+        "BM16_BN64_BK128_G1_W4_S3 ",
+        "bm16_BN64_BK128_G1_W4_S3",
+        "BMx_BN64_BK128_G1_W4_S3",
+    ):
+        with pytest.raises(ValueError):
+            mt.parse_config_label(bad)
+
+
+def test_recorded_config_is_read_back_from_the_timing_method() -> None:
+    cfg = mt.BlockConfig(64, 128, 128, 8, 4, 4)
+    method = mt.tuned_timing_method("cuda_graph_replay", cfg, 8)
+    assert method == "cuda_graph_replay tuned BM64_BN128_BK128_G8_W4_S4 (best of 8)"  # as the tables hold it
+    assert mt.recorded_config(method) == cfg
+    # untuned rows (the rule), rows of other timers and third-party rows record no configuration
+    for untuned in (None, "", "cuda_graph_replay", "cuda_events", "third-party"):
+        assert mt.recorded_config(untuned) is None
+    with pytest.raises(ValueError):
+        mt.recorded_config("cuda_graph_replay tuned BM64_BN128 (best of 8)")
+
+
+def _validation_op(**point):  # type: ignore[no-untyped-def]
+    from simperf.validate.program import ProgramOp
+
+    base = {"op": "moe", "backend": "triton_fused_moe", "dtype": "fp8_block", "num_experts": 257}
+    base.update(experts_per_rank=257, topk=9, n=256, k=7168, routing="balanced+shared1", m=700)
+    return ProgramOp("moe.experts", "moe", {**base, **point}, "moe", 58, 500.0, "interpolated", True)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The backend's GPU work replaced by records: which configurations get launchers built, on how many
+    routing draws. A timing that is not a collection (a tile search) fails the test."""
+    from simperf.calibrate import timing
+
+    built: list = []
+
+    def launchers(point, weights, routings, cfg):  # type: ignore[no-untyped-def]
+        built.append((cfg, len(routings)))
+        return [lambda: cfg for _ in routings]
+
+    def replay(launchers, cfg):  # type: ignore[no-untyped-def]
+        assert cfg.collect is not None, "a candidate was timed: validation searched for a configuration"
+        cfg.collect.append(launchers[0])
+
+    monkeypatch.setattr(mt, "HAVE_TRITON", True)
+    monkeypatch.setattr(mt, "_cached_weights", lambda point, ctx: "weights")
+    monkeypatch.setattr(mt, "_routing_sets", lambda point, weights, max_sets=8: ["routing"] * max_sets)
+    monkeypatch.setattr(mt, "_launchers", launchers)
+    monkeypatch.setattr(timing, "time_graph_replay", replay)
+    return built
+
+
+def test_validation_runs_the_carried_configuration_without_searching(fake_gpu: list) -> None:
+    from types import SimpleNamespace
+
+    from simperf.validate.gpu import BuildContext, build_launcher
+
+    carried = mt.BlockConfig(32, 64, 128, 8, 4, 4)
+    assert carried != mt.block_config(700, 9, 257, "fp8_block")  # not what the rule would pick
+    ctx = BuildContext(SimpleNamespace(sm_major=9))  # type: ignore[arg-type]
+    launch = build_launcher(_validation_op(**{mt.VALIDATION_CONFIG: mt.config_label(carried)}), ctx)
+    assert fake_gpu == [(carried, 1)]  # that configuration only, on one routing draw
+    assert launch() == carried
+
+
+def test_validation_without_a_carried_configuration_runs_the_untuned_rule(fake_gpu: list) -> None:
+    from types import SimpleNamespace
+
+    from simperf.validate.gpu import BuildContext, build_launcher
+
+    build_launcher(_validation_op(m=3), BuildContext(SimpleNamespace(sm_major=9)))  # type: ignore[arg-type]
+    assert fake_gpu == [(mt.block_config(3, 9, 257, "fp8_block"), 1)]
+
+
 def test_shared_routing_suffix_names_the_fused_experts() -> None:
     from simperf.perfdb.schema import fused_shared_routing, split_shared_routing
 

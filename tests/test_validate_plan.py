@@ -12,7 +12,7 @@ import pytest
 from simperf.pipeline import predict
 from simperf.scenario.load import load_scenario
 from simperf.sim.steplog import LoggedStep, StepLog
-from simperf.validate.build import UnsupportedStep, build_program
+from simperf.validate.build import UnsupportedStep, build_program, nearest_tile_config, recorded_tile_config
 from simperf.validate.plan import load_plan, plan_validation
 from simperf.validate.program import StepProgram
 from simperf.validate.sample import at_offset, sample_steps, stratum_of
@@ -126,6 +126,99 @@ def test_extend_program_passes_per_request_query_and_kv_lengths(qwen_run):
         json.loads(attention.point["kv_lens"])
         == (prefill.step.extend_lens + prefill.step.prefix_lens).tolist()
     )
+
+
+def _tuned(label: str) -> str:
+    return f"cuda_graph_replay tuned {label} (best of 9)"
+
+
+def test_nearest_tile_config_takes_the_nearest_measured_m_in_log_space():
+    from simperf.calibrate.backends import moe_triton as mt
+
+    a, b, c, d, e = (
+        mt.BlockConfig(16, n, 128, 1, 4, s) for n, s in ((32, 3), (64, 4), (128, 5), (64, 5), (32, 4))
+    )
+    rows = [
+        (1, _tuned(mt.config_label(a))),
+        (4, _tuned(mt.config_label(b))),
+        (16, _tuned(mt.config_label(c))),
+    ]
+    rows += [(64, _tuned(mt.config_label(d))), (64, _tuned(mt.config_label(e)))]  # re-measured: the last wins
+    rows += [(256, "cuda_graph_replay")]  # measured untuned
+
+    def pick(m: int):
+        return nearest_tile_config(rows, m, 9, 257, "fp8_block")
+
+    assert pick(1) == a and pick(4) == b and pick(16) == c
+    assert pick(2) == a  # as far from 1 as from 4 in log space: the smaller m
+    assert pick(9) == c  # nearer 16 in log space (linear distance would pick 4)
+    assert pick(64) == e
+    # the nearest row was measured untuned: the rule for this m (what such rows ran), also beyond the grid
+    for m in (200, 100_000):
+        assert pick(m) == mt.block_config(m, 9, 257, "fp8_block")
+    assert nearest_tile_config([], 700, 9, 257, "fp8_block") == mt.block_config(700, 9, 257, "fp8_block")
+
+
+def _shipped_db(gpu: str):
+    from simperf.hardware.catalog import get_gpu
+    from simperf.perfdb.db import PerfDB
+
+    return PerfDB.load(ROOT / "calibration" / gpu, get_gpu(gpu))
+
+
+def test_recorded_tile_config_reads_the_shipped_tables():
+    from simperf.calibrate.backends import moe_triton as mt
+
+    fused = {"backend": "triton_fused_moe", "dtype": "fp8_block", "num_experts": 257, "experts_per_rank": 257}
+    fused.update(topk=9, n=256, k=7168, routing="balanced+shared1")
+    db = _shipped_db("h200")
+    rows = db.grid_rows("moe", fused)
+    recorded = dict(zip(rows["m"].to_list(), rows["timing_method"].to_list(), strict=True))
+    assert {512, 1024} <= set(recorded) and all(" tuned " in str(t) for t in recorded.values())
+    label_512 = mt.config_label(mt.recorded_config(recorded[512]))
+    assert recorded_tile_config(db, fused, 512) == label_512  # a grid m: what that row timed
+    assert recorded_tile_config(db, fused, 700) == label_512  # off the grid: the nearest m (log space)
+    assert recorded_tile_config(db, fused, 800) == mt.config_label(mt.recorded_config(recorded[1024]))
+    # untuned rows (bf16 kept the fixed rule) and keys without rows (the H100 has no Triton MoE table)
+    bf16 = {**fused, "dtype": "bf16", "num_experts": 128, "experts_per_rank": 128, "topk": 8}
+    bf16.update(n=384, k=2048, routing="balanced")
+    assert len(db.grid_rows("moe", bf16)) and recorded_tile_config(db, bf16, 700) == mt.config_label(
+        mt.block_config(700, 8, 128, "bf16")
+    )
+    h100 = _shipped_db("h100")
+    assert not len(h100.grid_rows("moe", fused))
+    assert recorded_tile_config(h100, fused, 700) == mt.config_label(
+        mt.block_config(700, 9, 257, "fp8_block")
+    )
+
+
+def test_moe_ops_carry_the_configuration_their_table_recorded(dp8_run):
+    """Every Triton fused-MoE op of a DeepSeek program names the configuration of the nearest measured m of
+    its key (read here straight from the table file), and it survives the plan file."""
+    import math
+
+    import polars as pl
+
+    from simperf.calibrate.backends import moe_triton as mt
+
+    prediction, log = dp8_run
+    table = pl.read_parquet(ROOT / "calibration/h200/moe.parquet").filter(
+        pl.col("status") == "ok", pl.col("sample") == "grid"
+    )
+    seen_off_grid = 0
+    for sampled in sample_steps(log.steps, 12):
+        program = StepProgram.from_json(build_program(prediction.cost, sampled).to_json())
+        for op in program.ops:
+            if op.op != "moe" or op.point["backend"] != "triton_fused_moe":
+                continue
+            key = {c: op.point[c] for c in ("dtype", "num_experts", "experts_per_rank", "topk", "n", "k")}
+            rows = table.filter(pl.col("backend") == "triton_fused_moe", routing=op.point["routing"], **key)
+            m = op.point["m"]
+            nearest = min(rows["m"].to_list(), key=lambda g: (abs(math.log(g / m)), g))
+            seen_off_grid += nearest != m
+            method = rows.filter(pl.col("m") == nearest)["timing_method"].item()
+            assert op.point[mt.VALIDATION_CONFIG] == mt.config_label(mt.recorded_config(method)), (m, nearest)
+    assert seen_off_grid
 
 
 def test_program_round_trips_through_json(qwen_run):

@@ -334,6 +334,16 @@ class PerfDB:
             self._grid_rows[op] = groups
         return groups
 
+    def grid_rows(self, op: str, key: Mapping[str, object]) -> pl.DataFrame:
+        """This GPU's own rows that a measured curve of this exact key interpolates over (all columns, table
+        order); empty when only the scaled-from reference or the roofline covers the key."""
+        spec = op_spec(op)
+        wanted = key_dict(spec, normalize_key(spec, key))
+        match = _grid_row_filter(op)
+        for column, value in wanted.items():
+            match = match & (pl.col(column).is_null() if value is None else pl.col(column) == value)
+        return self._rows.filter(match)
+
     def has(self, op: str, key: Mapping[str, object]) -> bool:
         """A table covers this key: this GPU's own, or the scaled-from reference's."""
         spec = op_spec(op)
@@ -508,16 +518,21 @@ class _KeyPoints:
     third_party: str | None = None  # the source string of the key's third-party rows, if any
 
 
+def _grid_row_filter(op: str) -> pl.Expr:
+    """The rows of an op that curves interpolate over: ok, grid samples (or unlabelled), with a time."""
+    return (
+        (pl.col("op") == op)
+        & (pl.col("status") == "ok")
+        & (pl.col("sample").is_null() | (pl.col("sample") == "grid"))
+        & pl.col("time_us").is_not_null()
+    )
+
+
 def _group_grid_rows(rows: pl.DataFrame, spec: OpSpec) -> dict[KeyTuple, _KeyPoints]:
     key_columns = list(spec.key_columns)
     usable = (
         rows.lazy()
-        .filter(
-            (pl.col("op") == spec.name)
-            & (pl.col("status") == "ok")
-            & (pl.col("sample").is_null() | (pl.col("sample") == "grid"))
-            & pl.col("time_us").is_not_null()
-        )
+        .filter(_grid_row_filter(spec.name))
         .select(
             *key_columns,
             *(pl.col(c).cast(pl.Float64) for c in spec.axis_columns),

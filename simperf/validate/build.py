@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,6 +13,10 @@ from simperf.calibrate.backends import group_for
 from simperf.costmodel.step import BreakdownRow, SGLangStepCost
 from simperf.validate.program import ProgramOp, StepProgram
 from simperf.validate.sample import SampledStep
+
+if TYPE_CHECKING:
+    from simperf.calibrate.backends.moe_triton import BlockConfig
+    from simperf.perfdb.db import PerfDB
 
 COLLECTIVE_OPS = ("allreduce", "allgather", "reducescatter", "alltoall")
 DECODE_ATTENTION_OPS = ("attn_mla_decode", "attn_gqa_decode", "attn_nsa_decode")
@@ -86,6 +92,40 @@ def _point(row: BreakdownRow, step, padded_bs: int) -> dict[str, Any]:
     return point
 
 
+def nearest_tile_config(
+    measured: Sequence[tuple[int, str | None]], m: int, topk: int, num_experts: int, dtype: str
+) -> BlockConfig:
+    """The tile configuration validate runs for a Triton fused-MoE op of m tokens, given the key's measured
+    rows as (m, timing_method), oldest first.
+
+    The row of the nearest measured m in log space (the grid is geometric; a tie goes to the smaller m, and
+    of several rows at that m the last) gives the configuration it recorded: SGLang, too, runs the tuned
+    configuration of the nearest tuned m. A row measured untuned (no `tuned` in its timing_method, as in
+    tables from before tuning), or no row at all (a key priced by roofline or from another GPU's table),
+    gives the untuned rule for m: what those rows measured, never a search."""
+    from simperf.calibrate.backends import moe_triton as mt
+
+    target = math.log(max(m, 1))
+    best: tuple[float, int] | None = None
+    method: str | None = None
+    for row_m, row_method in measured:
+        rank = (round(abs(math.log(max(row_m, 1)) - target), 12), row_m)
+        if best is None or rank <= best:
+            best, method = rank, row_method
+    recorded = mt.recorded_config(method)
+    return recorded if recorded is not None else mt.block_config(m, topk, num_experts, dtype)
+
+
+def recorded_tile_config(db: PerfDB, key: Mapping[str, Any], m: int) -> str:
+    """config_label of `nearest_tile_config` over the rows of `key` that the prediction interpolated over."""
+    from simperf.calibrate.backends import moe_triton as mt
+
+    rows = db.grid_rows("moe", key).sort("date", nulls_last=False, maintain_order=True)
+    measured = list(zip(rows["m"].to_list(), rows["timing_method"].to_list(), strict=True))
+    cfg = nearest_tile_config(measured, m, int(key["topk"]), int(key["num_experts"]), str(key["dtype"]))
+    return mt.config_label(cfg)
+
+
 def _has_worker(op: str, backend: str) -> bool:
     try:
         group_for(op, backend)
@@ -139,11 +179,17 @@ def build_program(cost: SGLangStepCost, sampled: SampledStep, num_gpus: int = 1)
     ops = []
     for row in _layer_order([r for r in rows if r.op != "overhead"]):
         ok, why = _runnable(row, num_gpus)
+        point = _point(row, step, padded)
+        if row.op == "moe" and point["backend"] == "triton_fused_moe":
+            from simperf.calibrate.backends.moe_triton import VALIDATION_CONFIG
+
+            # the GPU side runs the configuration the table timed; it cannot read the tables itself
+            point[VALIDATION_CONFIG] = recorded_tile_config(cost.db, row.key, point["m"])
         ops.append(
             ProgramOp(
                 name=row.name,
                 op=row.op,
-                point=_point(row, step, padded),
+                point=point,
                 scope=_scope(row, kinds, cost.arch.num_layers),
                 count=row.count,
                 predicted_us=row.us_per_call,

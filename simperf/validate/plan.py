@@ -15,7 +15,7 @@ from simperf.validate.program import StepProgram
 
 PLAN_NAME = "plan.json"
 # Bump when what a program contains changes, so that an old plan is not resumed with a new planner.
-PLAN_FORMAT = 3
+PLAN_FORMAT = 4  # 4: Triton fused-MoE points carry the tile configuration the table recorded
 PROGRAMS_NAME = "programs.jsonl"
 
 

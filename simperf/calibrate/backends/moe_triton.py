@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -94,10 +95,54 @@ def candidate_configs(m: int, topk: int, num_experts: int, dtype: str) -> tuple[
 
 
 def config_label(cfg: BlockConfig) -> str:
-    """Compact name of a tile configuration, recorded with each tuned measurement."""
+    """Compact name of a tile configuration, recorded with each tuned measurement (`parse_config_label` reads
+    it back)."""
     return (
         f"BM{cfg.block_m}_BN{cfg.block_n}_BK{cfg.block_k}_G{cfg.group_m}_W{cfg.num_warps}_S{cfg.num_stages}"
     )
+
+
+_LABEL = re.compile(r"BM(\d+)_BN(\d+)_BK(\d+)_G(\d+)_W(\d+)_S(\d+)")
+_TUNED = " tuned "  # timing_method of a tuned row: "<timer> tuned <label> (best of <N>)"
+_TUNED_METHOD = re.compile(re.escape(_TUNED) + r"(\S+) \(best of \d+\)")
+
+
+def parse_config_label(label: str) -> BlockConfig:
+    """The tile configuration named by `config_label`; ValueError for anything else."""
+    match = _LABEL.fullmatch(label)
+    if match is None:
+        raise ValueError(f"not a tile configuration label (BM.._BN.._BK.._G.._W.._S..): {label!r}")
+    return BlockConfig(*(int(g) for g in match.groups()))
+
+
+def tuned_timing_method(method: str, cfg: BlockConfig, tried: int) -> str:
+    """The timing_method of a tuned row: the timer, then the configuration kept and how many were timed."""
+    return f"{method}{_TUNED}{config_label(cfg)} (best of {tried})"
+
+
+def recorded_config(timing_method: str | None) -> BlockConfig | None:
+    """The configuration a row's timing_method records, or None for a row measured untuned (the rule: the
+    first candidate) or not by this backend. ValueError for a tuned record that cannot be read."""
+    if not timing_method or _TUNED not in timing_method:
+        return None
+    match = _TUNED_METHOD.search(timing_method)
+    if match is None:
+        raise ValueError(f"unreadable tuned timing_method: {timing_method!r}")
+    return parse_config_label(match.group(1))
+
+
+# Point field that `simperf validate` fills (validate/build.py): the config_label of the configuration to run.
+VALIDATION_CONFIG = "tile_config"
+
+
+def validation_config(point: dict[str, Any]) -> BlockConfig:
+    """The configuration `simperf validate` runs for a point: the one its plan carries (what the calibration
+    table recorded for that shape), else the untuned rule (what untuned rows measured). Never a search: a
+    search at validation time could keep another configuration than the table timed."""
+    label = point.get(VALIDATION_CONFIG)
+    if label:
+        return parse_config_label(str(label))
+    return block_config(int(point["m"]), int(point["topk"]), int(point["num_experts"]), point["dtype"])
 
 
 def compile_signature(point: dict[str, Any]) -> tuple[Any, ...]:
@@ -606,13 +651,21 @@ def _is_config_failure(exc: BaseException) -> bool:
 
 def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     """Tune the tile configuration for this shape (short timings of every candidate), then time the fastest
-    with the run's full timing settings; the configuration is recorded in the row's timing_method."""
+    with the run's full timing settings; the configuration is recorded in the row's timing_method.
+
+    When the timer collects launchers instead of timing (`simperf validate`), the kernel is built with
+    `validation_config(point)`, on one routing draw (only the first launcher is taken), and nothing is tuned."""
     from simperf.calibrate.timing import TimingConfig, time_graph_replay
 
     if not HAVE_TRITON:
         raise Unsupported("triton is not installed")
     dtype, topk = point["dtype"], int(point["topk"])
     check_supported(dtype, int(point["n"]), int(point["k"]))
+    if ctx.timing.collect is not None:
+        weights = _cached_weights(point, ctx)
+        routings = _routing_sets(point, weights, max_sets=1)
+        time_graph_replay(_launchers(point, weights, routings, validation_config(point)), ctx.timing)
+        return None
     candidates = candidate_configs(int(point["m"]), topk, int(point["num_experts"]), dtype)
     if ctx.timing.warm_only:  # compile every candidate on a tiny twin of the shape
         twin = _warm_twin(point)
@@ -646,4 +699,4 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     final = time_graph_replay(_launchers(point, weights, routings, best), ctx.timing)
     if final is None:
         return None
-    return replace(final, timing_method=f"{final.timing_method} tuned {config_label(best)} (best of {tried})")
+    return replace(final, timing_method=tuned_timing_method(final.timing_method, best, tried))
