@@ -307,3 +307,20 @@ def test_decode_totals_on_floats_match_the_array_path(vidur_cost):
         add_list(acc_list, 4)
         add_array(acc_array, 4)
         assert acc_list == acc_array
+
+
+def test_fresh_prefill_totals_are_extend_step_summed(vidur_cost):
+    """The simulator's shortcut for a single fresh prompt gives extend_step's total and source split exactly."""
+    for tokens in (1, 2, 7, 100, 1155, 2309, 4096):
+        step = vidur_cost.extend_step(np.array([tokens]), np.array([0]))
+        total, by_source = vidur_cost.fresh_prefill_totals(tokens)
+        assert total == float(step.sum())
+        assert by_source == step.tolist()
+    # the shortcut declines where the fresh-prefill path does not apply; the simulator then asks extend_step
+    dp = SGLangStepCost(
+        load_arch("llama-3.1-8b"),
+        serving(tp=2, dp=2, weight="bf16"),
+        PerfDB.empty(get_gpu("h200")),
+        Overheads(),
+    )
+    assert dp.fresh_prefill_totals(1000) is None

@@ -129,6 +129,8 @@ class SGLangStepCost:
         self._fresh: dict[int, np.ndarray | None] = {}
         # the same for every length up to the row tables' limit, built at once on first use (_fresh_prefill_table)
         self._fresh_table: np.ndarray | None = None
+        # fresh_prefill_totals by token count
+        self._fresh_totals: dict[int, tuple[float, list[float]]] = {}
 
     # ---- the StepCostModel protocol ----------------------------------------------------------------------------
     def extend_step(
@@ -553,6 +555,18 @@ class SGLangStepCost:
         )
         self._fresh[tokens] = value
         return value
+
+    def fresh_prefill_totals(self, tokens: int) -> tuple[float, list[float]] | None:
+        """extend_step of one prompt of `tokens` tokens with nothing cached and nothing riding along, for the
+        simulator's hot loop: (total µs, per-source µs list) — the same numbers as `float(step.sum())` and
+        `step.tolist()` of extend_step's array — or None where the fresh-prefill path does not apply."""
+        cached = self._fresh_totals.get(tokens)
+        if cached is None:
+            row = self._fresh_prefill(tokens)
+            if row is None:
+                return None
+            cached = self._fresh_totals[tokens] = (float(row.sum()), row.tolist())
+        return cached
 
     def _single_fresh_prefill(self, ext, pre, dec, gathered, gathered_logits) -> np.ndarray | None:
         """The commonest extend — one request, nothing cached, nothing riding along — from a table over its

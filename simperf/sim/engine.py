@@ -162,6 +162,7 @@ class Simulator:
         self._offsets = np.arange(4096, dtype=np.float64)
         # the cost model's matrix-free decode path, when it has one (SGLangStepCost does)
         self._fast_totals = getattr(self.cost, "decode_totals", None)
+        self._fresh_totals = getattr(self.cost, "fresh_prefill_totals", None)
         self._batch_emit: list[float] = []  # process time of each batch, by key
         # time per source, summed on Python floats in the same order as numpy would (copied to stats at the end)
         self._source_us = [0.0] * len(SOURCES)
@@ -309,6 +310,20 @@ class Simulator:
         instead), the MLP/MoE and the LM head run on all ranks' rows gathered, and the iteration lasts as long as
         the slowest rank.
         """
+        if (
+            len(plans) == 1
+            and self._fresh_totals is not None
+            and self._step_log is None
+            and not self.prebuilt
+        ):
+            plan = plans[0]
+            # the commonest extend: one new prompt, nothing cached, no decode rows riding along
+            if plan is not None and len(plan.reqs) == 1 and plan.prefix_lens[0] == 0:
+                rank = self.ranks[0]
+                if not (plan.mixed_decode and rank.running):
+                    fresh = self._fresh_totals(plan.extend_lens[0])
+                    if fresh is not None:
+                        return self._fresh_extend(rank, plan, *fresh)
         batch = self._new_batch()
         speculative = self.s.speculative is not None
         work: list[tuple[RankState, ExtendPlan | None, np.ndarray, np.ndarray, np.ndarray | None]] = []
@@ -376,6 +391,23 @@ class Simulator:
         t0, finished = rank.advance_decode(1)
         batch.timeline.append((rank.rank_id, t0))
         batch.finished.extend((rank.rank_id, r) for r in finished)
+
+    def _fresh_extend(
+        self, rank: RankState, plan: ExtendPlan, step_us: float, by_source: list[float]
+    ) -> float:
+        """_extend_iteration for one fresh prompt on one rank, with its cost already known."""
+        batch = self._new_batch()
+        token_reqs, finished = rank.commit_extend(plan, batch.key)
+        batch.token_reqs.extend(token_reqs)
+        batch.finished.extend((rank.rank_id, r) for r in finished)
+        self.stats.extend_tokens += plan.extend_lens[0]
+        self.stats.extend_iterations += 1
+        source_us = self._source_us
+        for i, v in enumerate(by_source):
+            source_us[i] += v
+        cpu_next = self._launch(batch, step_us)
+        self._observe()
+        return cpu_next
 
     # ------------------------------------------------------------------ decode runs
     def _decode_run(self) -> float:
