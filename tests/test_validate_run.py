@@ -156,3 +156,28 @@ def test_cli_rejects_a_bad_scenario_with_its_field_path(tmp_path):
     )
     result = CliRunner().invoke(app, ["validate", str(scenario), "--plan-only", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "serving.tp" in result.output
+
+
+def test_a_new_plan_sets_the_old_journal_aside_instead_of_resuming_from_it(planned, monkeypatch):
+    """Sample ids restart at 0 in every plan: an earlier plan's journal would pass its rows off as this plan's
+    finished samples. Re-planning keeps the old journal under another name and the new plan runs in full."""
+    scenario, out, programs = planned
+    use_fake_worker(monkeypatch, out, [])
+    run_validation(out)
+    old_journal = (out / execute.JOURNAL_NAME).read_text()
+    _, new_programs, reused = plan_validation(scenario, out, 4)  # other settings: a new plan
+    assert not reused
+    assert not (out / execute.JOURNAL_NAME).exists()
+    assert (out / "_journal.superseded-1.jsonl").read_text() == old_journal
+    seen = []
+    run_validation(out, on_sample=lambda done, n, row: seen.append(row["sample_id"]))
+    assert sorted(seen) == sorted(p.sample_id for p in new_programs)
+
+
+def test_a_plan_of_another_format_is_refused_with_how_to_replan(planned):
+    _, out, _ = planned
+    header = json.loads((out / "plan.json").read_text())
+    header["plan_format"] = 3
+    (out / "plan.json").write_text(json.dumps(header))
+    with pytest.raises(ValidateError, match=r"plan format 3.*--plan-only"):
+        run_validation(out)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from simperf.jsonl import FsyncedJsonLines, read_journal_lines
-from simperf.validate.plan import load_plan
+from simperf.validate.plan import check_plan_format, load_plan
 from simperf.validate.program import StepProgram
 
 JOURNAL_NAME = "_journal.jsonl"
@@ -45,6 +45,17 @@ def _journal(out_dir: Path) -> tuple[dict[int, dict[str, Any]], set[int]]:
             done[sid] = line
             in_flight.discard(sid)
     return done, in_flight
+
+
+def _load_runnable_plan(out_dir: Path) -> tuple[dict[str, Any], list[StepProgram]]:
+    loaded = load_plan(out_dir)
+    if loaded is None:
+        raise ValidateError(f"{out_dir}: no complete plan (plan.json + programs.jsonl); plan it first")
+    try:
+        check_plan_format(loaded[0], out_dir)
+    except ValueError as exc:
+        raise ValidateError(str(exc)) from None
+    return loaded
 
 
 def done_samples(out_dir: Path) -> dict[int, dict[str, Any]]:
@@ -78,10 +89,7 @@ def worker(out_dir: Path, replicas: int, allow_gpu_mismatch: bool, retry_failed:
     """The child: measure every planned sample not yet journaled; one '@row {json}' stdout line per sample."""
     from simperf.validate.gpu import CURRENT_ACTIVITY, BuildContext, is_context_lost, run_program
 
-    loaded = load_plan(out_dir)
-    if loaded is None:
-        raise ValidateError(f"{out_dir}: no complete plan (plan.json + programs.jsonl); plan it first")
-    header, programs = loaded
+    header, programs = _load_runnable_plan(out_dir)
     device = check_device(allow_gpu_mismatch, header.get("gpu"))
     import torch
 
@@ -131,10 +139,7 @@ def run_validation(
 ) -> list[dict[str, Any]]:
     """Measure every planned sample (in child processes, restarted after a crash); all rows by sample id.
     retry_failed: run samples recorded as failed once more (a later row replaces the earlier one)."""
-    loaded = load_plan(out_dir)
-    if loaded is None:
-        raise ValidateError(f"{out_dir}: no complete plan (plan.json + programs.jsonl); plan it first")
-    _, programs = loaded
+    _, programs = _load_runnable_plan(out_dir)
     args = [*WORKER_COMMAND, str(out_dir), "--replicas", str(replicas)]
     if allow_gpu_mismatch:
         args.append("--allow-gpu-mismatch")

@@ -45,6 +45,32 @@ def plan_header(
     }
 
 
+def check_plan_format(header: dict[str, Any], out_dir: Path) -> None:
+    """A plan written by another planner version may lack what the GPU side now needs (e.g. format 3 plans carry
+    no MoE tile configuration, and would silently run the untuned rule): refuse it with the way out."""
+    found = header.get("plan_format")
+    if found != PLAN_FORMAT:
+        raise ValueError(
+            f"{out_dir}: plan format {found}, this simperf runs format {PLAN_FORMAT}; plan it again with "
+            f"`simperf validate {header.get('scenario_file', 'SCENARIO')} --plan-only --out {out_dir}`"
+        )
+
+
+def supersede_journal(out_dir: Path) -> Path | None:
+    """Move a journal of an earlier plan aside (kept, never deleted): its sample ids would otherwise be read as
+    this plan's finished samples and skipped. Returns where it went."""
+    from simperf.validate.execute import JOURNAL_NAME
+
+    journal = out_dir / JOURNAL_NAME
+    if not journal.exists():
+        return None
+    n = 1
+    while (target := out_dir / f"_journal.superseded-{n}.jsonl").exists():
+        n += 1
+    journal.replace(target)
+    return target
+
+
 def load_plan(out_dir: Path) -> tuple[dict[str, Any], list[StepProgram]] | None:
     plan_path, programs_path = out_dir / PLAN_NAME, out_dir / PROGRAMS_NAME
     if not plan_path.exists() or not programs_path.exists():
@@ -107,6 +133,7 @@ def plan_validation(
         num_programs=len(programs),
     )
     out_dir.mkdir(parents=True, exist_ok=True)
+    supersede_journal(out_dir)
     tmp = out_dir / (PROGRAMS_NAME + ".tmp")
     tmp.write_text("".join(p.to_json() + "\n" for p in programs))
     tmp.replace(out_dir / PROGRAMS_NAME)
