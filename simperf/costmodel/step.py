@@ -430,8 +430,11 @@ class SGLangStepCost:
     def _decode_entry(
         self, bs: int, padded_bs: int, graph: bool
     ) -> tuple[np.ndarray, list[_DecodeAttention], StepOverhead | None]:
-        """Cached per (bs, padded bs, graph): row ops + overhead per source, and the resolved attention ops."""
-        hit = self._decode.get((bs, padded_bs, graph))
+        """Cached per (bs, padded bs, graph): row ops + overhead per source, and the resolved attention ops.
+        A replayed CUDA graph runs the padded batch whatever the real one, so graph entries are shared by every
+        bs of one bucket (building an entry resolves and samples the attention curve: the costly part)."""
+        key = (padded_bs if graph else bs, padded_bs, graph)
+        hit = self._decode.get(key)
         if hit is None:
             rows, attention_ops_ = self.decode_parts(padded_bs if graph else bs, padded_bs)
             rows_key = padded_bs
@@ -454,7 +457,7 @@ class SGLangStepCost:
             if graph:
                 base[_OVERHEAD_COLUMN] += overhead.us * self._graph_replays()
             hit = (base, attention, None if graph else overhead)
-            self._decode[(bs, padded_bs, graph)] = hit
+            self._decode[key] = hit
         return hit
 
     def _row_table(self, method: str, part: str, arch: ModelArch | None = None) -> RowCostTable:
