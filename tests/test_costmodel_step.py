@@ -272,9 +272,11 @@ def vidur_cost():
     return SGLangStepCost(arch, resolved, db, scenario.overheads)
 
 
-def test_decode_slice_scalar_lookup_gives_the_array_lookup_bit_for_bit(vidur_cost):
-    """AxisSlice.values_list (Python floats, for short decode segments) reproduces values() exactly: on grid
-    values, between them, at the ends of the sampled range; beyond it, it declines instead of guessing."""
+def test_decode_slice_scalar_lookup_gives_the_array_lookup(vidur_cost):
+    """AxisSlice.values_list (Python floats, for short decode segments) reproduces values(): on grid values,
+    between them, at the ends of the sampled range; beyond it, it declines instead of guessing. The operations
+    are the same, but libm's log/exp and numpy's vectorised ones may differ in the last bit on some CPUs (seen
+    on an AMD EPYC host), so the check is to 1e-12 relative, not bit for bit."""
     rng = np.random.default_rng(7)
     checked = 0
     for bs, padded in ((1, 1), (3, 4), (17, 24), (64, 64)):
@@ -289,7 +291,7 @@ def test_decode_slice_scalar_lookup_gives_the_array_lookup_bit_for_bit(vidur_cos
             if scalar is None:
                 assert along.uniform_source is None
                 continue
-            assert scalar[0] == us.tolist()
+            np.testing.assert_allclose(scalar[0], us, rtol=1e-12, atol=0)
             assert scalar[1] == (label if isinstance(label, int) else int(label[0]))
             checked += 1
         assert along.values_list([along.hi * 1.5]) is None

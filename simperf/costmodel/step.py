@@ -433,10 +433,11 @@ class SGLangStepCost:
         """Cached per (bs, padded bs, graph): row ops + overhead per source, and the resolved attention ops.
         A replayed CUDA graph runs the padded batch whatever the real one, so graph entries are shared by every
         bs of one bucket (building an entry resolves and samples the attention curve: the costly part)."""
-        key = (padded_bs if graph else bs, padded_bs, graph)
+        rows_bs = padded_bs if graph else bs
+        key = (rows_bs, padded_bs, graph)
         hit = self._decode.get(key)
         if hit is None:
-            rows, attention_ops_ = self.decode_parts(padded_bs if graph else bs, padded_bs)
+            rows, attention_ops_ = self.decode_parts(rows_bs, padded_bs)
             rows_key = padded_bs
             rows_cost = self._decode_rows.get(rows_key)
             if rows_cost is None:

@@ -82,7 +82,8 @@ class AxisSlice:
     def values_list(self, xs: list[float]) -> tuple[list[float], int] | None:
         """values() for a few ascending Python floats, on Python floats: np.interp's operations in log space one
         query at a time (slope · (x − xᵢ) + yᵢ, exactly yᵢ on a sample), with math.log/exp, so the same numbers
-        without numpy's per-call overhead. None when the queries leave the sampled range or cross a label
+        without numpy's per-call overhead (libm and numpy's SIMD log/exp can differ in the last bit on some
+        CPUs; the equivalence test allows 1e-12 relative). None when the queries leave the sampled range or cross a label
         change: the caller takes the array path."""
         if xs[0] < self.lo or xs[-1] > self.hi:
             return None

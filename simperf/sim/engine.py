@@ -310,20 +310,9 @@ class Simulator:
         instead), the MLP/MoE and the LM head run on all ranks' rows gathered, and the iteration lasts as long as
         the slowest rank.
         """
-        if (
-            len(plans) == 1
-            and self._fresh_totals is not None
-            and self._step_log is None
-            and not self.prebuilt
-        ):
-            plan = plans[0]
-            # the commonest extend: one new prompt, nothing cached, no decode rows riding along
-            if plan is not None and len(plan.reqs) == 1 and plan.prefix_lens[0] == 0:
-                rank = self.ranks[0]
-                if not (plan.mixed_decode and rank.running):
-                    fresh = self._fresh_totals(plan.extend_lens[0])
-                    if fresh is not None:
-                        return self._fresh_extend(rank, plan, *fresh)
+        fresh = self._fresh_prompt_cost(plans)
+        if fresh is not None:
+            return self._fresh_extend(self.ranks[0], plans[0], *fresh)
         batch = self._new_batch()
         speculative = self.s.speculative is not None
         work: list[tuple[RankState, ExtendPlan | None, np.ndarray, np.ndarray, np.ndarray | None]] = []
@@ -391,6 +380,19 @@ class Simulator:
         t0, finished = rank.advance_decode(1)
         batch.timeline.append((rank.rank_id, t0))
         batch.finished.extend((rank.rank_id, r) for r in finished)
+
+    def _fresh_prompt_cost(self, plans: list[ExtendPlan | None]) -> tuple[float, list[float]] | None:
+        """(step µs, µs per source) when this extend is the commonest kind — one new prompt on one rank, nothing
+        cached, no decode rows riding along — and the cost model prices it from its per-length table; else None.
+        Step logging (simperf validate) takes the general path, which records the step."""
+        if len(plans) != 1 or self._fresh_totals is None or self._step_log is not None or self.prebuilt:
+            return None
+        plan = plans[0]
+        if plan is None or len(plan.reqs) != 1 or plan.prefix_lens[0] != 0:
+            return None
+        if plan.mixed_decode and self.ranks[0].running:
+            return None
+        return self._fresh_totals(plan.extend_lens[0])
 
     def _fresh_extend(
         self, rank: RankState, plan: ExtendPlan, step_us: float, by_source: list[float]

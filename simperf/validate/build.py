@@ -99,8 +99,8 @@ def nearest_tile_config(
     rows as (m, timing_method), oldest first.
 
     The row of the nearest measured m in log space (the grid is geometric; a tie goes to the smaller m, and
-    of several rows at that m the last) gives the configuration it recorded: SGLang, too, runs the tuned
-    configuration of the nearest tuned m. A row measured untuned (no `tuned` in its timing_method, as in
+    of several rows at that m the last) gives the configuration it recorded. SGLang likewise runs one stored
+    configuration per shape, that of the nearest tuned m in its config file (by |m - M|). A row measured untuned (no `tuned` in its timing_method, as in
     tables from before tuning), or no row at all (a key priced by roofline or from another GPU's table),
     gives the untuned rule for m: what those rows measured, never a search."""
     from simperf.calibrate.backends import moe_triton as mt

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from simperf.jsonl import FsyncedJsonLines, read_journal_lines
-from simperf.validate.plan import check_plan_format, load_plan
+from simperf.validate.plan import JOURNAL_NAME, check_plan_format, load_plan
 from simperf.validate.program import StepProgram
 
-JOURNAL_NAME = "_journal.jsonl"
 EXIT_CONTEXT_LOST = 3
 _ROW_PREFIX = "@row "
 # The child that runs the kernels (tests substitute a CPU stand-in that crashes on purpose).

@@ -17,6 +17,7 @@ PLAN_NAME = "plan.json"
 # Bump when what a program contains changes, so that an old plan is not resumed with a new planner.
 PLAN_FORMAT = 4  # 4: Triton fused-MoE points carry the tile configuration the table recorded
 PROGRAMS_NAME = "programs.jsonl"
+JOURNAL_NAME = "_journal.jsonl"  # the GPU side's results (validate/execute.py), one line per sample
 
 
 def tables_sha256(directory: Path | None) -> str | None:
@@ -59,8 +60,6 @@ def check_plan_format(header: dict[str, Any], out_dir: Path) -> None:
 def supersede_journal(out_dir: Path) -> Path | None:
     """Move a journal of an earlier plan aside (kept, never deleted): its sample ids would otherwise be read as
     this plan's finished samples and skipped. Returns where it went."""
-    from simperf.validate.execute import JOURNAL_NAME
-
     journal = out_dir / JOURNAL_NAME
     if not journal.exists():
         return None

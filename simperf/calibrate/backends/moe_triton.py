@@ -670,9 +670,8 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     if ctx.timing.warm_only:  # compile every candidate on a tiny twin of the shape
         twin = _warm_twin(point)
         weights = make_weights(16, 128, 256, dtype == "fp8_block")
-        routings = _routing_sets(
-            twin, weights, max_sets=1
-        )  # compiling needs one launch set, not L2-cold ones
+        # compiling needs one launch set, not L2-cold ones
+        routings = _routing_sets(twin, weights, max_sets=1)
         for cfg in candidates:
             try:
                 time_graph_replay(_launchers(twin, weights, routings, cfg), ctx.timing)
