@@ -424,20 +424,20 @@ def markdown(report: AccuracyReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def replace_generated_block(path: Path, body: str) -> None:
-    """Put `body` between DOC_BEGIN and DOC_END in the file at `path` (both markers must be there once)."""
+def replace_generated_block(path: Path, body: str, begin: str = DOC_BEGIN, end: str = DOC_END) -> None:
+    """Put `body` between the begin and end markers in the file at `path` (both must be there once)."""
     text = Path(path).read_text()
-    if text.count(DOC_BEGIN) != 1 or text.count(DOC_END) != 1:
-        raise ValueError(f"{path}: needs exactly one {DOC_BEGIN!r} and one {DOC_END!r} line")
-    head, rest = text.split(DOC_BEGIN)
-    _, tail = rest.split(DOC_END)
-    Path(path).write_text(f"{head}{DOC_BEGIN}\n\n{body}\n{DOC_END}{tail}")
+    if text.count(begin) != 1 or text.count(end) != 1:
+        raise ValueError(f"{path}: needs exactly one {begin!r} and one {end!r} line")
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    Path(path).write_text(f"{head}{begin}\n\n{body}\n{end}{tail}")
 
 
-def generated_block(path: Path) -> str:
+def generated_block(path: Path, begin: str = DOC_BEGIN, end: str = DOC_END) -> str:
     """What lies between the markers (as replace_generated_block wrote it)."""
     text = Path(path).read_text()
-    return text.split(DOC_BEGIN, 1)[1].split(DOC_END, 1)[0].strip("\n") + "\n"
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
 
 
 def report_json(report: AccuracyReport) -> str:
@@ -487,10 +487,14 @@ def report_json(report: AccuracyReport) -> str:
 
 
 def accuracy_command(
-    scenarios_dir: Annotated[Path, typer.Argument(help="directory of scenarios with an index.yaml")],
-    truth: Annotated[
-        Path, typer.Option("--truth", help="published-runs CSV (one row per configuration and metric)")
+    scenarios_dir: Annotated[
+        Path,
+        typer.Argument(help="a ground-truth corpus (index.parquet), or a directory of scenarios with an index.yaml"),
     ],
+    truth: Annotated[
+        Path | None,
+        typer.Option("--truth", help="published-runs CSV (one row per configuration and metric); scenarios only"),
+    ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json | markdown")] = "text",
     update_doc: Annotated[
         Path | None,
@@ -501,6 +505,13 @@ def accuracy_command(
     err = Console(stderr=True)
     if output not in ("text", "json", "markdown"):
         err.print(f"[bold red]error:[/] --output: got {output!r}; allowed values: text, json, markdown")
+        raise typer.Exit(2)
+    if (Path(scenarios_dir) / "index.parquet").exists():
+        from simperf.accuracy.corpus_cli import corpus_accuracy
+
+        return corpus_accuracy(scenarios_dir, output, update_doc, err)
+    if truth is None:
+        err.print(f"[bold red]error:[/] {scenarios_dir}: a scenario directory needs --truth (the published-runs CSV)")
         raise typer.Exit(2)
     try:
         report = run_accuracy(scenarios_dir, truth)
