@@ -38,7 +38,8 @@ def _register_accuracy_commands() -> None:
 
 
 def _register_sweep_commands() -> None:
-    from simperf.sweep.cli import plan_command, report_command, sweep_command
+    from simperf.plan.cli import plan_command
+    from simperf.sweep.cli import report_command, sweep_command
 
     app.command("sweep")(sweep_command)
     app.command("plan")(plan_command)
@@ -51,7 +52,14 @@ def _register_validate_command() -> None:
     app.command("validate")(validate_command)
 
 
+def _register_backends_command() -> None:
+    from simperf.scenario.cli import backends_command
+
+    app.command("backends")(backends_command)
+
+
 _register_trace_commands()
+_register_backends_command()
 _register_validate_command()
 _register_sweep_commands()
 _register_accuracy_commands()

@@ -136,9 +136,11 @@ def _apply_layout(
         )
     if data.get("disaggregation") is None and settings.given("--gpus") is None and settings.has("--tp-size"):
         tp = int(_get(data, "serving.tp") or 1)
-        if _get(data, "hardware.count") != tp:
-            _set(data, "hardware.count", tp)
-            notes.append(f"hardware.count = {tp} (the --tp-size; give --gpus to change it)")
+        if _get(data, "hardware.count") not in (None, tp):
+            notes.append(
+                f"hardware.count = {tp}, the --tp-size (the file said {_get(data, 'hardware.count')})"
+            )
+        _set(data, "hardware.count", tp)
     elif _get(data, "hardware.count") is None and data.get("disaggregation") is None:
         _set(data, "hardware.count", int(_get(data, "serving.tp") or 1))
 

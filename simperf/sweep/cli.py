@@ -16,6 +16,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simperf.report.tables import stdout_console
+
 err = Console(stderr=True)
 
 
@@ -156,6 +158,19 @@ def plan_command(
     workers: Annotated[int | None, typer.Option(help="when given a sweep file: parallel workers")] = None,
 ) -> None:
     """How many replicas and GPUs serve RATE within the SLA, which configuration wins, and the runner-ups."""
+    plan_from_table(results, rate, sla, top, output, executor, workers)
+
+
+def plan_from_table(
+    results: Path,
+    rate: float | None,
+    sla: list[str] | None,
+    top: int | None,
+    output: str,
+    executor: str,
+    workers: int | None,
+) -> None:
+    """The table form of `simperf plan` (a sweep's results, or a sweep file run first)."""
     from simperf.sweep.plan import plan_capacity
 
     if output not in ("text", "json"):
@@ -168,7 +183,7 @@ def plan_command(
     if output == "json":
         sys.stdout.write(json.dumps(plan_json(plan, top_n), indent=2, default=str) + "\n")
     else:
-        print_plan(plan, top_n, Console())
+        print_plan(plan, top_n, stdout_console())
     if plan.winner is None:
         raise typer.Exit(1)
 
