@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,7 @@ def build_report(
     top: int = 5,
     charts_dir: Path | None = None,
     rechecks: int = 3,
+    on_phase: Callable[[str], None] = lambda _text: None,
 ) -> Report:
     ok = table.filter(pl.col("status") == "ok") if "status" in table.columns else table.clear()
     passing = sla.passing_ids(table)
@@ -234,7 +236,11 @@ def build_report(
                 highlight_first_row=True,
             )
         )
-        done = [recheck(c, meta.get("base_dir", "."), sla) for c in plan.ranked[:rechecks]]
+        done = []
+        for i, c in enumerate(plan.ranked[:rechecks], start=1):
+            on_phase(f"re-checking {i} of {min(rechecks, len(plan.ranked))}: {c.config_label}")
+            done.append(recheck(c, meta.get("base_dir", "."), sla))
+        on_phase("drawing charts")
         sections.append(
             Section(
                 "Check: the planned configurations simulated at their per-replica load",
@@ -303,10 +309,12 @@ def build_report(
     )
     title = f"simperf sweep report: {meta.get('name', 'sweep')}"
     out_html.parent.mkdir(parents=True, exist_ok=True)
+    on_phase("writing the page")
     out_html.write_text(render_page(title, sections, subtitle=_subtitle(meta)))
     files: list[Path] = []
     if charts_dir is not None:
         for name, chart in charts.items():
+            on_phase(f"saving chart {name}")
             files += save_chart(chart, charts_dir / name)
     return Report(out_html, plan, files, done)
 
