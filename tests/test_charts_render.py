@@ -5,9 +5,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-import tempfile
 import zlib
-from pathlib import Path
 
 import numpy as np
 import polars as pl
