@@ -199,11 +199,26 @@ _register_predict_command()
 @app.command()
 def schema(
     out: Annotated[Path | None, typer.Option(help="write to this file instead of stdout")] = None,
+    markdown: Annotated[bool, typer.Option(help="the reference tables of docs/scenario.md instead")] = False,
+    update: Annotated[
+        Path | None, typer.Option(help="with --markdown: rewrite the generated block of this file")
+    ] = None,
 ) -> None:
-    """Print the JSON Schema of scenario files."""
+    """Print the JSON Schema of scenario files (or, with --markdown, its reference tables)."""
     from simperf.scenario.load import scenario_json_schema
 
-    text = scenario_json_schema()
+    if markdown:
+        from simperf.scenario.docs import reference_markdown, replace_block
+
+        text = reference_markdown()
+        if update is not None:
+            try:
+                update.write_text(replace_block(update.read_text(), text))
+            except (OSError, ValueError) as e:
+                _fail(f"--update {update}: {e}")
+            return
+    else:
+        text = scenario_json_schema()
     if out is None:
         sys.stdout.write(text + "\n")
     else:
