@@ -133,7 +133,7 @@ def predict(
     try:
         built = scenario_from_command_line(list(ctx.args), set_values)
         sc = built.scenario
-        where = sc.name
+        where = built.source if built.source != "command line" else sc.name
         if like is not None:
             from simperf.accuracy.bench_import import BenchImportError, scenario_like
 

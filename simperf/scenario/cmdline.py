@@ -36,6 +36,7 @@ class CommandLineScenario:
     scenario: Scenario
     mapping: dict[str, Any]  # what --save-scenario writes
     base_dir: Path  # relative paths in `mapping` are relative to this (as parse_scenario resolves them)
+    source: str  # the scenario file, or "command line": what error messages start with
     notes: list[str] = field(default_factory=list)  # defaults taken, flags ignored
 
 
@@ -193,7 +194,7 @@ def _apply_speculative(settings: FlagSettings, data: dict[str, Any], origin: dic
         raise FlagError(f"{', '.join(used)}: give --speculative-algorithm too (EAGLE, EAGLE3 or NEXTN)")
 
 
-def _dataset_kind(settings: FlagSettings, data: dict[str, Any]) -> None:
+def _dataset_kind(settings: FlagSettings, data: dict[str, Any], from_file: bool) -> None:
     """Choose the dataset block the client flags fill in (before they are set)."""
     name = settings.given("--dataset-name")
     dataset = _get(data, "workload.dataset")
@@ -217,7 +218,7 @@ def _dataset_kind(settings: FlagSettings, data: dict[str, Any]) -> None:
             raise FlagError(
                 f"{random_flags[0]} applies to --dataset-name random; the scenario's dataset is {kind}"
             )
-    elif dataset is None:
+    elif dataset is None and not from_file:  # a file without a workload gets the schema's field-path message
         raise FlagError(
             "no workload: give --dataset-name random --random-input-len N --random-output-len M (bench_serving's "
             "default dataset, sharegpt, is not modelled), or a scenario file"
@@ -229,6 +230,8 @@ def _dataset_fill(
 ) -> None:
     """bench_serving's defaults for lengths left out, and the trace file and timing flags."""
     dataset = _get(data, "workload.dataset")
+    if not isinstance(dataset, dict):
+        return  # the schema reports what is missing
     if dataset.get("kind") == "random":
         for key, default, flag in (
             ("input_len", BENCH_RANDOM_INPUT_LEN, "--random-input-len"),
@@ -289,7 +292,7 @@ def build_mapping(
             model = {**model, **{k: v for k, v in data["model"].items() if k == "weight_dtype"}}
         data["model"] = model
         origin["model.name"] = "--model-path"
-    _dataset_kind(settings, data)
+    _dataset_kind(settings, data, bool(base))
     _apply_paths(settings, data, origin)
     _apply_enums(settings, data, origin)
     _apply_backends(settings, data, origin)
@@ -327,6 +330,8 @@ def scenario_from_command_line(tokens: list[str], set_items: list[str] | None = 
         path = Path(settings.scenario_path)
         base = load_scenario_mapping(path)
         base_dir = path.parent
+        if not isinstance(base, dict):
+            parse_scenario(base, str(path))  # raises the schema's message for a file that is not a mapping
     if base is None and not settings.values and not set_values:
         raise FlagError("give a scenario file, or flags (`simperf predict --help` lists them)")
     data, origin, notes = build_mapping(settings, base, set_values)
@@ -339,7 +344,7 @@ def scenario_from_command_line(tokens: list[str], set_items: list[str] | None = 
         scenario = parse_scenario(data, source, base_dir=base_dir)
     except ScenarioError as e:
         raise ScenarioError(_annotate(str(e), origin)) from None
-    return CommandLineScenario(scenario, data, base_dir, notes)
+    return CommandLineScenario(scenario, data, base_dir, source, notes)
 
 
 def _scenario_paths(scenario: Scenario) -> dict[str, Path | None]:
