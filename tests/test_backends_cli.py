@@ -86,3 +86,20 @@ def test_table_commands_print_whole_cells_when_piped_and_json_on_request(args):
     assert "…" not in text.stdout and "┃" not in text.stdout  # plain, complete columns
     as_json = runner.invoke(app, [*args, "-o", "json"])
     assert as_json.exit_code == 0 and json.loads(as_json.stdout)
+
+
+def test_compare_and_trace_inspect_print_complete_tables_when_piped(tmp_path):
+    """A predicted run written as bench_serving writes it reads back through `compare` and `trace inspect`."""
+    flags = ["--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-name", "random", "--random-input-len", "300",
+             "--random-output-len", "20", "--num-prompts", "30", "--request-rate", "5", "-q"]  # fmt: skip
+    runs = tmp_path / "runs.jsonl"
+    predicted = runner.invoke(
+        app, ["predict", *flags, "-o", "json", "--output-file", str(runs), "--output-details"]
+    )
+    assert predicted.exit_code == 0, predicted.output
+    (tmp_path / "pred.json").write_text(predicted.stdout)
+    compared = runner.invoke(app, ["compare", str(tmp_path / "pred.json"), str(runs)])
+    assert compared.exit_code == 0 and "median_ttft_ms" in compared.stdout and "…" not in compared.stdout
+    inspected = runner.invoke(app, ["trace", "inspect", str(runs)])
+    assert inspected.exit_code == 0, inspected.output
+    assert "requests" in inspected.stdout and "30" in inspected.stdout and "…" not in inspected.stdout
