@@ -7,7 +7,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simperf.accuracy.corpus import (
     DOC_BEGIN,
@@ -19,24 +18,19 @@ from simperf.accuracy.corpus import (
     run_dirs,
 )
 from simperf.accuracy.run import replace_generated_block
+from simperf.progress import bar
 
 
-def corpus_accuracy(corpus: Path, output: str, update_doc: Path | None, err: Console) -> int:
+def corpus_accuracy(
+    corpus: Path, output: str, update_doc: Path | None, err: Console, quiet: bool = False
+) -> int:
     try:
         total = len(run_dirs(corpus))
     except CorpusError as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from None
-    columns = (
-        TextColumn("predicting runs"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-    )
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task("", total=total)
-        report = run_corpus(corpus, on_run=lambda name: progress.update(task, advance=1, description=name))
+    with bar("predicting runs", total, quiet=quiet) as progress:
+        report = run_corpus(corpus, on_run=lambda name: progress.advance(1, status=name))
     text = markdown(report)
     if update_doc is not None:
         try:
