@@ -28,7 +28,9 @@ class GpuSpec:
     num_sms: int
     nvlink_bytes_per_s: float  # per GPU, one direction
     peak_flops: dict[str, float] = field(hash=False)  # dense; keys "bf16", "fp8", "fp32" (and "fp4")
-    memory_source: str = ""  # where memory_bytes comes from: "device: ..." (reported by a real part) or datasheet
+    memory_source: str = (
+        ""  # where memory_bytes comes from: "device: ..." (reported by a real part) or datasheet
+    )
     # Ceilings measured on real parts; None where not measured. The roofline prefers them to datasheet peaks.
     measured_copy_bytes_per_s: float | None = None
     measured_bf16_flops: float | None = None

@@ -38,7 +38,9 @@ from simperf.scenario.resolved import ParallelLayout, ResolvedServing
 
 Method = Literal["absorb", "mha", "sparse", "gqa"]
 Phase = Literal["extend", "decode"]
-HasTable = Callable[[str, dict[str, Any]], bool]
+# How well a key is covered: 2 a table of the target GPU, 1 a table scaled from another GPU, 0 none (a bool
+# works too: True counts as a table of the target GPU).
+HasTable = Callable[[str, dict[str, Any]], int]
 
 # Shared model doc §4.2 / §4.3 thresholds (SGLang env defaults).
 CHUNKED_PREFIX_CACHE_THRESHOLD = 8192  # SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD
@@ -95,7 +97,7 @@ class OpCall:
 
     name: str  # what it is in the model, e.g. "q_b_proj"
     op: str  # schema op, e.g. "gemm"
-    candidates: tuple[Key, ...]  # table keys in preference order; the first measured one is used
+    candidates: tuple[Key, ...]  # table keys in preference order; kernels.choose_key picks the one used
     axes: Mapping[str, Any]  # axis values (scalars, or arrays over decode steps)
     count: int
     kernels: int = 1  # CUDA kernels per call, for the eager launch overhead
@@ -390,13 +392,17 @@ def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: Has
     moe_inter = arch.moe_intermediate_size // max(1, tp // ep)
     gemm("moe.gate", E, h, G, n_moe, dtype="bf16")
     shared = arch.num_shared_experts
-    # SGLang fuses the shared expert into the routed MoE as extra always-chosen experts when EP == 1 (§4.1).
-    fused = shared > 0 and ep == 1
-    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h, shared)
-    plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h)
-    if fused and has is not None and not _any_measured(has, "moe", fused_keys):
-        # The fused layout is not calibrated: the plain routed MoE plus a separate shared MLP is its proxy.
-        fused = not _any_measured(has, "moe", plain_keys)
+    # SGLang fuses the shared expert into the routed MoE as extra always-chosen experts when EP == 1 (§4.1), except
+    # with the flashinfer_trtllm runner it defaults to on SM100, which sets --disable-shared-experts-fusion
+    # (SGLang 0.5.17 arg_groups/overrides.py, `_moe_runner_fusion_disable`).
+    fused = shared > 0 and ep == 1 and s.sm_major < 10
+    sm = s.sm_major
+    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h, shared, sm)
+    plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h, sm_major=sm)
+    if fused and has is not None and _best_rank(has, "moe", fused_keys) < _best_rank(has, "moe", plain_keys):
+        # The fused layout is not calibrated (as well as the plain one): the plain routed MoE plus a separate
+        # shared MLP is its proxy.
+        fused = False
     if fused:
         add("moe.experts", "moe", fused_keys, n_moe, MOE_KERNELS_PER_CALL, m=G)
         return
@@ -408,8 +414,8 @@ def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: Has
         gemm("moe.shared.down_proj", h, si, G, n_moe)
 
 
-def _any_measured(has: HasTable, op: str, candidates: tuple[Key, ...]) -> bool:
-    return any(has(op, dict(k)) for k in candidates)
+def _best_rank(has: HasTable, op: str, candidates: tuple[Key, ...]) -> int:
+    return max(int(has(op, dict(k))) for k in candidates)
 
 
 def attention_ops(

@@ -346,10 +346,19 @@ class PerfDB:
 
     def has(self, op: str, key: Mapping[str, object]) -> bool:
         """A table covers this key: this GPU's own, or the scaled-from reference's."""
-        spec = op_spec(op)
-        if normalize_key(spec, key) in self._groups(op):
-            return True
-        return self.reference is not None and self.reference.has(op, key)
+        return self.table_rank(op, key) > 0
+
+    def has_own(self, op: str, key: Mapping[str, object]) -> bool:
+        """This GPU's own tables (measured here or imported for this GPU) cover this key."""
+        return normalize_key(op_spec(op), key) in self._groups(op)
+
+    def table_rank(self, op: str, key: Mapping[str, object]) -> int:
+        """How well a key is covered, for choosing among candidate keys: 2 = a table of this GPU (measured or
+        imported for it), 1 = only the scaled-from reference's table, 0 = no table (roofline). A table for the
+        target GPU always beats one scaled from another GPU (docs/b200.md, "Precedence")."""
+        if self.has_own(op, key):
+            return 2
+        return 1 if self.reference is not None and self.reference.has(op, key) else 0
 
     def keys(self, op: str) -> list[dict]:
         """Measured keys of an op (those with at least one usable grid row), for choosing candidates."""
