@@ -337,6 +337,10 @@ class SGLangStepCost:
     def _has(self, op: str, key: dict[str, Any]) -> int:
         return self.db.table_rank(op, key)
 
+    def resolve(self, op: OpCall) -> tuple[Key, OpCurve]:
+        """The key the step prices this op with and its curve (costmodel/sources.py reports them)."""
+        return self._resolve(op)
+
     def _resolve(self, op: OpCall) -> tuple[Key, OpCurve]:
         """The first candidate key a table of this GPU covers (measured or imported for it), else the first one
         the scaled-from reference covers, else the preferred one (priced by the db's fallback): a table for the

@@ -73,6 +73,7 @@ class StepSettings:
     # Extends of at most this many tokens replay a prefill (breakable) CUDA graph, which pins DeepSeek to the
     # absorbed MLA path (§4.2). 0: never captured (ResolvedServing has no such field yet).
     prefill_graph_max_tokens: int = 0
+    dsa_dense_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
 
     @classmethod
     def from_serving(
@@ -88,6 +89,7 @@ class StepSettings:
             sm_major=sm_major,
             sglang_version=serving.sglang_version,
             prefill_graph_max_tokens=prefill_graph_max_tokens,
+            dsa_dense_threshold=serving.dsa_dense_prefill_threshold,
         )
 
 
@@ -149,9 +151,14 @@ def select_nsa_method(
     sm_major: int,
     sglang_version: str,
     captured_graph: bool,
+    dense_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD,
 ) -> Method:
-    """DeepSeek V3.2 extend (§4.3): dense MHA one-shot for short sequences, else sparse MLA."""
-    arch_ok = sm_major in (9, 10)  # SM90, SM100-109
+    """DeepSeek V3.2 extend (§4.3): dense MHA one-shot for short sequences, else sparse MLA.
+
+    SM100 runs the dense path (TRT-LLM ragged MHA) from SGLang 0.5.6 on (sglang PR 12788; 0.5.5's
+    deepseek_v2.handle_attention_nsa allowed SM90 only); dense_threshold 0 turns the path off (the what-if of
+    the sparse-only prefill)."""
+    arch_ok = sm_major == 9 or (sm_major == 10 and not _version_le(sglang_version, (0, 5, 5)))
     dtype_ok = kv_dtype == "bf16" or (
         kv_dtype.startswith("fp8") and not _version_le(sglang_version, (0, 5, 5))
     )
@@ -159,7 +166,7 @@ def select_nsa_method(
         arch_ok
         and dtype_ok
         and not captured_graph
-        and max_kv_len <= DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+        and max_kv_len <= dense_threshold
         and sum_seq_lens <= MAX_KV_CHUNK_CAPACITY
     ):
         return "mha"
@@ -244,7 +251,13 @@ def plan_extend(
         method = select_mla_method(sum_prefix, captured)
     elif arch.family == "nsa_moe":
         method = select_nsa_method(
-            int(seq_lens.max()), int(seq_lens.sum()), s.kv_dtype, s.sm_major, s.sglang_version, captured
+            int(seq_lens.max()),
+            int(seq_lens.sum()),
+            s.kv_dtype,
+            s.sm_major,
+            s.sglang_version,
+            captured,
+            s.dsa_dense_threshold,
         )
     else:
         method = "gqa"
@@ -514,8 +527,10 @@ def _mha_prefill_op(
     # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` selects its FA2 kernels.
     if backend == "flashinfer":
         backends: tuple[str, ...] = ("flashinfer_fa2", "flashinfer_fa3")
-    elif backend in ("trtllm_mla", "trtllm"):
-        backends = ("trtllm", "flashinfer_fa3")  # SM100 trtllm ragged prefill, where a table has it
+    elif backend in ("trtllm_mla", "trtllm") or (arch.family == "nsa_moe" and s.sm_major >= 10):
+        # SM100 TRT-LLM ragged prefill: trtllm_mla's MHA path, and DSA's dense short prefill on SM100
+        # (nsa_backend._forward_standard_mha, sglang PR 12788), where a table has it
+        backends = ("trtllm", "flashinfer_fa3")
     else:
         backends = ("flashinfer_fa3",)
     keys = key_candidates(
