@@ -44,6 +44,10 @@ HasTable = Callable[[str, dict[str, Any]], bool]
 CHUNKED_PREFIX_CACHE_THRESHOLD = 8192  # SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD
 MAX_KV_CHUNK_CAPACITY = 131072  # SGLANG_MAX_KV_CHUNK_CAPACITY (above: MHA_CHUNKED_KV, costed like one shot)
 DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD = 2048  # SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+# DeepSeek's q_a_proj and kv_a_proj_with_mqa run as one fused GEMM (fused_qkv_a_proj_with_mqa) from SGLang v0.4.6
+# on (sgl-project/sglang#5619, merged 2025-04-22; deepseek_v2.py in 0.5.17 still builds it when q_lora_rank is
+# set); up to v0.4.5 they were two GEMMs.
+LAST_UNFUSED_QKV_A_VERSION = (0, 4, 5)
 
 # Kernels SGLang launches that no calibration table times (small per-token kernels); counted for the eager
 # launch overhead only. Per layer: KV-cache store; MoE layers: grouped top-k; NSA layers: indexer k store +
@@ -341,8 +345,13 @@ def _mla_row_ops(arch: ModelArch, s: StepSettings, T: int, method: Method, gemm,
     lay, L, h = s.layout, arch.num_layers, arch.hidden_size
     H = arch.heads_per_rank(lay)
     qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
-    if arch.q_lora_rank:
+    if arch.q_lora_rank and not _version_le(s.sglang_version, LAST_UNFUSED_QKV_A_VERSION):
         gemm("fused_qkv_a_proj", arch.q_lora_rank + arch.kv_latent_dim, h, T, L)
+        norm("q_a_layernorm", "rmsnorm", arch.q_lora_rank, T, L)
+        gemm("q_b_proj", H * qk, arch.q_lora_rank, T, L)
+    elif arch.q_lora_rank:
+        gemm("q_a_proj", arch.q_lora_rank, h, T, L)
+        gemm("kv_a_proj_with_mqa", arch.kv_latent_dim, h, T, L)
         norm("q_a_layernorm", "rmsnorm", arch.q_lora_rank, T, L)
         gemm("q_b_proj", H * qk, arch.q_lora_rank, T, L)
     else:
