@@ -338,14 +338,29 @@ class SGLangStepCost:
         return self.db.has(op, key)
 
     def _resolve(self, op: OpCall) -> tuple[Key, OpCurve]:
-        """The first candidate key a measured table covers, else the preferred one (roofline-labelled)."""
+        """The first candidate key a table covers; else the candidate whose nearest measured key is nearest
+        (PerfDB.covers; the earlier candidate on a tie); else the preferred one (the bare roofline)."""
         ck = (op.op, op.candidates)
         hit = self._chosen.get(ck)
         if hit is None:
-            key = next((k for k in op.candidates if self.db.has(op.op, dict(k))), op.candidates[0])
+            key, best = op.candidates[0], None
+            for candidate in op.candidates:
+                distance = self.db.covers(op.op, dict(candidate))
+                if distance is not None and (best is None or distance < best):
+                    key, best = candidate, distance
+                if distance == 0.0:
+                    break
             hit = (key, self.db.curve(op.op, dict(key)))
             self._chosen[ck] = hit
         return hit
+
+    def bare_roofline_ops(self) -> list[str]:
+        """The ops priced so far by the roofline alone (no table of the op covers them), as 'op (key)'."""
+        return sorted(
+            f"{curve.op} ({', '.join(f'{c}={v}' for c, v in curve.key.items())})"
+            for _, curve in self._chosen.values()
+            if curve.backing == "roofline"
+        )
 
     def _sum_ops(self, ops: Sequence[OpCall]) -> np.ndarray:
         """Time per source of ops whose axes are scalars."""
