@@ -2,6 +2,7 @@
 
     python -m simperf.perfdb.offgrid generate calibration/offgrid/samples.jsonl
     python -m simperf.perfdb.offgrid time calibration/offgrid/samples.jsonl --out results.jsonl [--time-budget-s S]
+    python -m simperf.perfdb.offgrid docs [--check]     # regenerate the numbers in docs/accuracy.md, docs/perfdb.md
 
 The GPU side needs neither typer, polars nor numpy (the calibration runner's dependencies only).
 """
@@ -38,6 +39,15 @@ def _time(args: argparse.Namespace) -> int:
     return time_samples(args.samples, args.out, args.time_budget_s)
 
 
+def _docs(args: argparse.Namespace) -> int:
+    from simperf.perfdb.offgrid.docs import update_docs
+
+    changed = update_docs(check=args.check)
+    verb = "stale" if args.check else "rewritten"
+    print(f"{verb}: {', '.join(changed) or 'nothing'}", file=sys.stderr)
+    return 1 if args.check and changed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m simperf.perfdb.offgrid", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -48,8 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     tim.add_argument("samples", type=Path)
     tim.add_argument("--out", type=Path, required=True, help="results file (appended; rerun continues)")
     tim.add_argument("--time-budget-s", type=float, help="stop starting samples after this many seconds")
+    doc = sub.add_parser(
+        "docs", help="regenerate the tables' numbers in docs/accuracy.md and docs/perfdb.md (CPU)"
+    )
+    doc.add_argument("--check", action="store_true", help="only say whether they are stale (exit 1 if so)")
     args = parser.parse_args(argv)
-    return _generate(args) if args.command == "generate" else _time(args)
+    return {"generate": _generate, "time": _time, "docs": _docs}[args.command](args)
 
 
 if __name__ == "__main__":
