@@ -97,6 +97,7 @@ def test_perfdb_check_offgrid_reads_a_results_file(committed, tmp_path):
     result = CliRunner().invoke(app, ["perfdb", "check", "calibration/h100", "--offgrid", str(path)])
     assert result.exit_code == 0, result.output
     assert "39 timed off-grid calls on h100" in result.output and "'failed': 1" in result.output
+    assert "per op family and backend" in result.output and "split-KV work model" in result.output
     wrong_gpu = CliRunner().invoke(app, ["perfdb", "check", "calibration/h200", "--offgrid", str(path)])
     assert wrong_gpu.exit_code != 0 and "timed on h100" in wrong_gpu.output
     missing = CliRunner().invoke(app, ["perfdb", "check", "calibration/h100", "--offgrid", "nope.jsonl"])

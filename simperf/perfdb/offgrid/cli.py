@@ -13,6 +13,7 @@ from simperf.perfdb.db import PerfDB
 from simperf.perfdb.offgrid.report import (
     evaluate,
     no_time_counts,
+    ragged_decode_alternatives,
     scaled_from_errors,
     summarize,
     timed_samples,
@@ -48,11 +49,14 @@ def check_offgrid(
     results_gpu, pairs = timed_samples(samples, results)
     if results_gpu and results_gpu != gpu.key:
         raise ValueError(f"{results}: timed on {results_gpu}, but {directory} holds {gpu.key} tables")
-    errors = evaluate(pairs, PerfDB.load(directory, gpu))
+    db = PerfDB.load(directory, gpu)
+    errors = evaluate(pairs, db)
     missing = no_time_counts(samples, results)
     console.print(f"{len(pairs)} timed off-grid calls on {gpu.key}; without a time: {missing or 'none'}")
     for by, what in GROUPINGS:
         _print(console, summarize(errors, by), f"off-grid error, {what}")
+    alternatives = ragged_decode_alternatives(pairs, db)
+    _print(console, alternatives, "ragged decode calls: mean-KV pricing (used) vs the split-KV work model")
     if scaled_from is not None:
         ratios = read_ratios(directory, resolve_gpu(scaled_from).key)
         measured = scaled_from_errors(pairs, gpu.key, scaled_from, ratios)

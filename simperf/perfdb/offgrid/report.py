@@ -116,3 +116,42 @@ def no_time_counts(samples_path: Path, results_path: Path) -> dict[str, int]:
         if status != "ok":
             counts[status] = counts.get(status, 0) + 1
     return counts
+
+
+def ragged_decode_alternatives(pairs: list[tuple[dict, dict]], db: PerfDB) -> pl.DataFrame:
+    """Ragged decode calls priced at their mean KV (what the simulator does) and by the split-KV work model of
+    costmodel/ragged.py (each request's KV cut into Σkv / (2 x SMs) chunks), against the measured times."""
+    import json
+
+    import numpy as np
+
+    from simperf.costmodel.ragged import split_kv_factor
+    from simperf.perfdb.schema import OP_SPECS
+
+    rows = []
+    for sample, result in pairs:
+        point = sample["point"]
+        if not point.get("kv_lens") or point.get("q_lens"):
+            continue
+        kv = np.asarray(json.loads(point["kv_lens"]), dtype=np.float64)
+        curve = db.curve(point["op"], {c: point[c] for c in OP_SPECS[point["op"]].key_columns})
+        mean = float(kv.mean())
+        measured = float(result["time_us"])
+        at_mean = float(curve(batch=float(kv.size), kv_len=mean)[0])
+        split = float(curve(batch=float(kv.size), kv_len=mean * split_kv_factor(kv, db.gpu.num_sms))[0])
+        rows.append({"backend": point["backend"], "mean_kv_error": at_mean / measured - 1.0,
+                     "split_kv_error": split / measured - 1.0})  # fmt: skip
+    frame = pl.DataFrame(
+        rows, schema={"backend": pl.String, "mean_kv_error": pl.Float64, "split_kv_error": pl.Float64}
+    )
+    return (
+        frame.group_by("backend")
+        .agg(
+            calls=pl.len(),
+            mean_kv_median=pl.col("mean_kv_error").abs().median(),
+            mean_kv_signed=pl.col("mean_kv_error").median(),
+            split_kv_median=pl.col("split_kv_error").abs().median(),
+            split_kv_signed=pl.col("split_kv_error").median(),
+        )
+        .sort("backend")
+    )
