@@ -300,14 +300,31 @@ def calibrate(ctx: typer.Context) -> None:
 def perfdb_check(
     directory: Annotated[Path, typer.Argument(help="calibration directory, e.g. calibration/h200")],
     output: OutputOption = "text",
+    offgrid: Annotated[
+        Path | None, typer.Option(help="off-grid results file to read: error of these tables on its calls")
+    ] = None,
+    offgrid_time: Annotated[
+        Path | None, typer.Option(help="GPU: time the off-grid set on this GPU into this results file")
+    ] = None,
+    samples: Annotated[
+        Path | None, typer.Option(help="off-grid set (default calibration/offgrid/samples.jsonl)")
+    ] = None,
+    scaled_from: Annotated[
+        Path | None,
+        typer.Option(help="with --offgrid: also price the calls from this GPU's tables (scaled_from)"),
+    ] = None,
 ) -> None:
-    """Held-out interpolation error per op family (rows measured off the grid, never used to interpolate)."""
+    """Held-out interpolation error per op family (rows measured off the grid, never used to interpolate);
+    with --offgrid, the error on the seeded off-grid set of real kernel calls (docs/perfdb.md "Off the grid")."""
     from simperf.costmodel.ragged import ragged_errors, ragged_summary
     from simperf.perfdb.check import heldout_errors, heldout_summary, resolve_gpu
     from simperf.report.tables import frame_table, pct
 
     if not directory.is_dir():
         _fail(f"{directory}: not a directory")
+    if offgrid is not None or offgrid_time is not None:
+        _perfdb_offgrid(directory, offgrid, offgrid_time, samples, scaled_from)
+        return
     errors = heldout_errors(directory)
     if errors.height == 0:
         _fail(f"{directory}: no held-out rows (run `simperf calibrate --heldout N`)", code=1)
@@ -321,6 +338,31 @@ def perfdb_check(
         title = "ragged decode batches: mean-KV model vs split-KV work model"
         tables.append(frame_table(summary, title, "ragged", as_pct))
     _print(tables, output)
+
+
+def _perfdb_offgrid(
+    directory: Path,
+    results: Path | None,
+    time_into: Path | None,
+    samples: Path | None,
+    scaled_from: Path | None,
+) -> None:
+    from simperf.perfdb.offgrid.cli import DEFAULT_SAMPLES, check_offgrid, time_offgrid
+
+    samples = samples or DEFAULT_SAMPLES
+    if not samples.is_file():
+        _fail(f"--samples: {samples} does not exist (python -m simperf.perfdb.offgrid generate writes one)")
+    if time_into is not None:
+        raise typer.Exit(time_offgrid(time_into, samples))
+    assert results is not None
+    if not results.is_file():
+        _fail(f"--offgrid: {results} does not exist (time the set on a GPU with --offgrid-time first)")
+    if scaled_from is not None and not scaled_from.is_dir():
+        _fail(f"--scaled-from: {scaled_from} is not a calibration directory")
+    try:
+        check_offgrid(directory, results, samples, scaled_from)
+    except ValueError as e:
+        _fail(str(e))
 
 
 def _register_perfdb_diff() -> None:

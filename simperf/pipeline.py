@@ -227,6 +227,11 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     if shares["third_party"] > 0:
         notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
     notes.update(vintage_notes(db, scenario.serving.sglang_version))
+    if shares["scaled_key"] > 0:
+        notes["Step time from other keys' tables (scaled-key)"] = f"{100 * shares['scaled_key']:.1f}%"
+    bare = cost.bare_roofline_ops()
+    if bare:  # no table of these ops on this GPU at all: say so loudly
+        notes["WARNING: ops with no table on this GPU (bare roofline)"] = "; ".join(bare)
     return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes)
 
 

@@ -65,7 +65,12 @@ _ATTN_BACKEND_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-def table_attention_backends(scenario_backend: str) -> tuple[str, ...]:
+def table_attention_backends(scenario_backend: str, sm_major: int = 9) -> tuple[str, ...]:
+    """Table backends for a scenario's attention backend on a GPU of this compute capability. SGLang's flashinfer
+    MLA backend (0.5.17 flashinfer_mla_backend.py) and its ragged prefill ask flashinfer for backend="auto", which
+    is fa3 on SM90 (flashinfer utils.determine_mla_backend / determine_attention_backend), fa2 elsewhere."""
+    if scenario_backend == "flashinfer" and sm_major == 9:
+        return ("flashinfer_fa3", "flashinfer_fa2")
     return _ATTN_BACKEND_ALIASES.get(scenario_backend, (scenario_backend,))
 
 

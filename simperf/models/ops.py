@@ -10,8 +10,9 @@ A step splits into two parts that the cost model caches differently:
 * attention ops: their axes depend on the requests' lengths (attention kernels, the NSA indexer, and the MHA
   path's kv_b_proj over all KV tokens) -> evaluated per call, vectorised over decode steps.
 
-Ragged batches are costed as a work-equivalent uniform batch (same requests, same new tokens, same causal
-query-key pairs); the ragged-aware model is a later issue.
+An extend batch of requests with different lengths is costed as a work-equivalent batch without a made-up prefix
+(`extend_group`): as many new tokens and as many causal query-key pairs, with the token-weighted query length and
+cached prefix, and a fractional request count (docs/costmodel.md). A decode batch is costed at its mean KV length.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ HasTable = Callable[[str, dict[str, Any]], int]
 CHUNKED_PREFIX_CACHE_THRESHOLD = 8192  # SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD
 MAX_KV_CHUNK_CAPACITY = 131072  # SGLANG_MAX_KV_CHUNK_CAPACITY (above: MHA_CHUNKED_KV, costed like one shot)
 DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD = 2048  # SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+# DeepSeek's q_a_proj and kv_a_proj_with_mqa run as one fused GEMM (fused_qkv_a_proj_with_mqa) from SGLang v0.4.6
+# on (sgl-project/sglang#5619, merged 2025-04-22; deepseek_v2.py in 0.5.17 still builds it when q_lora_rank is
+# set); up to v0.4.5 they were two GEMMs.
+LAST_UNFUSED_QKV_A_VERSION = (0, 4, 5)
 
 # Kernels SGLang launches that no calibration table times (small per-token kernels); counted for the eager
 # launch overhead only. Per layer: KV-cache store; MoE layers: grouped top-k; NSA layers: indexer k store +
@@ -114,8 +119,8 @@ class OpCall:
 class AttentionGroup:
     """Requests costed together as one uniform batch with the same attention work."""
 
-    batch: int
-    q_len: float  # new tokens per request (mean)
+    batch: float  # requests (fractional for a ragged extend batch: its work-equivalent request count)
+    q_len: float  # new tokens per request (token-weighted mean for a ragged extend batch)
     kv_len: Any  # KV length per request, incl. new tokens, such that causal q-k pairs match (float or array)
     kv_tokens: Any  # sum of KV lengths: rows the MHA path decompresses through kv_b_proj
     context_mean: Any  # mean causal context of a query token (NSA indexer work per query)
@@ -196,22 +201,28 @@ def _sum_min_topk(prefix: np.ndarray, q: np.ndarray, topk: int) -> np.ndarray:
     return np.where(b <= topk, below, np.where(a > topk, above, split))
 
 
-def _group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> AttentionGroup:
+def extend_group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> AttentionGroup:
+    """The work-equivalent batch of requests with new tokens q_i over cached prefixes p_i: query length
+    q' = Σq²/Σq (token-weighted), prefix p' = Σq·p/Σq (token-weighted), B' = Σq/q' requests. It has exactly the
+    batch's new tokens (B'·q' = Σq) and causal query-key pairs (B'·(q'·p' + q'(q'+1)/2) = Σ q·p + q(q+1)/2), and
+    a fresh batch keeps prefix 0 (the uniform batch at the mean query length that this replaces needed a made-up
+    prefix to match the pairs, and priced a ragged fresh prefill 50-60% high through the prefix axis).
+    A uniform batch is itself: B' = n, q' = q, p' = p."""
     q = extend.astype(np.float64)
     p = prefix.astype(np.float64)
-    n = int(q.size)
     sum_q = float(q.sum())
-    q_mean = sum_q / n
+    q_eq = float((q * q).sum()) / sum_q
+    prefix_eq = float((q * p).sum()) / sum_q
     # causal query-key pairs sum_j context_j, context_j = p + j for j = 1..q
     pairs = float((q * p + q * (q + 1.0) / 2.0).sum())
     context_mean = pairs / sum_q
-    kv_eq = context_mean + (q_mean - 1.0) / 2.0  # uniform batch with the same pairs
     sparse = float(_sum_min_topk(p, q, topk).sum()) / sum_q if topk else context_mean
     sparse_kv = sparse if topk and sparse < topk - 1e-9 else context_mean
+    uniform = bool((q == q[0]).all() and (p == p[0]).all())
     return AttentionGroup(
-        batch=n,
-        q_len=q_mean,
-        kv_len=kv_eq,
+        batch=int(q.size) if uniform else sum_q / q_eq,
+        q_len=q_eq,
+        kv_len=q_eq + prefix_eq,
         kv_tokens=float((p + q).sum()),
         context_mean=context_mean,
         sparse_kv_len=sparse_kv,
@@ -261,9 +272,9 @@ def plan_extend(
         )
     else:
         method = "gqa"
-    groups = [_group(extend_lens, prefix_lens, topk)]
+    groups = [extend_group(extend_lens, prefix_lens, topk)]
     if dec.size:
-        groups.append(_group(np.ones_like(dec), np.maximum(dec - 1, 0), topk))
+        groups.append(extend_group(np.ones_like(dec), np.maximum(dec - 1, 0), topk))
     return ExtendPlan(
         method=method,
         num_tokens=num_tokens,
@@ -356,8 +367,13 @@ def _mla_row_ops(arch: ModelArch, s: StepSettings, T: int, method: Method, gemm,
     lay, L, h = s.layout, arch.num_layers, arch.hidden_size
     H = arch.heads_per_rank(lay)
     qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
-    if arch.q_lora_rank:
+    if arch.q_lora_rank and not _version_le(s.sglang_version, LAST_UNFUSED_QKV_A_VERSION):
         gemm("fused_qkv_a_proj", arch.q_lora_rank + arch.kv_latent_dim, h, T, L)
+        norm("q_a_layernorm", "rmsnorm", arch.q_lora_rank, T, L)
+        gemm("q_b_proj", H * qk, arch.q_lora_rank, T, L)
+    elif arch.q_lora_rank:
+        gemm("q_a_proj", arch.q_lora_rank, h, T, L)
+        gemm("kv_a_proj_with_mqa", arch.kv_latent_dim, h, T, L)
         norm("q_a_layernorm", "rmsnorm", arch.q_lora_rank, T, L)
         gemm("q_b_proj", H * qk, arch.q_lora_rank, T, L)
     else:
@@ -442,7 +458,7 @@ def attention_ops(
     """Ops whose axes depend on the requests' lengths, one set per attention group."""
     lay, L = s.layout, arch.num_layers
     backend = s.decode_backend if phase == "decode" else s.prefill_backend
-    backends = table_attention_backends(backend)
+    backends = table_attention_backends(backend, s.sm_major)
     kv_dtypes = kv_dtype_names(s.kv_dtype)
     ops: list[OpCall] = []
     for i, g in enumerate(groups):
@@ -524,9 +540,12 @@ def _mha_prefill_op(
     count: int,
     suffix: str,
 ) -> OpCall:
-    # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` selects its FA2 kernels.
+    # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` runs its ragged prefill with
+    # backend="auto": FA3 on SM90 (192/128 and 128/128 are FA3 head dims), FA2 elsewhere (FA3's table the proxy).
     if backend == "flashinfer":
-        backends: tuple[str, ...] = ("flashinfer_fa2", "flashinfer_fa3")
+        backends: tuple[str, ...] = ("flashinfer_fa3", "flashinfer_fa2")
+        if s.sm_major != 9:
+            backends = ("flashinfer_fa2", "flashinfer_fa3")
     elif backend in ("trtllm_mla", "trtllm") or (arch.family == "nsa_moe" and s.sm_major >= 10):
         # SM100 TRT-LLM ragged prefill: trtllm_mla's MHA path, and DSA's dense short prefill on SM100
         # (nsa_backend._forward_standard_mha, sglang PR 12788), where a table has it
