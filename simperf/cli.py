@@ -71,7 +71,7 @@ _register_groundtruth_commands()
 _register_sweep_commands()
 _register_accuracy_commands()
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the terminal width
 
 
 def _fail(message: str, code: int = 2) -> None:
