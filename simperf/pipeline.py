@@ -145,6 +145,12 @@ def predict(
     scenario: Scenario, calibration_dir: Path | None = None, step_log: StepLog | None = None
 ) -> Prediction:
     """step_log: when given, records what every iteration ran (simperf validate); not for disaggregated runs."""
+    if scenario.fleet is not None:
+        if step_log is not None:
+            raise UnsupportedScenario("fleet: step logging covers one server, not a fleet")
+        from simperf.fleet.predict import predict_fleet
+
+        return predict_fleet(scenario, calibration_dir)
     check_supported(scenario)
     if scenario.disaggregation is not None:
         if step_log is not None:
