@@ -110,6 +110,11 @@ def predict(
         _fail(str(e))
     except (ValueError, FileNotFoundError) as e:
         _fail(f"{scenario}: {e}")
+    if sc.fleet is not None:
+        from simperf.fleet.report import emit_fleet
+
+        emit_fleet(prediction, output, requests, breakdown)
+        return
     if requests is not None:
         write_requests_parquet(prediction.records, requests)
     if output == "json":

@@ -36,13 +36,16 @@ class ServerGroup:
         return self.scenario.hardware.count
 
 
-def group_scenario(scenario: Scenario, group: ReplicaGroup) -> Scenario:
+def group_scenario(scenario: Scenario, group: ReplicaGroup, kind: str = "replicas") -> Scenario:
     """The single-server scenario one server of `group` runs."""
     update = {"fleet": None, "disaggregation": None}
+    serving = group.serving or scenario.serving
+    update["serving"] = serving
     if group.hardware is not None:
         update["hardware"] = group.hardware
-    if group.serving is not None:
-        update["serving"] = group.serving
+    elif kind != "replicas":
+        # as a PD pair's servers (pipeline._pool_scenario): one server spans serving.tp GPUs
+        update["hardware"] = scenario.hardware.model_copy(update={"count": serving.tp})
     return scenario.model_copy(update=update)
 
 
@@ -52,7 +55,7 @@ def build_groups(
     databases: dict[tuple[str, str], tuple[PerfDB, Path | None]] = {}
     built = []
     for i, group in enumerate(groups):
-        single = group_scenario(scenario, group)
+        single = group_scenario(scenario, group, kind)
         serving, arch, gpu = resolve(single)
         directory = calibration_dir or single.calibration_dir or shipped_calibration_dir(gpu.key)
         key = (str(directory), gpu.key)

@@ -151,6 +151,8 @@ def check_fleet_layout(scenario) -> None:
         raise ValueError("fleet and disaggregation: describe a PD fleet with fleet.prefill and fleet.decode")
     for kind in ("replicas", "prefill", "decode"):
         for i, group in enumerate(getattr(fleet, kind) or []):
+            if kind != "replicas" and group.hardware is None:
+                continue  # a PD server without its own hardware gets serving.tp GPUs of the scenario's kind
             hardware = group.hardware or scenario.hardware
             serving = group.serving or scenario.serving
             if serving.tp > hardware.count:
