@@ -51,7 +51,14 @@ def _register_validate_command() -> None:
     app.command("validate")(validate_command)
 
 
+def _register_fleet_commands() -> None:
+    from simperf.fleet.cli import fleet_app
+
+    app.add_typer(fleet_app, name="fleet")
+
+
 _register_trace_commands()
+_register_fleet_commands()
 _register_validate_command()
 _register_sweep_commands()
 _register_accuracy_commands()

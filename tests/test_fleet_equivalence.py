@@ -65,9 +65,15 @@ def assert_same_records(single, fleet):
 @pytest.mark.parametrize("policy", POLICIES)
 def test_one_replica_is_the_single_server_prediction(base, policy):
     single = predict(parse_scenario(base))
-    fleet = predict(parse_scenario(with_fleet(base, {"replicas": [{"count": 1}], "router": {"policy": policy}})))
+    fleet = predict(
+        parse_scenario(with_fleet(base, {"replicas": [{"count": 1}], "router": {"policy": policy}}))
+    )
     assert set(single.result) == set(fleet.result)
-    different = {k: (single.result[k], fleet.result[k]) for k in single.result if not same(single.result[k], fleet.result[k])}
+    different = {
+        k: (single.result[k], fleet.result[k])
+        for k in single.result
+        if not same(single.result[k], fleet.result[k])
+    }
     assert different == {}
     assert_same_records(single.records, fleet.records)
 
@@ -90,7 +96,9 @@ def test_one_prefill_one_decode_is_the_pd_pair():
             "decode": [{"count": 1, "serving": servers["decode"]}],
             "router": {"policy": policy},
         }
-        fleet = predict(parse_scenario({**pair, "hardware": {"gpu": "h200", "count": 8}, "fleet": fleet_spec}))
+        fleet = predict(
+            parse_scenario({**pair, "hardware": {"gpu": "h200", "count": 8}, "fleet": fleet_spec})
+        )
         different = {k for k in single.result if not same(single.result[k], fleet.result[k])}
         assert different == set(), policy
         assert_same_records(single.records, fleet.records)
@@ -121,7 +129,9 @@ def test_cache_aware_never_routes_above_the_thresholds_when_a_lighter_worker_exi
          "router": {"policy": "cache_aware", "balance_abs_threshold": abs_t, "balance_rel_threshold": rel_t}},
     )  # fmt: skip
     decisions = []
-    predict_fleet(parse_scenario(spec), observer=lambda request, loads, worker: decisions.append((loads, worker)))
+    predict_fleet(
+        parse_scenario(spec), observer=lambda request, loads, worker: decisions.append((loads, worker))
+    )
     imbalanced = 0
     for loads, worker in decisions:
         values = [loads[w] for w in sorted(loads)]

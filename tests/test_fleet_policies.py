@@ -36,23 +36,34 @@ def test_random_is_reproducible_and_spreads():
     assert set(picks) == {0, 1, 2, 3}
 
 
+class SpyLoads:
+    """Loads that remember which workers were read."""
+
+    def __init__(self, loads):
+        self.loads = loads
+        self.read = {}
+
+    def of(self, worker):
+        self.read[worker] = self.loads[worker]
+        return self.loads[worker]
+
+    def all(self):
+        return [self.of(w) for w in range(len(self.loads))]
+
+
 def test_power_of_two_takes_the_lighter_of_two_distinct_workers():
     policy = make_policy("power_of_two", RouterSpec(), 4, 64, seed=1)
     loads = [5, 0, 9, 3]
-    seen = StaticLoads(loads)
+    pairs = set()
     for i in range(200):
-        read = {}
-
-        class Spy:
-            def of(self, w):
-                read[w] = loads[w]
-                return loads[w]
-
-        choice = policy.select(req(i), Spy())
-        assert len(read) == 2, "reads exactly two distinct workers"
-        assert choice == min(read, key=lambda w: (read[w], w != min(read)))
+        spy = SpyLoads(loads)
+        choice = policy.select(req(i), spy)
+        assert len(spy.read) == 2, "reads exactly two distinct workers"
+        assert loads[choice] == min(spy.read.values())
+        pairs.add(frozenset(spy.read))
+    assert len(pairs) == 6  # every pair of four workers gets drawn
     # the heaviest worker is never chosen against anyone lighter
-    assert all(policy.select(req(i), seen) != 2 for i in range(200))
+    assert all(policy.select(req(i), StaticLoads(loads)) != 2 for i in range(200))
 
 
 def test_power_of_two_with_one_worker_reads_nothing():

@@ -141,7 +141,9 @@ def test_a_replica_without_requests_is_reported_idle():
     ],
 )  # fmt: skip
 def test_fleet_mistakes_are_named(fleet, message):
-    with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        ScenarioError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")
+    ):
         parse_scenario({**FLEET, "fleet": fleet})
 
 

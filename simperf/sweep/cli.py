@@ -155,8 +155,15 @@ def plan_command(
     ] = "process",
     workers: Annotated[int | None, typer.Option(help="when given a sweep file: parallel workers")] = None,
 ) -> None:
-    """How many replicas and GPUs serve RATE within the SLA, which configuration wins, and the runner-ups."""
+    """How many replicas and GPUs serve RATE within the SLA, which configuration wins, and the runner-ups.
+    Given a fleet scenario (fleet: section), the fleet is simulated instead (`simperf fleet plan`)."""
+    from simperf.fleet.cli import is_fleet_scenario, plan_fleet_command
     from simperf.sweep.plan import plan_capacity
+
+    if is_fleet_scenario(results):
+        if rate is None:
+            _fail("--rate: give the request rate the fleet must serve")
+        return plan_fleet_command(results, rate, sla, None, 64, None, None, output)
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
