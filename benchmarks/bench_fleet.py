@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import sys
 import tempfile
 import threading
@@ -120,7 +121,14 @@ def scenario(trace: Path, args, executor: str) -> dict:
     }
 
 
+def _cpu_s() -> float:
+    """CPU time of this process and of its finished children (a process pool's workers, once shut down)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def run_once(trace: Path, args, executor: str) -> dict:
+    cpu_before = _cpu_s()
     with PeakRss() as rss:
         started = time.perf_counter()
         prediction = predict(parse_scenario(scenario(trace, args, executor)))
@@ -128,6 +136,8 @@ def run_once(trace: Path, args, executor: str) -> dict:
     return {
         "executor": executor,
         "wall_s": wall,
+        # Ray's workers are not this process's children: their CPU time is not counted
+        "cpu_s": _cpu_s() - cpu_before if executor != "ray" else float("nan"),
         "peak_rss_gib": rss.peak / 2**30,
         "result": prediction.result,
     }
@@ -150,13 +160,15 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         trace = tiled_trace(args.azure, args.requests, Path(tmp) / "azure-tiled.parquet")
-        runs = [run_once(trace, args, "process")]
-        if args.ray:
-            runs.append(run_once(trace, args, "ray"))
+        runs = []
+        for executor in ["process", "ray"] if args.ray else ["process"]:
+            load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+            runs.append({**run_once(trace, args, executor), "load": load})
     for run in runs:
         r = run["result"]
         print(
-            f"{run['executor']:>8}: {run['wall_s']:.1f} s, peak RSS {run['peak_rss_gib']:.2f} GiB; "
+            f"{run['executor']:>8}: {run['wall_s']:.1f} s wall, {run['cpu_s']:.0f} s CPU, "
+            f"peak RSS {run['peak_rss_gib']:.2f} GiB (load average before: {run['load']}); "
             f"{r['completed']:,} requests, {r['duration']:.0f} s simulated, median TTFT {r['median_ttft_ms']:.1f} ms, "
             f"median TPOT {r['median_tpot_ms']:.2f} ms, output {r['output_throughput']:.0f} tok/s"
         )
