@@ -151,3 +151,30 @@ def test_cache_aware_keeps_conversations_where_their_prefix_is():
         results[policy] = predict_fleet(parse_scenario(spec))
     hit = {p: r.rows.cached_tokens.sum() / r.rows.input_len.sum() for p, r in results.items()}
     assert hit["cache_aware"] > hit["round_robin"]
+
+
+def test_a_pd_fleet_answers_every_request_once():
+    spec = {
+        "model": {"name": "deepseek-r1"},
+        "hardware": {"gpu": "h200", "count": 8},
+        "fleet": {
+            "prefill": [{"count": 2, "serving": {"tp": 8}}],
+            "decode": [{"count": 3, "serving": {"tp": 8, "dp_attention": 8}}],
+            "router": {"prefill_policy": "cache_aware", "decode_policy": "power_of_two"},
+        },
+        "workload": {
+            "dataset": {"kind": "random", "input_len": 3000, "output_len": 64, "range_ratio": 0.5},
+            "num_prompts": 90,
+            "request_rate": 12,
+        },
+    }
+    prediction = predict_fleet(parse_scenario(spec))
+    decode = [o for o in prediction.outcomes if o.kind == "decode"]
+    prefill = [o for o in prediction.outcomes if o.kind == "prefill"]
+    assert len(decode) == 3 and len(prefill) == 2
+    assert sum(o.routed for o in prefill) == 90 and sum(o.routed for o in decode) == 90
+    rejected = [r for o in prediction.outcomes for r, _ in o.rejected]
+    assert sorted(prediction.rows.request_id.tolist() + rejected) == list(range(90))
+    assert (prediction.assignment[prediction.rows.request_id] == prediction.rows.server).all()
+    # TTFT runs from the client's send: prefill, KV transfer and the decode server's first batch are all in it
+    assert (prediction.rows.ttft_s > 0).all()

@@ -42,6 +42,11 @@ class FleetClient:
         self.send_s = np.full(64, math.nan)
 
     def push(self, local: int, send_s: float) -> None:
+        if send_s < self.horizon:
+            # the replica may already have run past this time believing nothing would arrive: a coupling bug
+            raise RuntimeError(
+                f"request sent at {send_s} s to a replica already promised nothing before {self.horizon} s"
+            )
         if local >= len(self.send_s):
             self.send_s = np.concatenate((self.send_s, np.full(len(self.send_s), math.nan)))
         self.send_s[local] = send_s
