@@ -45,6 +45,12 @@ def _register_sweep_commands() -> None:
     app.command("report")(report_command)
 
 
+def _register_groundtruth_commands() -> None:
+    from simperf.groundtruth.cli import groundtruth_app
+
+    app.add_typer(groundtruth_app, name="groundtruth")
+
+
 def _register_validate_command() -> None:
     from simperf.validate.cli import validate_command
 
@@ -60,6 +66,7 @@ def _register_fleet_commands() -> None:
 _register_trace_commands()
 _register_fleet_commands()
 _register_validate_command()
+_register_groundtruth_commands()
 _register_sweep_commands()
 _register_accuracy_commands()
 
