@@ -125,3 +125,31 @@ def test_search_gives_up_when_more_replicas_stop_helping():
     trial, calls = _trials(meets_from=None, attainment=lambda n: 0.6)
     assert _fewest(trial, 64) is None
     assert max(calls) < 64  # stopped on the plateau, not at the limit
+
+
+def test_a_sweep_over_router_policies_counts_every_servers_gpus(tmp_path):
+    import polars as pl
+
+    sweep = tmp_path / "policies.yaml"
+    sweep.write_text(
+        """
+name: policies
+base:
+  model: {name: qwen3-8b}
+  hardware: {gpu: h100, count: 2}
+  serving: {tp: 2}
+  fleet: {replicas: [{count: 3}]}
+  workload:
+    dataset: {kind: multi_turn, num_conversations: 8, turns: 2, input_len: 100, output_len: 20, turn_interval_s: 1}
+    request_rate: 4
+axes:
+  fleet.router.policy: [round_robin, cache_aware]
+"""
+    )
+    out = tmp_path / "policies.parquet"
+    result = runner.invoke(app, ["sweep", str(sweep), "--executor", "serial", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pl.read_parquet(out)
+    assert table["status"].to_list() == ["ok", "ok"]
+    assert table["num_gpus"].to_list() == [6, 6]  # 3 servers x TP2
+    assert (table["output_throughput_per_gpu"] * 6 - table["output_throughput"]).abs().max() < 1e-9

@@ -20,6 +20,8 @@ from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
 from simperf.report.arguments import bench_arguments
 from simperf.scenario.models import Scenario
+from simperf.scenario.resolved import ResolvedServing
+from simperf.sim.engine import SimStats
 from simperf.sim.records import RequestRecords
 from simperf.workload.requests import RequestSet, build_requests
 
@@ -55,6 +57,23 @@ class FleetPrediction:
     @property
     def num_gpus(self) -> int:
         return sum(g.count * g.gpus_per_server for g in self.groups)
+
+    @property
+    def serving(self) -> ResolvedServing:
+        """The first group's server settings (callers written for one server, e.g. sweep rows)."""
+        return self.groups[0].serving
+
+    @property
+    def stats(self) -> SimStats:
+        """Every server's counters added up (iterations, retractions, GPU busy time, time by source)."""
+        total = SimStats()
+        for o in self.outcomes:
+            for name in ("iterations", "extend_iterations", "decode_iterations", "retractions", "gpu_busy_s"):
+                setattr(total, name, getattr(total, name) + getattr(o.stats, name))
+            total.time_by_source_us = total.time_by_source_us + np.asarray(
+                o.stats.time_by_source_us, dtype=float
+            )
+        return total
 
     def extra(self) -> dict:
         shares = source_shares(self.outcomes)

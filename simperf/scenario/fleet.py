@@ -160,3 +160,19 @@ def check_fleet_layout(scenario) -> None:
                     f"fleet.{kind}[{i}]: serving.tp ({serving.tp}) needs at least that many GPUs; "
                     f"hardware.count is {hardware.count}"
                 )
+
+
+def fleet_gpus(scenario) -> int:
+    """GPUs of every server of the scenario's fleet (a PD server without its own hardware spans serving.tp)."""
+    fleet: FleetSpec = scenario.fleet
+    total = 0
+    for kind in ("replicas", "prefill", "decode"):
+        for group in getattr(fleet, kind) or []:
+            if group.hardware is not None:
+                per_server = group.hardware.count
+            elif kind == "replicas":
+                per_server = scenario.hardware.count
+            else:
+                per_server = (group.serving or scenario.serving).tp
+            total += group.count * per_server
+    return total
