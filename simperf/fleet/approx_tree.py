@@ -119,6 +119,25 @@ class ApproxTree:
                     heapq.heappush(heap, (parent.tenants[tenant], next(serial), tenant, parent))
         return dropped
 
+    def add_tenant(self, tenant: int) -> None:
+        """A worker joins the router (the gateway inserts "" for it): known, nothing cached."""
+        self._root.tenants.setdefault(tenant, 0)
+
+    def remove_tenant(self, tenant: int) -> None:
+        """A worker leaves the router: drop it from every node, and nodes nobody holds any more."""
+        stack = list(self._root.children.values())
+        nodes = []
+        while stack:
+            node = stack.pop()
+            nodes.append(node)
+            stack.extend(node.children.values())
+        for node in reversed(nodes):  # children before parents
+            if node.tenants.pop(tenant, None) is not None:
+                self.tenant_tokens[tenant] -= self.block_tokens
+            if not node.children and not node.tenants and node.parent is not None:
+                del node.parent.children[node.key]
+        self._root.tenants.pop(tenant, None)
+
     def holders(self, blocks: Sequence[int]) -> list[int]:
         """Tenants holding the whole path of `blocks` (tests, debugging)."""
         node = self._root

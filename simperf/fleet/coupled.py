@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simperf.fleet.autoscale import Membership, MembershipCursor
 from simperf.fleet.inflight import InFlight
 from simperf.fleet.policies.base import RoutingPolicy
 from simperf.fleet.progress import progress_bar
@@ -69,14 +70,17 @@ def run_coupled(
     policy: RoutingPolicy,
     stream: RouteStream,
     observer: DecisionObserver | None = None,
+    membership: Membership | None = None,
 ) -> CoupledRun:
-    """Route `stream` over opened replicas; returns with every replica closed is left to the caller."""
+    """Route `stream` over opened replicas (closing them is left to the caller)."""
     inflight = InFlight(len(replicas))
     loads = LazyLoads(replicas, inflight)
     assignment = np.full(stream.n, -1, dtype=np.int64)
+    cursor = MembershipCursor(membership, policy)
     with _cyclic_gc_paused(), progress_bar("routing and simulating", stream.n, every=500) as ticker:
         for k in range(stream.n):
             request = stream.request(k)
+            cursor.advance(request.time_s)
             loads.at(request.time_s)
             worker = policy.select(request, loads)
             if observer is not None:

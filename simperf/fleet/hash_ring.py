@@ -19,11 +19,11 @@ def ring_position(key: str) -> int:
 
 
 class HashRing:
-    def __init__(self, num_workers: int) -> None:
+    def __init__(self, workers: int | list[int]) -> None:
+        """`workers`: a count (workers 0..n-1) or the worker indices on the ring."""
+        members = range(workers) if isinstance(workers, int) else workers
         entries = sorted(
-            (ring_position(f"worker-{w}#{v}"), w)
-            for w in range(num_workers)
-            for v in range(VIRTUAL_NODES_PER_WORKER)
+            (ring_position(f"worker-{w}#{v}"), w) for w in members for v in range(VIRTUAL_NODES_PER_WORKER)
         )
         self._positions = [p for p, _ in entries]
         self._workers = [w for _, w in entries]

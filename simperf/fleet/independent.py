@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simperf.fleet.autoscale import Membership, MembershipCursor
 from simperf.fleet.outcome import ServerOutcome, finish_outcome
 from simperf.fleet.policies.base import RoutingPolicy
 from simperf.fleet.progress import progress_bar
@@ -25,13 +26,16 @@ from simperf.fleet.stream import RouteStream
 from simperf.scenario.models import Scenario
 
 
-def route_all(policy: RoutingPolicy, stream: RouteStream) -> np.ndarray:
-    """The worker of every request, in arrival order."""
+def route_all(policy: RoutingPolicy, stream: RouteStream, membership: Membership | None = None) -> np.ndarray:
+    """The worker of every request, in arrival order (among the servers registered at its arrival)."""
     assignment = np.empty(stream.n, dtype=np.int64)
     no_loads = NoLoads()
+    cursor = MembershipCursor(membership, policy)
     with progress_bar("routing", stream.n, every=10_000) as ticker:
         for k in range(stream.n):
-            assignment[k] = policy.select(stream.request(k), no_loads)
+            request = stream.request(k)
+            cursor.advance(request.time_s)
+            assignment[k] = policy.select(request, no_loads)
             ticker.tick()
     return assignment
 

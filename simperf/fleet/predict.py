@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simperf.fleet.autoscale import Membership, membership, registered_over_time, replica_seconds
 from simperf.fleet.coupled import DecisionObserver
 from simperf.fleet.digest import Rows
 from simperf.fleet.outcome import EXACT_TOKEN_LIMIT, ServerOutcome
@@ -45,6 +46,9 @@ class FleetPrediction:
     timelines: dict = field(default_factory=dict)
     servers: list[dict] = field(default_factory=list)
     prefill_assignment: np.ndarray | None = None  # PD fleets
+    autoscale: dict | None = (
+        None  # what an autoscaling schedule did (registered servers, server time paid for)
+    )
 
     @property
     def arch(self) -> ModelArch:
@@ -101,6 +105,7 @@ class FleetPrediction:
                 "timelines": self.timelines,
                 "prefix_hit_rate": _hit_rate(self.rows),
                 "records_kept": self.records is not None,
+                "autoscale": self.autoscale,
             },
             "step_time_share_by_source": shares,
             "measured_share": shares["measured"] + shares["interpolated"],
@@ -139,11 +144,15 @@ def predict_fleet(
     seed = fleet.router.seed if fleet.router.seed is not None else scenario.workload.seed
     policy = make_policy(fleet.router.policy, fleet.router, len(slots), stream.block_tokens, seed)
     settings = run_settings(scenario, calibration_dir, requests)
+    scaling = membership(fleet.autoscale) if fleet.autoscale is not None else None
     started = time.perf_counter()
-    assignment, outcomes = run_regular(slots, groups, policy, stream, settings, observer)
+    assignment, outcomes = run_regular(slots, groups, policy, stream, settings, observer, scaling)
     wall = time.perf_counter() - started
     policy_info = {"policy": policy.name, **policy.summary()}
-    return assemble(scenario, groups, requests, outcomes, assignment, policy_info, wall)
+    prediction = assemble(scenario, groups, requests, outcomes, assignment, policy_info, wall)
+    if scaling is not None:
+        add_autoscaling(prediction, scaling, len(slots))
+    return prediction
 
 
 def run_settings(scenario: Scenario, calibration_dir: Path | None, requests: RequestSet) -> RunSettings:
@@ -226,3 +235,22 @@ def _policy_text(policy: dict) -> str:
     if branches:
         text += " (" + ", ".join(f"{k} {v}" for k, v in branches.items()) + ")"
     return text
+
+
+def add_autoscaling(prediction: FleetPrediction, scaling: Membership, pool: int) -> None:
+    """Servers registered over time, and server time paid for against the whole pool for the whole run."""
+    rows = prediction.rows
+    duration = float(prediction.result["duration"])
+    paid = replica_seconds(scaling, rows.server, rows.send_s, rows.send_s + rows.latency_s, duration)
+    prediction.timelines["registered"] = registered_over_time(scaling, prediction.timelines["bin_edges_s"])
+    prediction.autoscale = {
+        "changes": [
+            {"at_s": t, "registered": len(r)}
+            for t, r in zip(scaling.change_s, scaling.registered, strict=True)
+        ],
+        "replica_seconds": paid,
+        "static_replica_seconds": pool * duration,
+    }
+    prediction.notes["Autoscaling (replica-hours)"] = (
+        f"{paid / 3600:.2f} against {pool * duration / 3600:.2f} for {pool} replicas throughout"
+    )

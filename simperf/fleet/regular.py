@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simperf.fleet.autoscale import Membership
 from simperf.fleet.coupled import DecisionObserver, run_coupled
 from simperf.fleet.independent import ReplicaJob, remember_groups, route_all, run_jobs
 from simperf.fleet.outcome import ServerOutcome, finish_outcome
@@ -52,11 +53,12 @@ def run_regular(
     stream: RouteStream,
     settings: RunSettings,
     observer: DecisionObserver | None = None,
+    membership: Membership | None = None,
 ) -> tuple[np.ndarray, list[ServerOutcome]]:
     """(worker per request, one outcome per server)."""
     if policy.uses_load:
-        return _run_coupled(slots, policy, stream, settings, observer)
-    assignment = route_all(policy, stream)
+        return _run_coupled(slots, policy, stream, settings, observer, membership)
+    assignment = route_all(policy, stream, membership)
     fleet = settings.scenario.fleet
     executor, workers = choose_executor(fleet.executor, fleet.workers, stream.n, len(slots))
     remember_groups(settings.scenario, groups, settings.calibration_dir)
@@ -95,6 +97,7 @@ def _run_coupled(
     stream: RouteStream,
     settings: RunSettings,
     observer: DecisionObserver | None,
+    membership: Membership | None,
 ) -> tuple[np.ndarray, list[ServerOutcome]]:
     overheads = settings.scenario.overheads
     block_tokens = stream.block_tokens if stream.hashes is not None else None
@@ -105,7 +108,7 @@ def _run_coupled(
             ignore_eos=settings.ignore_eos, seed=settings.seed + slot.index, block_tokens=block_tokens
         )
         replicas.append(replica)
-    run = run_coupled(replicas, policy, stream, observer)
+    run = run_coupled(replicas, policy, stream, observer, membership)
     outcomes = []
     with _cyclic_gc_paused(), progress_bar("finishing replicas", len(replicas)) as ticker:
         for slot, replica in zip(slots, replicas, strict=True):

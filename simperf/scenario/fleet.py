@@ -94,6 +94,31 @@ class ReplicaGroup(_Strict):
     name: str | None = Field(default=None, description="label in reports; default: group index")
 
 
+class ScaleStep(_Strict):
+    at_s: float = Field(ge=0.0, description="from this time (seconds after the first request) ...")
+    replicas: int = Field(ge=1, description="... the fleet should have this many servers")
+
+
+class AutoscaleSpec(_Strict):
+    """A what-if replica-count schedule: servers 0..n-1 are the fleet while n is scheduled. A scale-up registers new
+    servers with the router `startup_s` later (booting: weights, CUDA graphs); a scale-down removes the
+    highest-numbered servers from the router at once, and they finish what they hold."""
+
+    schedule: list[ScaleStep] = Field(min_length=1, description="steps in time order, the first at_s: 0")
+    startup_s: float = Field(
+        default=0.0, ge=0.0, description="ESTIMATE you give: scale-up decision to first request served"
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AutoscaleSpec:
+        if self.schedule[0].at_s != 0.0:
+            raise ValueError("schedule: the first step is the fleet at the start, at_s: 0")
+        times = [s.at_s for s in self.schedule]
+        if any(b <= a for a, b in zip(times, times[1:], strict=False)):
+            raise ValueError("schedule: steps must be in strictly increasing at_s")
+        return self
+
+
 class FleetSpec(_Strict):
     """Many SGLang servers behind the gateway: regular `replicas`, or PD `prefill` + `decode` pools."""
 
@@ -113,6 +138,9 @@ class FleetSpec(_Strict):
     )
     ray_address: str | None = Field(default=None, description="Ray cluster address; default: a local Ray")
     timeline_bins: int = Field(default=60, ge=1, le=10_000, description="bins of the per-replica timelines")
+    autoscale: AutoscaleSpec | None = Field(
+        default=None, description="replica-count schedule over time (regular fleets); the groups are the pool"
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> FleetSpec:
@@ -133,6 +161,16 @@ class FleetSpec(_Strict):
             raise ValueError(
                 "router.decode_policy applies to PD fleets (prefill + decode); use router.policy"
             )
+        if self.autoscale is not None:
+            if pd:
+                raise ValueError("autoscale: schedules apply to regular fleets (replicas), not PD fleets yet")
+            pool = self.num_servers()
+            most = max(s.replicas for s in self.autoscale.schedule)
+            if most > pool:
+                raise ValueError(
+                    f"autoscale.schedule asks for {most} replicas; the replica groups hold {pool} "
+                    "(the pool it scales in)"
+                )
         return self
 
     @property

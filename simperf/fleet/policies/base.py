@@ -17,6 +17,15 @@ class RoutingPolicy(ABC):
         if num_workers < 1:
             raise ValueError(f"a router needs at least one worker, got {num_workers}")
         self.num_workers = num_workers
+        # the workers registered with the router now (all, unless an autoscaling schedule removed or has not yet
+        # added some); policies choose among these only, as the gateway chooses among its registered workers
+        self.active: list[int] = list(range(num_workers))
+
+    def set_active(self, workers: list[int]) -> None:
+        """Workers were added to or removed from the router (autoscaling)."""
+        if not workers:
+            raise ValueError("a router needs at least one registered worker")
+        self.active = sorted(workers)
 
     @abstractmethod
     def select(self, request: RouteRequest, loads: WorkerLoads) -> int:

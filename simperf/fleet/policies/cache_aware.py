@@ -53,23 +53,34 @@ class CacheAware(RoutingPolicy):
         self._next_eviction = eviction_interval_s if eviction_interval_s > 0 else math.inf
         self.branches = {"imbalanced": 0, "cache_hit": 0, "min_load": 0}
         self.evicted_tokens = 0
+        self._registered = set(self.active)
+
+    def set_active(self, workers: list[int]) -> None:
+        """Removed workers leave the tree (`remove_tenant`); added ones join it with nothing cached."""
+        super().set_active(workers)
+        for gone in self._registered - set(self.active):
+            self.tree.remove_tenant(gone)
+        for new in set(self.active) - self._registered:
+            self.tree.add_tenant(new)
+        self._registered = set(self.active)
 
     def select(self, request: RouteRequest, loads: WorkerLoads) -> int:
         while request.time_s >= self._next_eviction:
             self.evicted_tokens += self.tree.evict_tenant_by_size(self.max_tree_tokens)
             self._next_eviction += self.eviction_interval_s
-        current = loads.all()
+        active = self.active
+        current = [loads.of(w) for w in active]
         if is_imbalanced(current, self.abs_threshold, self.rel_threshold):
-            worker = first_min(current)
+            worker = active[first_min(current)]
             self.branches["imbalanced"] += 1
         else:
             matched, holder = self.tree.prefix_match(request.prompt_blocks)
             rate = matched * request.block_tokens / request.input_len if request.input_len else 0.0
-            if rate > self.cache_threshold and 0 <= holder < self.num_workers:
+            if rate > self.cache_threshold and holder in self._registered:
                 worker = holder
                 self.branches["cache_hit"] += 1
             else:
-                worker = first_min(current)
+                worker = active[first_min(current)]
                 self.branches["min_load"] += 1
         self.tree.insert(request.prompt_blocks, worker)
         return worker

@@ -24,9 +24,13 @@ class ConsistentHashing(RoutingPolicy):
     def select(self, request: RouteRequest, loads: WorkerLoads) -> int:
         if request.session is None:
             self.random_fallback += 1
-            return int(self._rng.integers(self.num_workers))
+            return self.active[int(self._rng.integers(len(self.active)))]
         self.keyed += 1
         return self._ring.find(f"session-{request.session}")
+
+    def set_active(self, workers: list[int]) -> None:
+        super().set_active(workers)
+        self._ring = HashRing(self.active)  # the registry rebuilds its ring when workers come and go
 
     def summary(self) -> dict:
         return {"branches": {"routing_key": self.keyed, "random_fallback": self.random_fallback}}

@@ -22,9 +22,11 @@ class PowerOfTwo(RoutingPolicy):
         self._rng = np.random.default_rng(seed)
 
     def select(self, request: RouteRequest, loads: WorkerLoads) -> int:
-        n = self.num_workers
+        active = self.active
+        n = len(active)
         if n == 1:
-            return 0
-        first = int(self._rng.integers(n))
-        second = (first + 1 + int(self._rng.integers(n - 1))) % n
+            return active[0]
+        i = int(self._rng.integers(n))
+        j = (i + 1 + int(self._rng.integers(n - 1))) % n
+        first, second = active[i], active[j]
         return first if loads.of(first) <= loads.of(second) else second

@@ -34,21 +34,25 @@ class PrefixHash(RoutingPolicy):
         self.load_factor = load_factor
         self.branches = {"ring_hit": 0, "load_balance_walk": 0}
 
+    def set_active(self, workers: list[int]) -> None:
+        super().set_active(workers)
+        self._ring = HashRing(self.active)
+
     def _load_ok(self, load: int, total: int) -> bool:
         if total == 0:
             return True
-        return load <= (total + 1) / self.num_workers * self.load_factor
+        return load <= (total + 1) / len(self.active) * self.load_factor
 
     def select(self, request: RouteRequest, loads: WorkerLoads) -> int:
-        current = loads.all()
-        total = sum(current)
+        current = {w: loads.of(w) for w in self.active}
+        total = sum(current.values())
         initial = self._ring.find(prefix_key(request, self.prefix_token_count))
         if self._load_ok(current[initial], total):
             self.branches["ring_hit"] += 1
             return initial
         self.branches["load_balance_walk"] += 1
         best = None
-        for worker, load in enumerate(current):
+        for worker, load in current.items():
             if self._load_ok(load, total) and (best is None or load < current[best]):
                 best = worker
         return initial if best is None else best

@@ -17,4 +17,4 @@ class RandomChoice(RoutingPolicy):
         self._rng = np.random.default_rng(seed)
 
     def select(self, request: RouteRequest, loads: WorkerLoads) -> int:
-        return int(self._rng.integers(self.num_workers))
+        return self.active[int(self._rng.integers(len(self.active)))]

@@ -15,6 +15,6 @@ class RoundRobin(RoutingPolicy):
         self._count = 0
 
     def select(self, request: RouteRequest, loads: WorkerLoads) -> int:
-        worker = self._count % self.num_workers
+        worker = self.active[self._count % len(self.active)]
         self._count += 1
         return worker
