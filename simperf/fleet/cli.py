@@ -98,6 +98,8 @@ def compare_command(
 def _compare_row(name: str, prediction) -> dict[str, Any]:
     r = prediction.result
     routed = [s["routed"] for s in prediction.servers if s["kind"] != "prefill"]
+    scaled = prediction.autoscale
+    server_s = scaled["replica_seconds"] if scaled else len(prediction.outcomes) * float(r["duration"])
     return {
         "policy": name,
         "prefix_hit_rate": prediction.extra()["fleet"]["prefix_hit_rate"],
@@ -109,13 +111,14 @@ def _compare_row(name: str, prediction) -> dict[str, Any]:
         "output_throughput": r["output_throughput"],
         "requests_per_server_min": min(routed) if routed else 0,
         "requests_per_server_max": max(routed) if routed else 0,
+        "server_hours": server_s / 3600,
         "router": prediction.policy,
     }
 
 
 def _print_compare(rows: list[dict[str, Any]], name: str) -> None:
     table = Table(
-        "policy", "prefix hit", "TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90", "out tok/s", "req/server",
+        "policy", "prefix hit", "TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90", "out tok/s", "req/server", "server-h",
         title=f"{name}: router policies (ms)",
     )  # fmt: skip
     for r in rows:
@@ -129,6 +132,7 @@ def _print_compare(rows: list[dict[str, Any]], name: str) -> None:
             f"{r['p90_tpot_ms']:.1f}",
             f"{r['output_throughput']:.0f}",
             f"{r['requests_per_server_min']}-{r['requests_per_server_max']}",
+            f"{r['server_hours']:.2f}",
         )
     Console().print(table)
 
