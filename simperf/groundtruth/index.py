@@ -22,9 +22,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 INDEX_NAME = "index.parquet"
-_METRICS = ("completed", "duration", "request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms",
-            "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms",
-            "p99_itl_ms", "mean_e2e_latency_ms", "median_e2e_latency_ms", "p99_e2e_latency_ms", "concurrency")
+_METRICS = (
+    "completed",
+    "duration",
+    "request_throughput",
+    "output_throughput",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "mean_e2e_latency_ms",
+    "median_e2e_latency_ms",
+    "p99_e2e_latency_ms",
+    "concurrency",
+)
 
 
 def run_dirs(corpus: Path) -> list[Path]:
@@ -42,7 +58,7 @@ def index_row(run_dir: Path) -> dict[str, Any]:
     facts = _json(server_dir / "server_facts.json")
     env = _json(gpu_dir / "env.json")
     startup = facts.get("startup", {})
-    args = (facts.get("server_info") or {})
+    args = facts.get("server_info") or {}
     row: dict[str, Any] = {
         "gpu": gpu_dir.name,
         "server": server_dir.name,
@@ -63,7 +79,6 @@ def index_row(run_dir: Path) -> dict[str, Any]:
         "window_s": status.get("window_s"),
         "sglang_version": (env.get("packages") or {}).get("sglang"),
         "gpu_name": env.get("gpu_name"),
-        "simperf_commit": env.get("simperf_commit"),
     }
     for key in _METRICS:
         row[key] = _finite(bench.get(key))
@@ -78,6 +93,10 @@ def _finite(value: Any) -> float | None:
 
 
 def write_index(corpus: Path) -> Path:
+    from simperf.groundtruth.collect import upgrade_server_runs
+
+    for server_dir in sorted({d.parent for d in run_dirs(corpus)}):
+        upgrade_server_runs(server_dir)
     rows = [index_row(d) for d in run_dirs(corpus)]
     path = corpus / INDEX_NAME
     table = pa.Table.from_pylist(rows) if rows else pa.table({"gpu": pa.array([], pa.string())})
