@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 app = typer.Typer(
     add_completion=False,
@@ -38,7 +38,8 @@ def _register_accuracy_commands() -> None:
 
 
 def _register_sweep_commands() -> None:
-    from simperf.sweep.cli import plan_command, report_command, sweep_command
+    from simperf.plan.cli import plan_command
+    from simperf.sweep.cli import report_command, sweep_command
 
     app.command("sweep")(sweep_command)
     app.command("plan")(plan_command)
@@ -57,6 +58,12 @@ def _register_validate_command() -> None:
     app.command("validate")(validate_command)
 
 
+def _register_backends_command() -> None:
+    from simperf.scenario.cli import backends_command
+
+    app.command("backends")(backends_command)
+
+
 def _register_fleet_commands() -> None:
     from simperf.fleet.cli import fleet_app
 
@@ -64,6 +71,7 @@ def _register_fleet_commands() -> None:
 
 
 _register_trace_commands()
+_register_backends_command()
 _register_fleet_commands()
 _register_validate_command()
 _register_groundtruth_commands()
@@ -78,9 +86,18 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-@app.command()
+def _register_predict_command() -> None:
+    from simperf.scenario.flags import flags_epilog
+
+    app.command(
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        options_metavar="[SCENARIO.yaml] [FLAGS]",
+        epilog=flags_epilog(),
+    )(predict)
+
+
 def predict(
-    scenario: Annotated[Path, typer.Argument(help="scenario YAML file")],
+    ctx: typer.Context,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
     requests: Annotated[
         Path | None, typer.Option(help="write one row per request to this Parquet file")
@@ -100,18 +117,37 @@ def predict(
     like_run: Annotated[
         int | None, typer.Option(help="which run of a multi-run --like file (0-based)")
     ] = None,
+    set_values: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="any scenario field, repeatable: --set serving.tp=4 (value read as YAML)"),
+    ] = None,
+    save_scenario: Annotated[
+        Path | None, typer.Option(help="write the scenario this command ran (file + flags + --set) as YAML")
+    ] = None,
+    output_file: Annotated[
+        Path | None, typer.Option(help="append the result as one JSON line, as bench_serving's --output-file")
+    ] = None,
+    output_details: Annotated[
+        bool,
+        typer.Option(help="with --output-file: add per-request arrays, as bench_serving's --output-details"),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> None:
-    """Simulate a scenario and print bench_serving-style metrics."""
+    """Simulate a scenario file, or bench_serving / launch_server flags, and print bench_serving's metrics."""
     from simperf.pipeline import UnsupportedScenario
     from simperf.pipeline import predict as run_predict
-    from simperf.report.output import result_json, write_requests_parquet
-    from simperf.report.text import print_bench_block
-    from simperf.scenario.load import ScenarioError, load_scenario
+    from simperf.progress import phases
+    from simperf.scenario.cmdline import scenario_from_command_line, write_scenario_yaml
+    from simperf.scenario.flags import FlagError
+    from simperf.scenario.load import ScenarioError
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
+    where = "scenario"
     try:
-        sc = load_scenario(scenario)
+        built = scenario_from_command_line(list(ctx.args), set_values)
+        sc = built.scenario
+        where = built.source if built.source != "command line" else sc.name
         if like is not None:
             from simperf.accuracy.bench_import import BenchImportError, scenario_like
 
@@ -119,69 +155,139 @@ def predict(
                 sc = scenario_like(sc, like, run=like_run)
             except BenchImportError as e:
                 _fail(f"--like {like}: {e}")
-        prediction = run_predict(sc, calibration_dir=calibration)
-    except (ScenarioError, UnsupportedScenario) as e:
+        if save_scenario is not None:
+            # --like changed the workload: save the scenario it produced, every field written out
+            mapping = built.mapping if like is None else sc.model_dump(mode="json", exclude_none=True)
+            command = "simperf predict " + shlex.join(sys.argv[2:])
+            write_scenario_yaml(mapping, sc, save_scenario, command)
+        with phases(f"predict {sc.name}", quiet=quiet) as phase:
+            prediction = run_predict(sc, calibration_dir=calibration, on_phase=phase)
+    except (FlagError, ScenarioError, UnsupportedScenario) as e:
         _fail(str(e))
     except (ValueError, FileNotFoundError) as e:
-        _fail(f"{scenario}: {e}")
-    if sc.fleet is not None:
+        _fail(f"{where}: {e}")
+    for note in built.notes:
+        err.print(f"note: {note}", highlight=False)
+    _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
+
+
+def _write_prediction(prediction, output, requests, breakdown, output_file, output_details) -> None:
+    from simperf.report.output import append_jsonl, bench_jsonl_line, result_json, write_requests_parquet
+    from simperf.report.tables import stdout_console
+    from simperf.report.text import print_bench_block
+
+    if prediction.scenario.fleet is not None:
         from simperf.fleet.report import emit_fleet
 
-        emit_fleet(prediction, output, requests, breakdown)
+        emit_fleet(prediction, output, requests, breakdown, output_file, output_details)
         return
     if requests is not None:
         write_requests_parquet(prediction.records, requests)
-    if output == "json":
-        sys.stdout.write(result_json(prediction.result, prediction.extra()) + "\n")
-    else:
-        console = Console()
-        console.print(
-            f"simperf prediction: {sc.name} ({prediction.arch.name} on {sc.hardware.count}x {prediction.gpu.key}), "
-            f"simulated in {prediction.wall_s:.2f} s",
-            highlight=False,
-        )
-        print_bench_block(prediction.result, console, "Serving Benchmark Result", prediction.notes)
-        if breakdown:
-            from simperf.report.breakdown import print_breakdown
+    extra = prediction.extra()
+    if breakdown and output == "json":
+        from simperf.report.breakdown import breakdown_json
 
-            print_breakdown(prediction, console)
-        if requests is not None:
-            console.print(f"per-request rows written to {requests}")
+        extra["breakdown"] = breakdown_json(prediction)
+    if output_file is not None:
+        details = prediction.records if output_details else None
+        append_jsonl(output_file, bench_jsonl_line(prediction.result, extra, details))
+    if output == "json":
+        sys.stdout.write(result_json(prediction.result, extra) + "\n")
+        return
+    sc = prediction.scenario
+    console = stdout_console()
+    console.print(
+        f"simperf prediction: {sc.name} ({prediction.arch.name} on {sc.hardware.count}x {prediction.gpu.key}), "
+        f"simulated in {prediction.wall_s:.2f} s",
+        highlight=False,
+    )
+    print_bench_block(prediction.result, console, "Serving Benchmark Result", prediction.notes)
+    if breakdown:
+        from simperf.report.breakdown import print_breakdown
+
+        print_breakdown(prediction)
+    if requests is not None:
+        console.print(f"per-request rows written to {requests}")
+    if output_file is not None:
+        console.print(f"result appended to {output_file}", highlight=False)
+
+
+_register_predict_command()
 
 
 @app.command()
 def schema(
     out: Annotated[Path | None, typer.Option(help="write to this file instead of stdout")] = None,
+    markdown: Annotated[bool, typer.Option(help="the reference tables of docs/scenario.md instead")] = False,
+    update: Annotated[
+        Path | None, typer.Option(help="with --markdown: rewrite the generated block of this file")
+    ] = None,
 ) -> None:
-    """Print the JSON Schema of scenario files."""
+    """Print the JSON Schema of scenario files (or, with --markdown, its reference tables)."""
     from simperf.scenario.load import scenario_json_schema
 
-    text = scenario_json_schema()
+    if markdown:
+        from simperf.scenario.docs import reference_markdown, replace_block
+
+        text = reference_markdown()
+        if update is not None:
+            try:
+                update.write_text(replace_block(update.read_text(), text))
+            except (OSError, ValueError) as e:
+                _fail(f"--update {update}: {e}")
+            return
+    else:
+        text = scenario_json_schema()
     if out is None:
         sys.stdout.write(text + "\n")
     else:
         out.write_text(text + "\n")
 
 
+OutputOption = Annotated[str, typer.Option("--output", "-o", help="text | json | tsv")]
+
+
+def _print(tables, output: str, extra: dict | None = None) -> None:
+    from simperf.report.tables import check_output, print_tables
+
+    problem = check_output(output)
+    if problem:
+        _fail(problem)
+    print_tables(tables, output, extra=extra)
+
+
 @app.command()
-def models() -> None:
+def models(output: OutputOption = "text") -> None:
     """List the model zoo."""
     from simperf.models.zoo import load_arch, zoo_names
+    from simperf.report.tables import Col, TableData
 
-    table = Table("name", "family", "layers", "hidden", "heads", "kv heads", "experts", "context")
+    columns = [Col("name", "name"), Col("family", "family")]
+    columns += [
+        Col(key, header, str, True)
+        for key, header in (
+            ("layers", "layers"),
+            ("hidden", "hidden"),
+            ("heads", "heads"),
+            ("kv_heads", "kv heads"),
+            ("experts", "experts"),
+            ("context", "context (tokens)"),
+        )
+    ]
+    table = TableData("model zoo", columns)
     for name in zoo_names():
         a = load_arch(name)
-        table.add_row(
-            name,
-            a.family,
-            str(a.num_layers),
-            str(a.hidden_size),
-            str(a.num_heads),
-            str(a.num_kv_heads),
-            str(getattr(a, "num_routed_experts", 0) or "-"),
-            str(a.context_len),
+        table.add(
+            name=name,
+            family=a.family,
+            layers=a.num_layers,
+            hidden=a.hidden_size,
+            heads=a.num_heads,
+            kv_heads=a.num_kv_heads,
+            experts=getattr(a, "num_routed_experts", 0) or None,
+            context=a.context_len,
         )
-    Console().print(table)
+    _print([table], output)
 
 
 @app.command(
@@ -205,9 +311,12 @@ def calibrate(ctx: typer.Context) -> None:
 @perfdb_app.command("check")
 def perfdb_check(
     directory: Annotated[Path, typer.Argument(help="calibration directory, e.g. calibration/h200")],
+    output: OutputOption = "text",
 ) -> None:
     """Held-out interpolation error per op family (rows measured off the grid, never used to interpolate)."""
-    from simperf.perfdb.check import heldout_errors, heldout_summary
+    from simperf.costmodel.ragged import ragged_errors, ragged_summary
+    from simperf.perfdb.check import heldout_errors, heldout_summary, resolve_gpu
+    from simperf.report.tables import frame_table, pct
 
     if not directory.is_dir():
         _fail(f"{directory}: not a directory")
@@ -215,21 +324,15 @@ def perfdb_check(
     if errors.height == 0:
         _fail(f"{directory}: no held-out rows (run `simperf calibrate --heldout N`)", code=1)
     summary = heldout_summary(errors)
-    table = Table(*summary.columns, title=f"held-out interpolation error, {directory}")
-    for row in summary.iter_rows():
-        table.add_row(*[f"{v:.2%}" if isinstance(v, float) else str(v) for v in row])
-    Console().print(table)
-
-    from simperf.costmodel.ragged import ragged_errors, ragged_summary
-    from simperf.perfdb.check import resolve_gpu
-
+    as_pct = {c: pct for c, t in summary.schema.items() if t.is_float()}
+    tables = [frame_table(summary, f"held-out interpolation error, {directory}", "heldout", as_pct)]
     ragged = ragged_errors(directory, resolve_gpu(directory))
     if ragged.height:
         summary = ragged_summary(ragged)
-        table = Table(*summary.columns, title="ragged decode batches: mean-KV model vs split-KV work model")
-        for row in summary.iter_rows():
-            table.add_row(*[f"{v:.2%}" if isinstance(v, float) else str(v) for v in row])
-        Console().print(table)
+        as_pct = {c: pct for c, t in summary.schema.items() if t.is_float()}
+        title = "ragged decode batches: mean-KV model vs split-KV work model"
+        tables.append(frame_table(summary, title, "ragged", as_pct))
+    _print(tables, output)
 
 
 def _register_perfdb_diff() -> None:
@@ -242,17 +345,16 @@ _register_perfdb_diff()
 
 
 @perfdb_app.command("coverage")
-def perfdb_coverage(directory: Annotated[Path, typer.Argument(help="calibration directory")]) -> None:
+def perfdb_coverage(
+    directory: Annotated[Path, typer.Argument(help="calibration directory")], output: OutputOption = "text"
+) -> None:
     """What the tables in a calibration directory cover."""
     from simperf.perfdb.check import summarize_coverage
+    from simperf.report.tables import frame_table
 
     if not directory.is_dir():
         _fail(f"{directory}: not a directory")
-    cov = summarize_coverage(directory)
-    table = Table(*cov.columns, title=str(directory))
-    for row in cov.iter_rows():
-        table.add_row(*[str(v) for v in row])
-    Console().print(table)
+    _print([frame_table(summarize_coverage(directory), str(directory))], output)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,6 +6,7 @@ The one place where the pipeline's stages meet; the CLI, sweeps and tests call t
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,15 +142,24 @@ def _pool_scenario(scenario: Scenario, serving) -> Scenario:
     return scenario.model_copy(update={"serving": serving, "hardware": hardware, "disaggregation": None})
 
 
+def _no_phase(_text: str) -> None:
+    pass
+
+
 def predict(
-    scenario: Scenario, calibration_dir: Path | None = None, step_log: StepLog | None = None
+    scenario: Scenario,
+    calibration_dir: Path | None = None,
+    step_log: StepLog | None = None,
+    on_phase: Callable[[str], None] = _no_phase,
 ) -> Prediction:
-    """step_log: when given, records what every iteration ran (simperf validate); not for disaggregated runs."""
+    """step_log: when given, records what every iteration ran (simperf validate); not for disaggregated runs.
+    on_phase: told the stage the prediction is in (a progress display)."""
     if scenario.fleet is not None:
         if step_log is not None:
             raise UnsupportedScenario("fleet: step logging covers one server, not a fleet")
         from simperf.fleet.predict import predict_fleet
 
+        on_phase("simulating the fleet")
         return predict_fleet(scenario, calibration_dir)
     check_supported(scenario)
     if scenario.disaggregation is not None:
@@ -157,11 +167,15 @@ def predict(
             raise UnsupportedScenario(
                 "disaggregation: step logging covers one server, not a prefill/decode pair"
             )
-        return _predict_disaggregated(scenario, calibration_dir)
+        return _predict_disaggregated(scenario, calibration_dir, on_phase)
+    on_phase("applying SGLang's defaults")
     serving, arch, gpu = resolve(scenario)
+    on_phase("loading kernel tables")
     db, directory = open_perfdb(scenario, gpu, calibration_dir)
     cost = SGLangStepCost(arch, serving, db, scenario.overheads)
+    on_phase("building the workload")
     requests = build_requests(scenario.workload, context_len=arch.context_len)
+    on_phase(f"simulating {len(requests.input_len):,} requests")
     simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log)
     if scenario.serving.load_balance_method == "total_requests":
         simulator.balance_by_load = True
@@ -210,9 +224,12 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes)
 
 
-def _predict_disaggregated(scenario: Scenario, calibration_dir: Path | None) -> Prediction:
+def _predict_disaggregated(
+    scenario: Scenario, calibration_dir: Path | None, on_phase: Callable[[str], None]
+) -> Prediction:
     spec = scenario.disaggregation
     pools = []
+    on_phase("loading kernel tables")
     for serving_spec in (spec.prefill, spec.decode):
         resolved, arch, gpu = resolve(_pool_scenario(scenario, serving_spec))
         db, directory = open_perfdb(scenario, gpu, calibration_dir)
@@ -222,6 +239,7 @@ def _predict_disaggregated(scenario: Scenario, calibration_dir: Path | None) -> 
         )
         pools.append(Pool(resolved, cost, kv_bytes))
     requests = build_requests(scenario.workload, context_len=arch.context_len)
+    on_phase(f"simulating {len(requests.input_len):,} requests on a prefill and a decode server")
     started = time.perf_counter()
     records, dstats = simulate_disaggregated(
         pools[0],

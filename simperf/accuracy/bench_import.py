@@ -368,7 +368,9 @@ def compare_command(
     if output == "json":
         sys.stdout.write(json.dumps({"metrics": rows, "setting_differences": warnings}, indent=2) + "\n")
         return 0
-    console = Console()
+    from simperf.report.tables import stdout_console
+
+    console = stdout_console()  # complete when piped
     table = Table("metric", "measured", "predicted", "Δ", "Δ %", title=f"{predicted} vs {measured}")
     for r in rows:
         pct = "-" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}%"

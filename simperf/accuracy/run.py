@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -175,8 +176,11 @@ def _predict_scenario(path: Path):
         return None, f"prediction failed: {first}"
 
 
-def run_accuracy(scenarios_dir: Path, truth: Path) -> AccuracyReport:
-    """Predict every row the index covers; every truth row lands in `rows` or `unpredicted`."""
+def run_accuracy(
+    scenarios_dir: Path, truth: Path, on_scenario: Callable[[str, int], None] | None = None
+) -> AccuracyReport:
+    """Predict every row the index covers; every truth row lands in `rows` or `unpredicted`.
+    on_scenario(name, how many): told before each scenario is predicted (a progress display)."""
     started = time.perf_counter()
     index = load_index(scenarios_dir)
     truth_rows = read_truth(truth)
@@ -192,6 +196,8 @@ def run_accuracy(scenarios_dir: Path, truth: Path) -> AccuracyReport:
     for name, ids in index.scenarios.items():
         rows = [by_id[i] for i in ids if i in by_id]
         covered.update(r.id for r in rows)
+        if on_scenario is not None:
+            on_scenario(name, len(index.scenarios))
         t0 = time.perf_counter()
         prediction, reason = _predict_scenario(Path(scenarios_dir) / name)
         report.scenario_wall_s[name] = time.perf_counter() - t0
@@ -424,20 +430,20 @@ def markdown(report: AccuracyReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def replace_generated_block(path: Path, body: str) -> None:
-    """Put `body` between DOC_BEGIN and DOC_END in the file at `path` (both markers must be there once)."""
+def replace_generated_block(path: Path, body: str, begin: str = DOC_BEGIN, end: str = DOC_END) -> None:
+    """Put `body` between the begin and end markers in the file at `path` (both must be there once)."""
     text = Path(path).read_text()
-    if text.count(DOC_BEGIN) != 1 or text.count(DOC_END) != 1:
-        raise ValueError(f"{path}: needs exactly one {DOC_BEGIN!r} and one {DOC_END!r} line")
-    head, rest = text.split(DOC_BEGIN)
-    _, tail = rest.split(DOC_END)
-    Path(path).write_text(f"{head}{DOC_BEGIN}\n\n{body}\n{DOC_END}{tail}")
+    if text.count(begin) != 1 or text.count(end) != 1:
+        raise ValueError(f"{path}: needs exactly one {begin!r} and one {end!r} line")
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    Path(path).write_text(f"{head}{begin}\n\n{body}\n{end}{tail}")
 
 
-def generated_block(path: Path) -> str:
+def generated_block(path: Path, begin: str = DOC_BEGIN, end: str = DOC_END) -> str:
     """What lies between the markers (as replace_generated_block wrote it)."""
     text = Path(path).read_text()
-    return text.split(DOC_BEGIN, 1)[1].split(DOC_END, 1)[0].strip("\n") + "\n"
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
 
 
 def report_json(report: AccuracyReport) -> str:
@@ -487,23 +493,52 @@ def report_json(report: AccuracyReport) -> str:
 
 
 def accuracy_command(
-    scenarios_dir: Annotated[Path, typer.Argument(help="directory of scenarios with an index.yaml")],
-    truth: Annotated[
-        Path, typer.Option("--truth", help="published-runs CSV (one row per configuration and metric)")
+    scenarios_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="a ground-truth corpus (index.parquet), or a directory of scenarios with an index.yaml"
+        ),
     ],
+    truth: Annotated[
+        Path | None,
+        typer.Option(
+            "--truth", help="published-runs CSV (one row per configuration and metric); scenarios only"
+        ),
+    ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json | markdown")] = "text",
     update_doc: Annotated[
         Path | None,
         typer.Option(help="also rewrite the generated block of this markdown file (e.g. docs/accuracy.md)"),
     ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> int:
     """Predict published runs and print predicted vs measured, with median and p90 error per metric and source."""
     err = Console(stderr=True)
     if output not in ("text", "json", "markdown"):
         err.print(f"[bold red]error:[/] --output: got {output!r}; allowed values: text, json, markdown")
         raise typer.Exit(2)
+    if (Path(scenarios_dir) / "index.parquet").exists():
+        from simperf.accuracy.corpus_cli import corpus_accuracy
+
+        return corpus_accuracy(scenarios_dir, output, update_doc, err, quiet)
+    if truth is None:
+        err.print(
+            f"[bold red]error:[/] {scenarios_dir}: a scenario directory needs --truth (the published-runs CSV)"
+        )
+        raise typer.Exit(2)
+    from simperf.progress import bar
+
     try:
-        report = run_accuracy(scenarios_dir, truth)
+        with bar("accuracy", None, quiet=quiet) as progress:
+            started: list[str] = []
+
+            def on_scenario(name: str, total: int) -> None:
+                progress.set_total(total, len(started))  # the scenarios before this one are done
+                started.append(name)
+                progress.advance(0, status=name)
+
+            report = run_accuracy(scenarios_dir, truth, on_scenario)
+            progress.set_total(len(started), len(started))
     except (IndexError_, TruthError) as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from None
@@ -518,6 +553,8 @@ def accuracy_command(
     elif output == "markdown":
         sys.stdout.write(markdown(report))
     else:
-        # CI logs are not terminals: a fixed width keeps the tables unwrapped there
-        print_text(report, Console(width=None if sys.stdout.isatty() else 180))
+        from simperf.report.tables import stdout_console
+
+        # pipes and CI logs are not terminals: the console is as wide as the tables, so nothing is cut
+        print_text(report, stdout_console())
     return 0

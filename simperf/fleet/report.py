@@ -78,22 +78,37 @@ def write_fleet_requests(prediction: FleetPrediction, path: Path) -> None:
     pq.write_table(table, path)
 
 
-def emit_fleet(prediction: FleetPrediction, output: str, requests: Path | None, breakdown: bool) -> None:
-    """`simperf predict` of a fleet scenario: text (or JSON) on stdout, per-request rows to `requests`."""
+def emit_fleet(
+    prediction: FleetPrediction,
+    output: str,
+    requests: Path | None,
+    breakdown: bool,
+    output_file: Path | None = None,
+    output_details: bool = False,
+) -> None:
+    """`simperf predict` of a fleet scenario: text (or JSON) on stdout, one row per request to `requests`, one
+    bench_serving line appended to `output_file` (its per-request arrays too when every chunk was kept)."""
     import sys
 
-    from simperf.report.output import result_json
+    from simperf.report.output import append_jsonl, bench_jsonl_line, result_json
+    from simperf.report.tables import stdout_console
 
     if requests is not None:
         write_fleet_requests(prediction, requests)
+    extra = prediction.extra()
+    if output_file is not None:
+        details = prediction.records if output_details else None
+        append_jsonl(output_file, bench_jsonl_line(prediction.result, extra, details))
     if output == "json":
-        sys.stdout.write(result_json(prediction.result, prediction.extra()) + "\n")
+        sys.stdout.write(result_json(prediction.result, extra) + "\n")
         return
-    console = Console()
+    console = stdout_console()
     print_fleet(prediction, console)
     if breakdown:
         console.print(
             "--breakdown: per-op step times are per server; run the group's scenario without `fleet:`"
         )
+    if output_details and prediction.records is None:
+        console.print("--output-details: per-token arrays were not kept for this large run (digests only)")
     if requests is not None:
         console.print(f"per-request rows written to {requests}")

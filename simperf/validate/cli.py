@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 
@@ -39,29 +38,40 @@ def validate_command(
     allow_gpu_mismatch: Annotated[
         bool, typer.Option(help="run on a GPU other than the scenario's (its times will not validate it)")
     ] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> None:
     """Re-run sampled simulated steps' kernels on this GPU and compare predicted with measured step time."""
+    from simperf.report.tables import stdout_console
     from simperf.validate.execute import ValidateError, done_samples
     from simperf.validate.report import format_rows, not_measured_notes, summarize, write_report
 
-    console, err = Console(), Console(stderr=True)
+    err = Console(stderr=True)
+    # with -o json, stdout carries only the JSON: the plan's and run's messages go to stderr
+    console = err if output == "json" else stdout_console()
 
     def fail(message: str) -> None:
         err.print(f"[bold red]error:[/] {message}", highlight=False)
         raise typer.Exit(2)
 
+    if output not in ("text", "json"):
+        fail(f"--output: got {output!r}; allowed values: text, json")
     if samples < 1 or replicas < 1:
         fail("--samples and --replicas must be at least 1")
     out_dir = out or Path("validation") / scenario.stem
     if not report_only:
-        _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail)
+        from simperf.progress import phases
+
+        with phases(f"validate {scenario.stem}", quiet=quiet) as phase:
+            phase("simulating and sampling steps")
+            _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail)
     if plan_only:
         console.print(f"planned; run it on a GPU with: simperf validate {scenario} --out {out_dir}")
         return
     rows = sorted(done_samples(out_dir).values(), key=lambda r: r["sample_id"])
     if not report_only:
         try:
-            rows = _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, console)
+            rows = _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, quiet)
         except ValidateError as exc:
             fail(str(exc))
         except KeyboardInterrupt:
@@ -69,6 +79,15 @@ def validate_command(
     if not rows:
         fail(f"{out_dir}: nothing measured yet")
     written = write_report(out_dir, rows, f"{scenario.stem}: predicted vs measured step time")
+    if output == "json":
+        import json
+        import sys
+
+        data = {"summary": summarize(rows), "samples": rows, "not_measured": not_measured_notes(rows)}
+        sys.stdout.write(
+            json.dumps({**data, "written": [str(p) for p in written]}, indent=2, default=str) + "\n"
+        )
+        return
     console.print(format_rows(rows), highlight=False)
     _print_summary(summarize(rows), console)
     for note in not_measured_notes(rows):
@@ -99,23 +118,17 @@ def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, f
     )
 
 
-def _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, console):
+def _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, quiet):
+    from simperf.progress import bar
     from simperf.validate.execute import run_validation
 
-    columns = (
-        TextColumn("validate"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-    )
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task("", total=None)
+    with bar("validate", None, quiet=quiet) as progress:
 
         def on_sample(done: int, total: int, row: dict) -> None:
             err = row.get("rel_error")
             what = f"{100 * err:+.1f}%" if err is not None else "failed"
-            progress.update(task, completed=done, total=total, description=f"last: {row['kind']} {what}")
+            progress.set_total(total, done)
+            progress.advance(0, status=f"last: {row['kind']} {what}")
 
         return run_validation(out_dir, replicas, allow_gpu_mismatch, on_sample, retry_failed)
 

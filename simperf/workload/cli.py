@@ -57,7 +57,9 @@ def inspect_command(
     if output == "json":
         sys.stdout.write(json.dumps(asdict(summary), indent=2) + "\n")
     else:
-        print_summary(summary, str(path), Console())
+        from simperf.report.tables import stdout_console
+
+        print_summary(summary, str(path), stdout_console())  # complete when piped
 
 
 def convert_command(
