@@ -134,7 +134,19 @@ def check_supported(scenario: Scenario) -> None:
 
 def open_perfdb(scenario: Scenario, gpu: GpuSpec, override: Path | None = None) -> tuple[PerfDB, Path | None]:
     directory = override or scenario.calibration_dir or shipped_calibration_dir(gpu.key)
-    return PerfDB.load(directory, gpu), directory
+    return PerfDB.load(directory, gpu, sglang_version=scenario.serving.sglang_version), directory
+
+
+def vintage_notes(db: PerfDB, sglang_version: str) -> dict[str, str]:
+    """The third-party table vintages a prediction used (perfdb/vintage.py), for the report."""
+    if not db.vintages:
+        return {}
+    sglang = sorted({v.chosen for v in db.vintages if v.framework == "sglang"})
+    fallback = any(v.fallback for v in db.vintages)
+    text = f"sglang {', '.join(sglang)}" if sglang else "none of SGLang"
+    if fallback:
+        text += f" (none as old as {sglang_version}: the oldest on file)"
+    return {"Third-party table vintage": text}
 
 
 def _pool_scenario(scenario: Scenario, serving) -> Scenario:
@@ -221,6 +233,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         )
     if shares["third_party"] > 0:
         notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
+    notes.update(vintage_notes(db, scenario.serving.sglang_version))
     return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes)
 
 

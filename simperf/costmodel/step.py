@@ -23,7 +23,7 @@ from simperf.costmodel.overhead import OVERHEAD_SOURCE, StepOverhead, step_overh
 from simperf.costmodel.rowtable import RowCostTable
 from simperf.hardware.catalog import get_gpu
 from simperf.models.arch import ModelArch
-from simperf.models.kernels import Key, elementwise_keys, gemm_keys
+from simperf.models.kernels import Key, choose_key, elementwise_keys, gemm_keys
 from simperf.models.ops import (
     OpCall,
     StepSettings,
@@ -334,15 +334,21 @@ class SGLangStepCost:
         """The speculative draft model: the checkpoint's single MTP / EAGLE decoder layer (MoE for DeepSeek)."""
         return dc_replace(self.arch, name=f"{self.arch.name}-draft", num_layers=1, num_dense_layers=0)
 
-    def _has(self, op: str, key: dict[str, Any]) -> bool:
-        return self.db.has(op, key)
+    def _has(self, op: str, key: dict[str, Any]) -> int:
+        return self.db.table_rank(op, key)
+
+    def resolve(self, op: OpCall) -> tuple[Key, OpCurve]:
+        """The key the step prices this op with and its curve (costmodel/sources.py reports them)."""
+        return self._resolve(op)
 
     def _resolve(self, op: OpCall) -> tuple[Key, OpCurve]:
-        """The first candidate key a measured table covers, else the preferred one (roofline-labelled)."""
+        """The first candidate key a table of this GPU covers (measured or imported for it), else the first one
+        the scaled-from reference covers, else the preferred one (priced by the db's fallback): a table for the
+        target GPU beats any table scaled from another GPU, whatever the candidates' order."""
         ck = (op.op, op.candidates)
         hit = self._chosen.get(ck)
         if hit is None:
-            key = next((k for k in op.candidates if self.db.has(op.op, dict(k))), op.candidates[0])
+            key = choose_key(op.candidates, lambda k: self.db.table_rank(op.op, dict(k)))
             hit = (key, self.db.curve(op.op, dict(key)))
             self._chosen[ck] = hit
         return hit

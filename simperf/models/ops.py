@@ -38,7 +38,9 @@ from simperf.scenario.resolved import ParallelLayout, ResolvedServing
 
 Method = Literal["absorb", "mha", "sparse", "gqa"]
 Phase = Literal["extend", "decode"]
-HasTable = Callable[[str, dict[str, Any]], bool]
+# How well a key is covered: 2 a table of the target GPU, 1 a table scaled from another GPU, 0 none (a bool
+# works too: True counts as a table of the target GPU).
+HasTable = Callable[[str, dict[str, Any]], int]
 
 # Shared model doc §4.2 / §4.3 thresholds (SGLang env defaults).
 CHUNKED_PREFIX_CACHE_THRESHOLD = 8192  # SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD
@@ -71,6 +73,7 @@ class StepSettings:
     # Extends of at most this many tokens replay a prefill (breakable) CUDA graph, which pins DeepSeek to the
     # absorbed MLA path (§4.2). 0: never captured (ResolvedServing has no such field yet).
     prefill_graph_max_tokens: int = 0
+    dsa_dense_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
 
     @classmethod
     def from_serving(
@@ -86,6 +89,7 @@ class StepSettings:
             sm_major=sm_major,
             sglang_version=serving.sglang_version,
             prefill_graph_max_tokens=prefill_graph_max_tokens,
+            dsa_dense_threshold=serving.dsa_dense_prefill_threshold,
         )
 
 
@@ -95,7 +99,7 @@ class OpCall:
 
     name: str  # what it is in the model, e.g. "q_b_proj"
     op: str  # schema op, e.g. "gemm"
-    candidates: tuple[Key, ...]  # table keys in preference order; the first measured one is used
+    candidates: tuple[Key, ...]  # table keys in preference order; kernels.choose_key picks the one used
     axes: Mapping[str, Any]  # axis values (scalars, or arrays over decode steps)
     count: int
     kernels: int = 1  # CUDA kernels per call, for the eager launch overhead
@@ -147,9 +151,14 @@ def select_nsa_method(
     sm_major: int,
     sglang_version: str,
     captured_graph: bool,
+    dense_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD,
 ) -> Method:
-    """DeepSeek V3.2 extend (§4.3): dense MHA one-shot for short sequences, else sparse MLA."""
-    arch_ok = sm_major in (9, 10)  # SM90, SM100-109
+    """DeepSeek V3.2 extend (§4.3): dense MHA one-shot for short sequences, else sparse MLA.
+
+    SM100 runs the dense path (TRT-LLM ragged MHA) from SGLang 0.5.6 on (sglang PR 12788; 0.5.5's
+    deepseek_v2.handle_attention_nsa allowed SM90 only); dense_threshold 0 turns the path off (the what-if of
+    the sparse-only prefill)."""
+    arch_ok = sm_major == 9 or (sm_major == 10 and not _version_le(sglang_version, (0, 5, 5)))
     dtype_ok = kv_dtype == "bf16" or (
         kv_dtype.startswith("fp8") and not _version_le(sglang_version, (0, 5, 5))
     )
@@ -157,7 +166,7 @@ def select_nsa_method(
         arch_ok
         and dtype_ok
         and not captured_graph
-        and max_kv_len <= DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+        and max_kv_len <= dense_threshold
         and sum_seq_lens <= MAX_KV_CHUNK_CAPACITY
     ):
         return "mha"
@@ -242,7 +251,13 @@ def plan_extend(
         method = select_mla_method(sum_prefix, captured)
     elif arch.family == "nsa_moe":
         method = select_nsa_method(
-            int(seq_lens.max()), int(seq_lens.sum()), s.kv_dtype, s.sm_major, s.sglang_version, captured
+            int(seq_lens.max()),
+            int(seq_lens.sum()),
+            s.kv_dtype,
+            s.sm_major,
+            s.sglang_version,
+            captured,
+            s.dsa_dense_threshold,
         )
     else:
         method = "gqa"
@@ -390,13 +405,17 @@ def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: Has
     moe_inter = arch.moe_intermediate_size // max(1, tp // ep)
     gemm("moe.gate", E, h, G, n_moe, dtype="bf16")
     shared = arch.num_shared_experts
-    # SGLang fuses the shared expert into the routed MoE as extra always-chosen experts when EP == 1 (§4.1).
-    fused = shared > 0 and ep == 1
-    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h, shared)
-    plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h)
-    if fused and has is not None and not _any_measured(has, "moe", fused_keys):
-        # The fused layout is not calibrated: the plain routed MoE plus a separate shared MLP is its proxy.
-        fused = not _any_measured(has, "moe", plain_keys)
+    # SGLang fuses the shared expert into the routed MoE as extra always-chosen experts when EP == 1 (§4.1), except
+    # with the flashinfer_trtllm runner it defaults to on SM100, which sets --disable-shared-experts-fusion
+    # (SGLang 0.5.17 arg_groups/overrides.py, `_moe_runner_fusion_disable`).
+    fused = shared > 0 and ep == 1 and s.sm_major < 10
+    sm = s.sm_major
+    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h, shared, sm)
+    plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h, sm_major=sm)
+    if fused and has is not None and _best_rank(has, "moe", fused_keys) < _best_rank(has, "moe", plain_keys):
+        # The fused layout is not calibrated (as well as the plain one): the plain routed MoE plus a separate
+        # shared MLP is its proxy.
+        fused = False
     if fused:
         add("moe.experts", "moe", fused_keys, n_moe, MOE_KERNELS_PER_CALL, m=G)
         return
@@ -408,8 +427,8 @@ def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: Has
         gemm("moe.shared.down_proj", h, si, G, n_moe)
 
 
-def _any_measured(has: HasTable, op: str, candidates: tuple[Key, ...]) -> bool:
-    return any(has(op, dict(k)) for k in candidates)
+def _best_rank(has: HasTable, op: str, candidates: tuple[Key, ...]) -> int:
+    return max(int(has(op, dict(k))) for k in candidates)
 
 
 def attention_ops(
@@ -508,8 +527,10 @@ def _mha_prefill_op(
     # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` selects its FA2 kernels.
     if backend == "flashinfer":
         backends: tuple[str, ...] = ("flashinfer_fa2", "flashinfer_fa3")
-    elif backend in ("trtllm_mla", "trtllm"):
-        backends = ("trtllm", "flashinfer_fa3")  # SM100 trtllm ragged prefill, where a table has it
+    elif backend in ("trtllm_mla", "trtllm") or (arch.family == "nsa_moe" and s.sm_major >= 10):
+        # SM100 TRT-LLM ragged prefill: trtllm_mla's MHA path, and DSA's dense short prefill on SM100
+        # (nsa_backend._forward_standard_mha, sglang PR 12788), where a table has it
+        backends = ("trtllm", "flashinfer_fa3")
     else:
         backends = ("flashinfer_fa3",)
     keys = key_candidates(

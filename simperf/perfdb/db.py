@@ -41,6 +41,7 @@ from simperf.perfdb.keys import (
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
 from simperf.perfdb.scaled import ScaledModel, read_scaled_from, reference_directory
 from simperf.perfdb.schema import OP_SPECS, SOURCE_INDEX, SOURCES, OpSpec, arrow_schema
+from simperf.perfdb.vintage import VintageChoice, select_vintages
 
 _EXTRAPOLATED = SOURCE_INDEX["extrapolated"]
 _ROOFLINE = SOURCE_INDEX["roofline"]
@@ -294,20 +295,28 @@ class PerfDB:
         self._rows = rows
         self._grid_rows: dict[str, dict[KeyTuple, _KeyPoints]] = {}
         self._curves: dict[tuple[str, KeyTuple], OpCurve] = {}
+        self.vintages: list[VintageChoice] = []  # the third-party vintage chosen per op (vintage.py)
 
     @classmethod
     def load(
-        cls, directory: Path | None, gpu: GpuSpec, reference: PerfDB | None = None, scaled_from: bool = True
+        cls,
+        directory: Path | None,
+        gpu: GpuSpec,
+        reference: PerfDB | None = None,
+        scaled_from: bool = True,
+        sglang_version: str | None = None,
     ) -> PerfDB:
         """All *.parquet tables of a calibration directory; a None or missing directory gives an empty database
         (every lookup then falls back to the roofline). `reference` (or, when `scaled_from`, the sibling
-        directory named by the directory's scaled_from.yaml) backs keys this GPU has no table for."""
+        directory named by the directory's scaled_from.yaml) backs keys this GPU has no table for.
+        `sglang_version` picks one vintage per op among third-party tables of several versions (vintage.py);
+        None: the newest."""
         files = (
             sorted(Path(directory).glob("*.parquet"))
             if directory is not None and Path(directory).is_dir()
             else []
         )
-        rows = _read_tables(files)
+        rows, vintages = select_vintages(_read_tables(files), sglang_version)
         foreign = sorted({g for g in rows["gpu"].unique().to_list() if g is not None and g != gpu.key})
         if foreign:
             warnings.warn(
@@ -316,7 +325,9 @@ class PerfDB:
             )
         if reference is None and scaled_from and directory is not None:
             reference = _load_reference(Path(directory))
-        return cls(gpu, rows, files, Path(directory) if directory is not None else None, reference)
+        db = cls(gpu, rows, files, Path(directory) if directory is not None else None, reference)
+        db.vintages = vintages
+        return db
 
     @classmethod
     def empty(cls, gpu: GpuSpec) -> PerfDB:
@@ -346,10 +357,19 @@ class PerfDB:
 
     def has(self, op: str, key: Mapping[str, object]) -> bool:
         """A table covers this key: this GPU's own, or the scaled-from reference's."""
-        spec = op_spec(op)
-        if normalize_key(spec, key) in self._groups(op):
-            return True
-        return self.reference is not None and self.reference.has(op, key)
+        return self.table_rank(op, key) > 0
+
+    def has_own(self, op: str, key: Mapping[str, object]) -> bool:
+        """This GPU's own tables (measured here or imported for this GPU) cover this key."""
+        return normalize_key(op_spec(op), key) in self._groups(op)
+
+    def table_rank(self, op: str, key: Mapping[str, object]) -> int:
+        """How well a key is covered, for choosing among candidate keys: 2 = a table of this GPU (measured or
+        imported for it), 1 = only the scaled-from reference's table, 0 = no table (roofline). A table for the
+        target GPU always beats one scaled from another GPU (docs/b200.md, "Precedence")."""
+        if self.has_own(op, key):
+            return 2
+        return 1 if self.reference is not None and self.reference.has(op, key) else 0
 
     def keys(self, op: str) -> list[dict]:
         """Measured keys of an op (those with at least one usable grid row), for choosing candidates."""
@@ -451,6 +471,7 @@ class PerfDB:
             "table_gpus": _distinct(rows, "gpu"),
             "schema_versions": sorted({_schema_version(f) for f in self.files} - {None}),
             "scaled_from": self.reference.gpu.key if self.reference is not None else None,
+            "vintages": [v.describe() for v in self.vintages],
         }
         for column in _PROVENANCE_LISTS:
             info[column] = _distinct(rows, column)

@@ -106,6 +106,12 @@ class ServingSpec(_Strict):
     disable_radix_cache: bool = Field(default=False, description="--disable-radix-cache: no prefix reuse")
     schedule_conservativeness: float = Field(default=1.0, gt=0.0, description="--schedule-conservativeness")
     load_balance_method: Literal["round_robin", "total_requests"] = "round_robin"
+    dsa_prefill_dense_attn_kv_len_threshold: int = Field(
+        default=2048,
+        ge=0,
+        description="SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD (DeepSeek-V3.2): extends whose longest sequence "
+        "is at most this many tokens run dense MHA; 0 = never (the sparse-only prefill before sglang PR 12788 on B200)",
+    )
     speculative: SpeculativeSpec | None = Field(
         default=None, description="speculative decoding (EAGLE / MTP)"
     )
@@ -133,6 +139,12 @@ class RandomDataset(_Strict):
     input_len: int = Field(ge=1, description="--random-input-len")
     output_len: int = Field(ge=1, description="--random-output-len")
     range_ratio: float = Field(default=0.0, ge=0.0, le=1.0, description="--random-range-ratio (1 = fixed)")
+    length_rule: Literal["compute_random_lens", "sample_random_requests"] = Field(
+        default="compute_random_lens",
+        description="bench_serving's sampling rule: compute_random_lens (datasets/common.py, recent versions: "
+        "outputs >= 1) or sample_random_requests (bench_serving.py of 0.4.x-0.5.5: outputs from int(L*r), "
+        "so 0 with the default ratio; prompt lengths not shortened by the tokenizer's special tokens)",
+    )
 
 
 class FixedDataset(_Strict):
