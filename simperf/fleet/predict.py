@@ -200,6 +200,10 @@ def assemble(
         if o.kind != client_kind
     ]
     prediction.notes = fleet_notes(prediction, requests, extra_notes or {})
+    from simperf.pipeline import vintage_notes
+
+    for group in groups:  # third-party table vintages, as a single server reports them
+        prediction.notes.update(vintage_notes(group.db, group.scenario.serving.sglang_version))
     return prediction
 
 

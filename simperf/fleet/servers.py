@@ -52,15 +52,17 @@ def group_scenario(scenario: Scenario, group: ReplicaGroup, kind: str = "replica
 def build_groups(
     scenario: Scenario, kind: str, groups: list[ReplicaGroup], calibration_dir: Path | None
 ) -> list[ServerGroup]:
-    databases: dict[tuple[str, str], tuple[PerfDB, Path | None]] = {}
+    from simperf.pipeline import open_perfdb  # the single-server pipeline's own table loading
+
+    databases: dict[tuple[str, str, str], tuple[PerfDB, Path | None]] = {}
     built = []
     for i, group in enumerate(groups):
         single = group_scenario(scenario, group, kind)
         serving, arch, gpu = resolve(single)
         directory = calibration_dir or single.calibration_dir or shipped_calibration_dir(gpu.key)
-        key = (str(directory), gpu.key)
+        key = (str(directory), gpu.key, single.serving.sglang_version)
         if key not in databases:
-            databases[key] = (PerfDB.load(directory, gpu), directory)
+            databases[key] = open_perfdb(single, gpu, calibration_dir)
         db, directory = databases[key]
         cost = SGLangStepCost(arch, serving, db, single.overheads)
         label = group.name or (f"{kind}[{i}]" if len(groups) > 1 else kind)
