@@ -166,6 +166,13 @@ def predict(
 ) -> Prediction:
     """step_log: when given, records what every iteration ran (simperf validate); not for disaggregated runs.
     on_phase: told the stage the prediction is in (a progress display)."""
+    if scenario.fleet is not None:
+        if step_log is not None:
+            raise UnsupportedScenario("fleet: step logging covers one server, not a fleet")
+        from simperf.fleet.predict import predict_fleet
+
+        on_phase("simulating the fleet")
+        return predict_fleet(scenario, calibration_dir)
     check_supported(scenario)
     if scenario.disaggregation is not None:
         if step_log is not None:

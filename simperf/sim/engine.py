@@ -132,8 +132,28 @@ class Simulator:
         order = np.argsort(arrival_s, kind="stable")
         if not np.array_equal(order, np.arange(n)):
             raise ValueError("requests must be given in arrival order")
-        self.table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
-        self.client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
+        table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
+        client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
+        self._prepare(table, client, n, seed, block_hashes, block_tokens)
+        env = simpy.Environment()
+        self.env = env
+        env.process(self._server())
+        with _cyclic_gc_paused():
+            env.run()
+        return self._collect()
+
+    def _prepare(
+        self,
+        table: RequestTable,
+        client: Client,
+        n: int,
+        seed: int,
+        block_hashes: list[np.ndarray | None] | None,
+        block_tokens: int | None,
+    ) -> None:
+        """State of a run over `n` requests (the fleet's step-wise replicas grow `table` and `n` as they go)."""
+        self.table = table
+        self.client = client
         dp = self.s.layout.dp_attention
         spec = self.s.speculative
         sampler = None
@@ -171,12 +191,9 @@ class Simulator:
         self.done = 0
         self.n = n
         self._max_len_limit = min(self.s.context_len - 1, self.s.max_total_tokens - 1) - 5
+        self._use_cache = bool(use_cache)
 
-        env = simpy.Environment()
-        self.env = env
-        env.process(self._server())
-        with _cyclic_gc_paused():
-            env.run()
+    def _collect(self) -> tuple[RequestRecords, SimStats]:
         self.stats.time_by_source_us = np.asarray(self._source_us)
         for rank in self.ranks:
             self.stats.retractions += rank.retracted_total
