@@ -16,6 +16,7 @@ from simperf.costmodel.step import SGLangStepCost
 from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
 from simperf.perfdb.db import PerfDB, shipped_calibration_dir
+from simperf.records import RequestRecords
 from simperf.report.arguments import bench_arguments
 from simperf.report.metrics import summarize
 from simperf.scenario.models import Scenario
@@ -23,7 +24,6 @@ from simperf.scenario.resolve import resolve
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.disagg import Pool, simulate_disaggregated
 from simperf.sim.engine import SimStats, Simulator
-from simperf.sim.records import RequestRecords
 from simperf.sim.steplog import StepLog
 from simperf.workload.requests import build_requests
 from simperf.workload.summary import hit_rate_over_time

@@ -1,4 +1,4 @@
-"""Per-rank kernel shapes of the zoo models, as SGLang runs them (shared model doc section 4).
+"""Per-rank kernel shapes of the zoo models, as SGLang runs them (docs/serving-model.md §4).
 
 These are the shapes calibration measures; they are written out here (not read from simperf/models/zoo)
 so that the GPU-side runner has no dependency beyond this package. Numbers come from each model's HF

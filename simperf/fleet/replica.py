@@ -24,9 +24,9 @@ from dataclasses import fields
 import numpy as np
 import simpy
 
+from simperf.records import RequestRecords
 from simperf.sim.engine import US, Batch, SimStats, Simulator
 from simperf.sim.rank import RequestTable
-from simperf.sim.records import RequestRecords
 
 # the request count of a replica whose router may still send it requests: its event loop must not end
 _OPEN = 1 << 62

@@ -1,7 +1,7 @@
 """ModelArch: the architecture numbers of one model, and what they imply for memory on one rank.
 
 Everything here is arithmetic on the HF config numbers; nothing is measured. The sharding rules follow SGLang
-(shared model doc §1.12, §2.1): MLA attention weights are sharded over the attention-TP group (A = TP/DP) and
+(docs/serving-model.md §1.12, §2.1): MLA attention weights are sharded over the attention-TP group (A = TP/DP) and
 replicated across DP ranks; routed experts are sharded over TP (TP-MoE) or split over EP with the remaining TP
 factor sharding each expert; the vocabulary is split over TP.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from simperf.scenario.resolved import ParallelLayout
+from simperf.layout import ParallelLayout
 
 Family = Literal["dense", "gqa_moe", "mla_moe", "nsa_moe"]
 
@@ -20,7 +20,7 @@ DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "f
 
 MLA_FAMILIES: tuple[str, ...] = ("mla_moe", "nsa_moe")
 
-# DSA/NSA KV layouts (shared model doc §1.12, §4.3): FlashMLA's fp8 layout stores 512 fp8 nope values, one fp32
+# DSA/NSA KV layouts (docs/serving-model.md §1.12, §4.3): FlashMLA's fp8 layout stores 512 fp8 nope values, one fp32
 # scale per 128 of them and the 64 rope dims in bf16; trtllm/tilelang keep the raw 576-dim latent.
 NSA_FLASHMLA_FP8_BYTES_PER_LAYER = 512 + (512 // 128) * 4 + 64 * 2  # 656
 NSA_INDEXER_K_BYTES_PER_LAYER = 128 + 4  # fp8 key + one fp32 scale

@@ -1,6 +1,6 @@
 """The ops of one forward step on one rank: names, calibration-table keys, axes and per-step multiplicity.
 
-Follows the shared model doc §4 (DeepSeek per-layer table §4.1, MLA/MHA selection §4.2, V3.2 additions §4.3)
+Follows the docs/serving-model.md §4 (DeepSeek per-layer table §4.1, MLA/MHA selection §4.2, V3.2 additions §4.3)
 and the usual Llama/Qwen layer for dense models. Ops that are the same in every layer of a kind appear once,
 with `count` = number of such layers, so a step is a few dozen OpCalls, not layers × ops.
 
@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from simperf.layout import ParallelLayout
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import (
     Key,
@@ -35,7 +36,11 @@ from simperf.models.kernels import (
     moe_keys,
     table_attention_backends,
 )
-from simperf.scenario.resolved import ParallelLayout, ResolvedServing
+from simperf.sglang_defaults import (
+    CHUNKED_PREFIX_CACHE_THRESHOLD,
+    DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD,
+    MAX_KV_CHUNK_CAPACITY,
+)
 
 Method = Literal["absorb", "mha", "sparse", "gqa"]
 Phase = Literal["extend", "decode"]
@@ -43,10 +48,6 @@ Phase = Literal["extend", "decode"]
 # works too: True counts as a table of the target GPU).
 HasTable = Callable[[str, dict[str, Any]], int]
 
-# Shared model doc §4.2 / §4.3 thresholds (SGLang env defaults).
-CHUNKED_PREFIX_CACHE_THRESHOLD = 8192  # SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD
-MAX_KV_CHUNK_CAPACITY = 131072  # SGLANG_MAX_KV_CHUNK_CAPACITY (above: MHA_CHUNKED_KV, costed like one shot)
-DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD = 2048  # SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
 # DeepSeek's q_a_proj and kv_a_proj_with_mqa run as one fused GEMM (fused_qkv_a_proj_with_mqa) from SGLang v0.4.6
 # on (sgl-project/sglang#5619, merged 2025-04-22; deepseek_v2.py in 0.5.17 still builds it when q_lora_rank is
 # set); up to v0.4.5 they were two GEMMs.
@@ -79,23 +80,6 @@ class StepSettings:
     # absorbed MLA path (§4.2). 0: never captured (ResolvedServing has no such field yet).
     prefill_graph_max_tokens: int = 0
     dsa_dense_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
-
-    @classmethod
-    def from_serving(
-        cls, serving: ResolvedServing, sm_major: int = 9, prefill_graph_max_tokens: int = 0
-    ) -> StepSettings:
-        return cls(
-            layout=serving.layout,
-            weight_dtype=serving.weight_dtype,
-            kv_dtype=serving.kv_dtype,
-            page_size=serving.page_size,
-            prefill_backend=serving.prefill_backend,
-            decode_backend=serving.decode_backend,
-            sm_major=sm_major,
-            sglang_version=serving.sglang_version,
-            prefill_graph_max_tokens=prefill_graph_max_tokens,
-            dsa_dense_threshold=serving.dsa_dense_prefill_threshold,
-        )
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 SGLang refuses a backend that cannot run (an SM100 kernel on Hopper, an MLA kernel for a GQA model, a sparse-MLA
 backend for a dense-attention model); simperf refuses the same scenarios with the reason, instead of predicting a
 configuration that would not start. When the prefill backend reads another KV layout than the decode backend
-stores, the prefill converts the request's KV once (model doc §4.3: FlashMLA's fp8 kernels read a 656-byte
+stores, the prefill converts the request's KV once (docs/serving-model.md §4.3: FlashMLA's fp8 kernels read a 656-byte
 block-scaled layout, trtllm's a raw 576-byte fp8 layout); that conversion is costed by the cost model.
 """
 

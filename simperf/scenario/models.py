@@ -331,7 +331,7 @@ class Overheads(_Strict):
 
 class DisaggregationSpec(_Strict):
     """PD disaggregation (--disaggregation-mode prefill|decode): one prefill server and one decode server, each
-    with its own server arguments, KV shipped from prefill to decode over a link (model doc §5)."""
+    with its own server arguments, KV shipped from prefill to decode over a link (docs/serving-model.md §5)."""
 
     prefill: ServingSpec = Field(description="server arguments of the prefill server")
     decode: ServingSpec = Field(description="server arguments of the decode server")

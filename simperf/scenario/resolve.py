@@ -1,6 +1,6 @@
 """SGLang's default rules, applied once: Scenario -> ResolvedServing.
 
-Each rule cites the section of the shared model doc (docs/simulator.md repeats them). Numbers the user gives win;
+Each rule cites its section of docs/serving-model.md and the SGLang source (docs/simulator.md lists them). Numbers the user gives win;
 numbers the server log gives (max_total_tokens) win over derived ones.
 """
 
@@ -12,6 +12,16 @@ from simperf.models.zoo import load_arch
 from simperf.scenario.backends import check_backends
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
+from simperf.sglang_defaults import (
+    DP_ATTENTION_CONSERVATIVENESS,
+    INIT_NEW_TOKEN_RATIO,
+    MAX_RUNNING_REQUESTS_CEIL,
+    MAX_RUNNING_REQUESTS_FLOOR,
+    MAX_RUNNING_REQUESTS_PER_CONTEXT,
+    MIN_NEW_TOKEN_RATIO_FACTOR,
+    NEW_TOKEN_RATIO_DECAY_STEPS,
+    SPECULATIVE_MAX_RUNNING_REQUESTS,
+)
 
 MIB = 1024 * 1024
 # Memory the CUDA context and allocator hold before weights load; SGLang measures this on the machine, we cannot.
@@ -23,7 +33,7 @@ def is_blackwell(gpu: GpuSpec) -> bool:
 
 
 def default_backends(arch: ModelArch, gpu: GpuSpec, kv_dtype: str) -> tuple[str, str]:
-    """(prefill, decode) attention backends SGLang picks when none is given (model doc §4.2, §4.3)."""
+    """(prefill, decode) attention backends SGLang picks when none is given (docs/serving-model.md §4.2, §4.3)."""
     if arch.family == "nsa_moe":
         if is_blackwell(gpu):
             return ("trtllm", "trtllm")
@@ -62,7 +72,7 @@ def default_cuda_graph_max_bs(gpu: GpuSpec, tp: int) -> int:
 
 
 def decode_graph_buckets(max_bs: int, speculative: bool) -> tuple[int, ...]:
-    """Decode CUDA-graph batch sizes (model doc §1.10), up to and including max_bs."""
+    """Decode CUDA-graph batch sizes (docs/serving-model.md §1.10), up to and including max_bs."""
     if speculative:
         sizes = list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4))
         sizes += list(range(72, 257, 8)) + list(range(272, max(max_bs, 272) + 1, 16))
@@ -116,7 +126,7 @@ def resolve(scenario: Scenario) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
     else:
         chunk = s.chunked_prefill_size
     if chunk > 0 and s.dp_attention > 1:
-        chunk = chunk // s.dp_attention  # model doc §1.5: C is split across DP ranks
+        chunk = chunk // s.dp_attention  # docs/serving-model.md §1.5: C is split across DP ranks
 
     graphs_on = not s.disable_cuda_graph
     max_bs = s.cuda_graph_max_bs or default_cuda_graph_max_bs(gpu, s.tp)
@@ -157,15 +167,17 @@ def resolve(scenario: Scenario) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
     if s.max_running_requests is not None:
         max_running = max(1, s.max_running_requests // s.dp_attention)
     elif s.speculative is not None:
-        max_running = 48
+        max_running = SPECULATIVE_MAX_RUNNING_REQUESTS
     else:
-        by_context = max_total_tokens / arch.context_len * 512
-        max_running = int(min(min(max(by_context, 2048), 4096), max_total_tokens // 2))
+        by_context = max_total_tokens / arch.context_len * MAX_RUNNING_REQUESTS_PER_CONTEXT
+        clamped = min(max(by_context, MAX_RUNNING_REQUESTS_FLOOR), MAX_RUNNING_REQUESTS_CEIL)
+        max_running = int(min(clamped, max_total_tokens // 2))
     max_bs = min(max_bs, max_running)
     buckets = decode_graph_buckets(max_bs, s.speculative is not None) if graphs_on else ()
 
-    init_ratio = min(0.7 * s.schedule_conservativeness * (0.3 if s.dp_attention > 1 else 1.0), 1.0)
-    min_ratio = init_ratio * 0.14
+    dp_factor = DP_ATTENTION_CONSERVATIVENESS if s.dp_attention > 1 else 1.0
+    init_ratio = min(INIT_NEW_TOKEN_RATIO * s.schedule_conservativeness * dp_factor, 1.0)
+    min_ratio = init_ratio * MIN_NEW_TOKEN_RATIO_FACTOR
     spec = None
     if s.speculative is not None:
         sp = s.speculative
@@ -199,7 +211,7 @@ def resolve(scenario: Scenario) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
         schedule_policy=s.schedule_policy,
         init_new_token_ratio=init_ratio,
         min_new_token_ratio=min_ratio,
-        new_token_ratio_decay=(init_ratio - min_ratio) / 600,
+        new_token_ratio_decay=(init_ratio - min_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS,
         context_len=arch.context_len,
         speculative=spec,
         sglang_version=s.sglang_version,

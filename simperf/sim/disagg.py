@@ -1,4 +1,4 @@
-"""PD disaggregation: a prefill server and a decode server joined by a KV link (model doc §5).
+"""PD disaggregation: a prefill server and a decode server joined by a KV link (docs/serving-model.md §5).
 
 The two servers are simulated as two instances of the same scheduler model, composed in time:
 1. The prefill server sees the client's requests and runs only prefills (output 1 token; no decode).
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from simperf.costmodel.api import StepCostModel
+from simperf.records import RequestRecords
 from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.engine import SimStats, Simulator
-from simperf.sim.records import RequestRecords
 
 MAX_ROUNDS = 4
 
