@@ -132,6 +132,14 @@ def predict(
         typer.Option(help="with --output-file: add per-request arrays, as bench_serving's --output-details"),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
+    trace_request: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--trace-request",
+            metavar="ID",
+            help="print this request's life in the simulated scheduler to stderr (repeatable; one server only)",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario file, or bench_serving / launch_server flags, and print bench_serving's metrics."""
     from simperf.pipeline import UnsupportedScenario
@@ -161,13 +169,20 @@ def predict(
             command = "simperf predict " + shlex.join(sys.argv[2:])
             write_scenario_yaml(mapping, sc, save_scenario, command)
         with phases(f"predict {sc.name}", quiet=quiet) as phase:
-            prediction = run_predict(sc, calibration_dir=calibration, on_phase=phase)
+            prediction = run_predict(
+                sc, calibration_dir=calibration, on_phase=phase, trace_requests=trace_request
+            )
     except (FlagError, ScenarioError, UnsupportedScenario) as e:
         _fail(str(e))
     except (ValueError, FileNotFoundError) as e:
         _fail(f"{where}: {e}")
     for note in built.notes:
         err.print(f"note: {note}", highlight=False)
+    if prediction.trace is not None:
+        from simperf.sim.trace import format_trace
+
+        for rid in trace_request or []:
+            err.print(format_trace(prediction.trace, rid, prediction.records), highlight=False, markup=False)
     _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
 
 

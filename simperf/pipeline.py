@@ -25,6 +25,7 @@ from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.disagg import Pool, simulate_disaggregated
 from simperf.sim.engine import SimStats, Simulator
 from simperf.sim.steplog import StepLog
+from simperf.sim.trace import RequestTrace
 from simperf.workload.requests import build_requests
 from simperf.workload.summary import hit_rate_over_time
 
@@ -47,6 +48,7 @@ class Prediction:
     result: dict
     wall_s: float
     notes: dict[str, str] = field(default_factory=dict)
+    trace: RequestTrace | None = None  # the requests followed by --trace-request
 
     def extra(self) -> dict:
         """simperf's own numbers beside bench_serving's keys (JSON output)."""
@@ -163,9 +165,15 @@ def predict(
     calibration_dir: Path | None = None,
     step_log: StepLog | None = None,
     on_phase: Callable[[str], None] = _no_phase,
+    trace_requests: list[int] | None = None,
 ) -> Prediction:
     """step_log: when given, records what every iteration ran (simperf validate); not for disaggregated runs.
-    on_phase: told the stage the prediction is in (a progress display)."""
+    on_phase: told the stage the prediction is in (a progress display). trace_requests: request ids whose life
+    the simulator reports (`Prediction.trace`, `sim.trace.format_trace`); one server only."""
+    if trace_requests and (scenario.fleet is not None or scenario.disaggregation is not None):
+        raise UnsupportedScenario(
+            "--trace-request follows a request through one server, not a fleet or PD pair"
+        )
     if scenario.fleet is not None:
         if step_log is not None:
             raise UnsupportedScenario("fleet: step logging covers one server, not a fleet")
@@ -188,7 +196,8 @@ def predict(
     on_phase("building the workload")
     requests = build_requests(scenario.workload, context_len=arch.context_len)
     on_phase(f"simulating {len(requests.input_len):,} requests")
-    simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log)
+    trace = RequestTrace(frozenset(trace_requests)) if trace_requests else None
+    simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log, trace=trace)
     if scenario.serving.load_balance_method == "total_requests":
         simulator.balance_by_load = True
     started = time.perf_counter()
@@ -203,7 +212,11 @@ def predict(
         block_tokens=requests.hash_block_tokens,
     )
     wall = time.perf_counter() - started
-    return _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, {})
+    prediction = _finish(
+        scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, {}
+    )
+    prediction.trace = trace
+    return prediction
 
 
 def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, extra_notes):

@@ -83,4 +83,6 @@ def test_every_document_the_code_cites_exists():
     cited = {m.group(0).rstrip(".") for path in _code_files() for m in DOC_PATH.finditer(path.read_text())}
     missing = sorted(doc for doc in cited if not (ROOT / doc).is_file())
     assert missing == sorted(KNOWN_MISSING & cited), missing
-    assert all(not (ROOT / doc).is_file() for doc in KNOWN_MISSING), "drop written documents from KNOWN_MISSING"
+    assert all(not (ROOT / doc).is_file() for doc in KNOWN_MISSING), (
+        "drop written documents from KNOWN_MISSING"
+    )

@@ -27,10 +27,34 @@ NEUTRAL = {
 FORBIDDEN = {
     # the GPU side writes tables; nothing that predicts reads the calibration code (perfdb.offgrid and validate
     # are checks beside the pipeline that drive calibration kernels on purpose)
-    "simperf.perfdb": ("simperf.calibrate", "simperf.costmodel", "simperf.sim", "simperf.scenario", "simperf.models"),
-    "simperf.models": ("simperf.scenario", "simperf.costmodel", "simperf.sim", "simperf.report", "simperf.calibrate"),
-    "simperf.scenario": ("simperf.costmodel", "simperf.sim", "simperf.calibrate", "simperf.pipeline", "simperf.fleet"),
-    "simperf.costmodel": ("simperf.sim", "simperf.report", "simperf.workload", "simperf.fleet", "simperf.calibrate"),
+    "simperf.perfdb": (
+        "simperf.calibrate",
+        "simperf.costmodel",
+        "simperf.sim",
+        "simperf.scenario",
+        "simperf.models",
+    ),
+    "simperf.models": (
+        "simperf.scenario",
+        "simperf.costmodel",
+        "simperf.sim",
+        "simperf.report",
+        "simperf.calibrate",
+    ),
+    "simperf.scenario": (
+        "simperf.costmodel",
+        "simperf.sim",
+        "simperf.calibrate",
+        "simperf.pipeline",
+        "simperf.fleet",
+    ),
+    "simperf.costmodel": (
+        "simperf.sim",
+        "simperf.report",
+        "simperf.workload",
+        "simperf.fleet",
+        "simperf.calibrate",
+    ),
     "simperf.sim": (
         "simperf.report",
         "simperf.workload",
@@ -40,7 +64,13 @@ FORBIDDEN = {
         "simperf.models",
     ),
     "simperf.workload": ("simperf.sim", "simperf.costmodel", "simperf.calibrate", "simperf.fleet"),
-    "simperf.report": ("simperf.sim", "simperf.costmodel", "simperf.calibrate", "simperf.fleet", "simperf.pipeline"),
+    "simperf.report": (
+        "simperf.sim",
+        "simperf.costmodel",
+        "simperf.calibrate",
+        "simperf.fleet",
+        "simperf.pipeline",
+    ),
 }
 # the simulator reaches the cost model through its seam only
 SIM_MAY_IMPORT_FROM_COSTMODEL = {"simperf.costmodel.api"}
@@ -106,8 +136,7 @@ def test_neutral_modules_import_only_each_other():
     bad = sorted(
         f"{importer} imports {imported}"
         for importer, imported in _edges()
-        if any(_under(importer, n) for n in NEUTRAL)
-        and not any(_under(imported, n) for n in NEUTRAL)
+        if any(_under(importer, n) for n in NEUTRAL) and not any(_under(imported, n) for n in NEUTRAL)
     )
     assert not bad, bad
 

@@ -616,7 +616,7 @@ class SGLangStepCost:
             applies = self._fresh_applies = (
                 s.speculative is None
                 and s.layout.dp_attention == 1
-                and self.arch.family != "nsa_moe"
+                and self.arch.caps.fresh_prefill_method is not None
                 and not self.settings.prefill_graph_max_tokens
                 and not self._kv_conversion_needed()
             )
@@ -630,7 +630,7 @@ class SGLangStepCost:
         )
         if not shape_ok or not self._fresh_prefill_applies:
             return None
-        method = "gqa" if self.arch.family in ("dense", "gqa_moe") else "mha"
+        method = self.arch.caps.fresh_prefill_method
         tokens = int(ext[0])
         table = self._fresh_attention_table(method)
         if tokens > table.t_max:
@@ -652,7 +652,7 @@ class SGLangStepCost:
         probe = np.array([1], dtype=np.int64), np.zeros(1, dtype=np.int64)
         if self._single_fresh_prefill(*probe, None, None, None) is None:
             return none
-        method = "gqa" if self.arch.family in ("dense", "gqa_moe") else "mha"
+        method = self.arch.caps.fresh_prefill_method
         local, shared = self._row_table(method, "local"), self._row_table(method, "gathered")
         attention = self._fresh_attention_table(method)
         if local.has_direct_ops or shared.has_direct_ops or attention.has_direct_ops:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from simperf.capabilities import mha_prefill_tables
 from simperf.layout import ParallelLayout
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import (
@@ -163,7 +164,7 @@ def select_nsa_method(
 
 
 def decode_method(arch: ModelArch) -> Method:
-    return {"mla_moe": "absorb", "nsa_moe": "sparse"}.get(arch.family, "gqa")  # type: ignore[return-value]
+    return arch.caps.decode_method  # type: ignore[return-value]
 
 
 def _version_le(version: str, bound: tuple[int, ...]) -> bool:
@@ -242,9 +243,9 @@ def plan_extend(
     captured = 0 < num_tokens <= s.prefill_graph_max_tokens
     topk = arch.index_topk
     method: Method
-    if arch.family == "mla_moe":
+    if arch.attention == "mla":
         method = select_mla_method(sum_prefix, captured)
-    elif arch.family == "nsa_moe":
+    elif arch.attention == "dsa":
         method = select_nsa_method(
             int(seq_lens.max()),
             int(seq_lens.sum()),
@@ -364,7 +365,7 @@ def _mla_row_ops(arch: ModelArch, s: StepSettings, T: int, method: Method, gemm,
         gemm("kv_a_proj_with_mqa", arch.kv_latent_dim, h, T, L)
         gemm("q_proj", H * qk, h, T, L)
     norm("kv_a_layernorm", "rmsnorm", arch.kv_lora_rank, T, L)
-    if arch.family == "nsa_moe":
+    if arch.attention == "dsa":
         ih, idim = arch.index_n_heads, arch.index_head_dim
         gemm("indexer.wq_b", ih * idim, arch.q_lora_rank or h, T, L)
         gemm("indexer.wk", idim, h, T, L)
@@ -524,18 +525,10 @@ def _mha_prefill_op(
     count: int,
     suffix: str,
 ) -> OpCall:
-    # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` runs its ragged prefill with
-    # backend="auto": FA3 on SM90 (192/128 and 128/128 are FA3 head dims), FA2 elsewhere (FA3's table the proxy).
-    if backend == "flashinfer":
-        backends: tuple[str, ...] = ("flashinfer_fa3", "flashinfer_fa2")
-        if s.sm_major != 9:
-            backends = ("flashinfer_fa2", "flashinfer_fa3")
-    elif backend in ("trtllm_mla", "trtllm") or (arch.family == "nsa_moe" and s.sm_major >= 10):
-        # SM100 TRT-LLM ragged prefill: trtllm_mla's MHA path, and DSA's dense short prefill on SM100
-        # (nsa_backend._forward_standard_mha, sglang PR 12788), where a table has it
-        backends = ("trtllm", "flashinfer_fa3")
-    else:
-        backends = ("flashinfer_fa3",)
+    # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); flashinfer's ragged prefill asks for
+    # backend="auto" (FA3 on SM90, FA2 elsewhere); SM100 TRT-LLM ragged prefill for trtllm_mla / trtllm and DSA's
+    # dense short prefill on SM100 (sglang PR 12788): simperf/capabilities.py `mha_prefill_tables`
+    backends = mha_prefill_tables(backend, arch.family, s.sm_major)
     keys = key_candidates(
         "attn_mha_prefill",
         backend=backends,
@@ -657,7 +650,7 @@ def extend_ops(
 def uncosted_kernels_per_step(arch: ModelArch) -> int:
     n = UNCOSTED_KERNELS_PER_STEP + UNCOSTED_KERNELS_PER_LAYER * arch.num_layers
     n += UNCOSTED_KERNELS_PER_MOE_LAYER * arch.num_moe_layers
-    if arch.family == "nsa_moe":
+    if arch.attention == "dsa":
         n += UNCOSTED_KERNELS_PER_NSA_LAYER * arch.num_layers
     return n
 

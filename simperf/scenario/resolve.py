@@ -6,6 +6,7 @@ numbers the server log gives (max_total_tokens) win over derived ones.
 
 from __future__ import annotations
 
+from simperf import capabilities
 from simperf.hardware.catalog import GpuSpec, get_gpu
 from simperf.models.arch import ModelArch
 from simperf.models.zoo import load_arch
@@ -29,27 +30,17 @@ CUDA_CONTEXT_MIB = 600
 
 
 def is_blackwell(gpu: GpuSpec) -> bool:
-    return float(gpu.sm) >= 10.0
+    return capabilities.is_blackwell(gpu.sm)
 
 
 def default_backends(arch: ModelArch, gpu: GpuSpec, kv_dtype: str) -> tuple[str, str]:
     """(prefill, decode) attention backends SGLang picks when none is given (docs/serving-model.md §4.2, §4.3)."""
-    if arch.family == "nsa_moe":
-        if is_blackwell(gpu):
-            return ("trtllm", "trtllm")
-        return ("flashmla_kv", "flashmla_kv") if kv_dtype == "fp8_e4m3" else ("flashmla_sparse", "fa3")
-    if arch.family == "mla_moe":
-        return ("trtllm_mla", "trtllm_mla") if is_blackwell(gpu) else ("fa3", "fa3")
-    return ("flashinfer", "flashinfer") if is_blackwell(gpu) else ("fa3", "fa3")
+    return capabilities.default_backends(arch.family, gpu.sm, kv_dtype)
 
 
 def default_page_size(arch: ModelArch, prefill: str, decode: str) -> int:
-    """Model doc §1.11: FlashMLA forces 64, trtllm_mla/cutedsl 64, DSA/NSA 64, otherwise 1."""
-    if arch.family == "nsa_moe":
-        return 64
-    if {"flashmla", "trtllm_mla", "cutlass_mla"} & {prefill, decode}:
-        return 64 if "cutlass_mla" not in (prefill, decode) else 128
-    return 1
+    """docs/serving-model.md §1.11: FlashMLA forces 64, trtllm_mla 64, cutlass_mla 128, DSA 64, otherwise 1."""
+    return capabilities.default_page_size(arch.family, prefill, decode)
 
 
 def default_chunked_prefill_size(gpu: GpuSpec) -> int:
@@ -107,12 +98,9 @@ def resolve(scenario: Scenario) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
     notes: list[str] = []
 
     weight_dtype = scenario.model.weight_dtype or arch.default_weight_dtype
-    if s.kv_cache_dtype != "auto":
-        kv_dtype = s.kv_cache_dtype
-    elif arch.family == "nsa_moe" and is_blackwell(gpu):
-        kv_dtype = "fp8_e4m3"
-    else:
-        kv_dtype = "bf16"
+    kv_dtype = (
+        s.kv_cache_dtype if s.kv_cache_dtype != "auto" else capabilities.auto_kv_dtype(arch.family, gpu.sm)
+    )
 
     auto_prefill, auto_decode = default_backends(arch, gpu, kv_dtype)
     prefill_backend = s.prefill_attention_backend or s.attention_backend or auto_prefill
@@ -133,7 +121,7 @@ def resolve(scenario: Scenario) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
     if s.max_running_requests is not None:
         max_bs = min(max_bs, max(1, s.max_running_requests // s.dp_attention))
 
-    mla = arch.family in ("mla_moe", "nsa_moe")
+    mla = arch.is_mla
     mem_fraction = s.mem_fraction_static
     if mem_fraction is None:
         mem_fraction = default_mem_fraction_static(

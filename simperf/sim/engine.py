@@ -576,7 +576,7 @@ class Simulator:
         padded_bs, graph = padded
         k_eval = self._iterations_to_price(k_max, c, next_ready)
         kv0 = ranks[0].decode_kv_now()
-        totals, add_by_source = self.pricer.decode(ranks, max_bs, padded_bs, graph, k_eval)
+        totals, add_by_source = self.pricer.decode(ranks, max_bs, padded_bs, graph, k_eval, kv0)
         step_s = [t * US for t in totals]
         self._last_decode_us = step_s[-1] / US
         c_start = c

@@ -58,14 +58,13 @@ class StepPricer:
 
     # ---------------------------------------------------------------- decode
     def decode(
-        self, ranks: Sequence, max_bs: int, padded_bs: int, graph: bool, k: int
+        self, ranks: Sequence, max_bs: int, padded_bs: int, graph: bool, k: int, kv0: float
     ) -> tuple[list[float], AddBySource]:
         """Per-iteration totals (µs) of k decode iterations of the decoding `ranks`, and the function that books
         the first n iterations' time per source. DP ranks run in lock-step: each iteration lasts as long as its
-        slowest rank."""
+        slowest rank. kv0: the first rank's `decode_kv_now()`, which the caller has at hand."""
         if self._fast_decode is not None and len(ranks) == 1:
             rank = ranks[0]
-            kv0 = rank.decode_kv_now()
             kv_step = len(rank.running) * rank.tokens_per_step
             if k <= SMALL_SEGMENT:
                 # the same sums as decode_kv_totals, on Python floats

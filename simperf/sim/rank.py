@@ -233,7 +233,7 @@ class RankState:
         adder = PrefillAdder(self)
         if self.chunked is not None and not adder.add_chunked_req(self.chunked):
             return adder.plan
-        if len(self.waiting) > 1:
+        if self.policy.reorders and len(self.waiting) > 1:
             order = self.policy.order(WaitingQueue(list(self.waiting), self.t, self.cache))
             if order is not None:
                 self.waiting = deque(order)

@@ -28,6 +28,7 @@ class SchedulePolicy(Protocol):
 
     name: ClassVar[str]  # SGLang's `--schedule-policy` value
     cache_aware: ClassVar[bool]  # reads the prefix cache: SGLang runs it as fcfs when the cache is disabled
+    reorders: ClassVar[bool]  # False only for a policy that always keeps the order (the scheduler skips it)
 
     def order(self, queue: WaitingQueue) -> list[int] | None: ...
 

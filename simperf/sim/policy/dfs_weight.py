@@ -11,6 +11,7 @@ from simperf.sim.policy.base import WaitingQueue, register_policy
 class DepthFirstWeight:
     name = "dfs-weight"
     cache_aware = True
+    reorders = True
 
     def __init__(self, seed: int = 0) -> None:
         pass

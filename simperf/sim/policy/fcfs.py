@@ -9,6 +9,7 @@ from simperf.sim.policy.base import WaitingQueue, register_policy
 class FirstComeFirstServed:
     name = "fcfs"
     cache_aware = False
+    reorders = False
 
     def __init__(self, seed: int = 0) -> None:
         pass

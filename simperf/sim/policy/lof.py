@@ -10,6 +10,7 @@ from simperf.sim.policy.base import WaitingQueue, register_policy
 class LongestOutputFirst:
     name = "lof"
     cache_aware = False
+    reorders = True
 
     def __init__(self, seed: int = 0) -> None:
         pass

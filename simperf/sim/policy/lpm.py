@@ -17,6 +17,7 @@ from simperf.sim.policy.base import WaitingQueue, register_policy
 class LongestPrefixMatch:
     name = "lpm"
     cache_aware = True
+    reorders = True
 
     def __init__(self, seed: int = 0) -> None:
         pass

@@ -13,6 +13,7 @@ from simperf.sim.policy.base import WaitingQueue, register_policy
 class RandomOrder:
     name = "random"
     cache_aware = False
+    reorders = True
 
     def __init__(self, seed: int = 0) -> None:
         self._rng = _random.Random(seed)
