@@ -50,6 +50,9 @@ class BackendCaps:
     kv_dtype: str | None = None  # KV dtype it requires
     kv_dtype_refusal: str = ""
     dsa_fp8_layout: str = "fp8_raw_576"  # how a DSA model's fp8 KV is laid out for it (§4.3)
+    # query heads as its DSA kernels run them (§2.1): padded to a multiple per GPU, or to the smallest of sizes
+    dsa_head_multiple: dict[GpuArch, int] | None = None
+    dsa_head_sizes: tuple[int, ...] | None = None
     # its value of SGLang's --attention-backend (None: chosen only per phase for DSA models), and whether DSA
     # models select it with --nsa-{prefill,decode}-backend
     sglang_flag: str | None = None
@@ -121,6 +124,7 @@ for _caps in (
         families=DSA_FAMILIES,
         family_refusal=_DSA_ONLY,
         dsa_fp8_layout="fp8_flashmla_656",
+        dsa_head_multiple={"hopper": 64, "blackwell": 128},
         dsa_kernel=True,
         sglang="srt/layers/attention/dsa_backend.py (--nsa-prefill/decode-backend)",
     ),
@@ -134,6 +138,7 @@ for _caps in (
         kv_dtype="fp8_e4m3",
         kv_dtype_refusal="serving.kv_cache_dtype: flashmla_kv reads the fp8 KV layout; set kv_cache_dtype: fp8_e4m3",
         dsa_fp8_layout="fp8_flashmla_656",
+        dsa_head_sizes=(64, 128),
         dsa_kernel=True,
         sglang="srt/layers/attention/dsa_backend.py (--nsa-prefill/decode-backend)",
     ),
@@ -348,3 +353,17 @@ def dsa_fp8_layout(backend_name: str) -> str:
     if caps is not None:
         return caps.dsa_fp8_layout
     return "fp8_flashmla_656" if backend_name.startswith("flashmla") else "fp8_raw_576"
+
+
+def dsa_padded_heads(heads: int, backend_name: str, sm_major: int) -> int:
+    """Query heads as a DSA backend's kernels run them (docs/serving-model.md §2.1): flashmla_sparse pads to a
+    multiple of 64 (SM90) / 128 (SM100+), flashmla_kv to 64 when <= 64 else 128, others run them as they are."""
+    caps = BACKENDS.get(backend_name)
+    if caps is None:
+        return heads
+    if caps.dsa_head_multiple is not None:
+        mult = caps.dsa_head_multiple[gpu_arch(sm_major)]
+        return -(-heads // mult) * mult
+    if caps.dsa_head_sizes is not None:
+        return next((size for size in caps.dsa_head_sizes if heads <= size), caps.dsa_head_sizes[-1])
+    return heads

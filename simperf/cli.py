@@ -178,10 +178,10 @@ def predict(
         _fail(f"{where}: {e}")
     for note in built.notes:
         err.print(f"note: {note}", highlight=False)
-    if prediction.trace is not None:
+    if trace_request:  # pipeline.predict refuses it for fleets and PD pairs, whose predictions carry no trace
         from simperf.sim.trace import format_trace
 
-        for rid in trace_request or []:
+        for rid in trace_request:
             err.print(format_trace(prediction.trace, rid, prediction.records), highlight=False, markup=False)
     _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from simperf.capabilities import mha_prefill_tables
+from simperf.capabilities import dsa_padded_heads, mha_prefill_tables
 from simperf.layout import ParallelLayout
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import (
@@ -543,14 +543,8 @@ def _mha_prefill_op(
 
 
 def nsa_padded_heads(heads: int, backend: str, sm_major: int) -> int:
-    """Query heads as the DSA kernels run them (§2.1): flashmla_sparse pads to 64 (SM90) / 128 (SM100+),
-    flashmla_kv to 64 when <= 64 else 128."""
-    if backend.startswith("flashmla_sparse"):
-        mult = 64 if sm_major < 10 else 128
-        return -(-heads // mult) * mult
-    if backend.startswith("flashmla_kv"):
-        return 64 if heads <= 64 else 128
-    return heads
+    """Query heads as the DSA kernels of `backend` run them (simperf/capabilities.py `dsa_padded_heads`)."""
+    return dsa_padded_heads(heads, backend, sm_major)
 
 
 def _nsa_ops(
@@ -565,7 +559,7 @@ def _nsa_ops(
     suffix: str,
 ) -> list[OpCall]:
     L, topk = arch.num_layers, arch.index_topk
-    heads = nsa_padded_heads(H, backends[0], s.sm_major)
+    heads = nsa_padded_heads(H, s.decode_backend if phase == "decode" else s.prefill_backend, s.sm_major)
     ops: list[OpCall] = []
     if phase == "decode":
         keys = key_candidates(

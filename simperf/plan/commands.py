@@ -25,7 +25,6 @@ ROUTER = ("python", "-m", "sglang_router.launch_router")  # the separate sglang-
 BASE_PORT = 30000
 ROUTER_PORT = 8000
 SCENARIO_TO_SGLANG_BACKEND = {v: k for k, v in SGLANG_ATTENTION_BACKENDS.items()}
-DSA_KERNELS = ("flashmla_sparse", "flashmla_kv")
 # serving field -> launch_server flag, for fields that map one to one (the rest are written below)
 PLAIN_FIELDS = (
     ("page_size", "--page-size"),

@@ -417,8 +417,8 @@ class Simulator:
         self.stats.extend_iterations += 1
         for i, v in enumerate(step.tolist()):
             self._source_us[i] += v
+        self._trace_extend(plans, step_us)
         cpu_next = self._launch(batch, step_us)
-        self._trace_extend(plans, batch, step_us)
         self._observe()
         return cpu_next
 
@@ -489,23 +489,25 @@ class Simulator:
         source_us = self._source_us
         for i, v in enumerate(by_source):
             source_us[i] += v
-        cpu_next = self._launch(batch, step_us)
         if self.trace is not None:
-            self._trace_extend([plan], batch, step_us)
+            self._trace_extend([plan], step_us)
+        cpu_next = self._launch(batch, step_us)
         self._observe()
         return cpu_next
 
-    def _trace_extend(self, plans: list[ExtendPlan | None], batch: Batch, step_us: float) -> None:
+    def _trace_extend(self, plans: list[ExtendPlan | None], step_us: float) -> None:
+        """Before the launch (the normal loop processes the batch inside it): its GPU interval as _launch sets it."""
         if self.trace is None:
             return
-        start = batch.gpu_end_s - step_us * US
+        start = max(self.env.now + self.sched_s, self.gpu_free)
+        end = start + step_us * US
         for plan in plans:
             if plan is None:
                 continue
             for r, ext, prefix, last in zip(
                 plan.reqs, plan.extend_lens, plan.prefix_lens, plan.last_chunk, strict=True
             ):
-                self.trace.extend(r, self.env.now, ext, prefix, last, start, batch.gpu_end_s)
+                self.trace.extend(r, self.env.now, ext, prefix, last, start, end)
 
     # ------------------------------------------------------------------ decode runs
     def _decode_run(self) -> float:
