@@ -41,14 +41,26 @@ SMALL_SEGMENT = 16
 class Batch:
     """An iteration that has been launched; its results are processed (tokens emitted) later."""
 
-    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "timeline")
+    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "prefilled", "timeline")
 
     def __init__(self, key: int) -> None:
         self.key = key
         self.gpu_end_s = math.nan
         self.token_reqs: list[int] = []  # get a token from an extend
         self.finished: list[tuple[int, int]] = []  # (rank, request) finishing with this batch
+        self.prefilled: list[
+            tuple[int, int]
+        ] = []  # (rank, request) whose prefill ends here and that decode on
         self.timeline: list[tuple[int, int]] = []  # (rank, timeline index) of decode entries
+
+
+def _record_extend(batch: Batch, rank_id: int, token_reqs: list[int], finished: list[int]) -> None:
+    """What an extend's processing owes its requests: a token each, freeing the finished, caching the rest."""
+    batch.token_reqs.extend(token_reqs)
+    batch.finished.extend((rank_id, r) for r in finished)
+    if len(finished) != len(token_reqs):
+        done = set(finished)
+        batch.prefilled.extend((rank_id, r) for r in token_reqs if r not in done)
 
 
 @contextmanager
@@ -305,6 +317,8 @@ class Simulator:
             self.ranks[rank_id].free(r, finished=True)
             self.client.release(emit + self.egress_s)
             self.done += 1
+        for rank_id, r in batch.prefilled:
+            self.ranks[rank_id].cache_unfinished(r)
         return emit
 
     def _new_batch(self) -> Batch:
@@ -362,9 +376,7 @@ class Simulator:
             if plan is not None:
                 if decode_kv is not None:
                     self._decode_one(rank, batch)
-                token_reqs, finished = rank.commit_extend(plan, batch.key)
-                batch.token_reqs.extend(token_reqs)
-                batch.finished.extend((rank.rank_id, r) for r in finished)
+                _record_extend(batch, rank.rank_id, *rank.commit_extend(plan, batch.key))
                 if rank is self.ranks[0]:
                     self.stats.extend_tokens += sum(plan.extend_lens)
             else:
@@ -416,9 +428,7 @@ class Simulator:
     ) -> float:
         """_extend_iteration for one fresh prompt on one rank, with its cost already known."""
         batch = self._new_batch()
-        token_reqs, finished = rank.commit_extend(plan, batch.key)
-        batch.token_reqs.extend(token_reqs)
-        batch.finished.extend((rank.rank_id, r) for r in finished)
+        _record_extend(batch, rank.rank_id, *rank.commit_extend(plan, batch.key))
         self.stats.extend_tokens += plan.extend_lens[0]
         self.stats.extend_iterations += 1
         source_us = self._source_us

@@ -458,6 +458,27 @@ class RankState:
             t.lease[r] = None
         t.prefix_hit[r] = 0
 
+    def cache_unfinished(self, r: int) -> None:
+        """SGLang's cache_unfinished_req when a prefill's result is processed (0.5.17
+        scheduler_components/batch_result_processor.py, mem_cache/radix_cache.py): the request's prefilled tokens
+        enter the prefix cache at once, locked by the request, so later requests sharing the prefix hit it while
+        this one still decodes. Its private KV over that prefix becomes the cache's (or is freed where another
+        request had cached the same tokens first); the pool's occupancy is unchanged by the move."""
+        t = self.t
+        if self.cache is None or t.hashes[r] is None or r not in self._running_pos:
+            return
+        self.cache.capacity_tokens = self.capacity - self.used + t.kv_alloc[r]
+        self.cache.insert(t.hashes[r], t.fill_len[r])
+        lease = self.cache.lock(t.hashes[r], t.fill_len[r])
+        if t.lease[r] is not None:
+            self.cache.release(t.lease[r])
+        t.lease[r] = lease
+        moved = lease.tokens - t.prefix_hit[r]
+        if moved > 0:
+            t.prefix_hit[r] = lease.tokens
+            t.kv_alloc[r] -= moved
+            self.used -= moved
+
     def retract_for_next_decode(self) -> list[int]:
         """retract_decode (model doc §1.7): fewest generated tokens, longest prompt first, until the step fits."""
         t = self.t
