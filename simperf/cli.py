@@ -10,12 +10,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simperf.cli_errors import SafeGroup, debug_option, fail
+
 app = typer.Typer(
+    cls=SafeGroup,
     add_completion=False,
     no_args_is_help=True,
     help="Predict SGLang serving performance from measured kernel timings.",
 )
 perfdb_app = typer.Typer(no_args_is_help=True, help="Inspect calibration tables.")
+app.callback()(debug_option)
 app.add_typer(perfdb_app, name="perfdb")
 trace_app = typer.Typer(no_args_is_help=True, help="Read, summarise and convert request traces.")
 app.add_typer(trace_app, name="trace")
@@ -60,8 +64,7 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
+    fail(message, code)
 
 
 @app.command()

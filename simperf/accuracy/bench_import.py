@@ -353,16 +353,15 @@ def compare_command(
     output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
 ) -> int:
     """Print metric-by-metric deltas between a simperf prediction and a measured bench_serving run."""
-    err = Console(stderr=True)
+    from simperf.cli_errors import fail
+
     if output not in ("text", "json"):
-        err.print(f"[bold red]error:[/] --output: got {output!r}; allowed values: text, json")
-        raise typer.Exit(2)
+        fail(f"--output: got {output!r}; allowed values: text, json")
     try:
         pred = read_bench_result(predicted)
         meas = read_bench_result(measured, run)
     except BenchImportError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(str(e))
     rows = compare_results(pred, meas)
     warnings = setting_differences(pred, meas)
     if output == "json":

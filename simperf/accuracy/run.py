@@ -498,21 +498,19 @@ def accuracy_command(
     ] = None,
 ) -> int:
     """Predict published runs and print predicted vs measured, with median and p90 error per metric and source."""
-    err = Console(stderr=True)
+    from simperf.cli_errors import fail
+
     if output not in ("text", "json", "markdown"):
-        err.print(f"[bold red]error:[/] --output: got {output!r}; allowed values: text, json, markdown")
-        raise typer.Exit(2)
+        fail(f"--output: got {output!r}; allowed values: text, json, markdown")
     try:
         report = run_accuracy(scenarios_dir, truth)
     except (IndexError_, TruthError) as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(str(e))
     if update_doc is not None:
         try:
             replace_generated_block(update_doc, markdown(report))
         except ValueError as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
+            fail(str(e))
     if output == "json":
         sys.stdout.write(report_json(report) + "\n")
     elif output == "markdown":

@@ -20,8 +20,9 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
+    from simperf.cli_errors import fail
+
+    fail(message, code)
 
 
 def default_table_path(sweep_file: Path, name: str) -> Path:

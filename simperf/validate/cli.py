@@ -44,11 +44,12 @@ def validate_command(
     from simperf.validate.execute import ValidateError, done_samples
     from simperf.validate.report import format_rows, not_measured_notes, summarize, write_report
 
-    console, err = Console(), Console(stderr=True)
+    console = Console()
 
     def fail(message: str) -> None:
-        err.print(f"[bold red]error:[/] {message}", highlight=False)
-        raise typer.Exit(2)
+        from simperf.cli_errors import fail as fail_cli
+
+        fail_cli(message)
 
     if samples < 1 or replicas < 1:
         fail("--samples and --replicas must be at least 1")

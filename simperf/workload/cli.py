@@ -31,8 +31,9 @@ _err = Console(stderr=True)
 
 
 def _fail(message: str) -> None:
-    _err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(2)
+    from simperf.cli_errors import fail
+
+    fail(message)
 
 
 def inspect_command(
