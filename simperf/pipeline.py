@@ -16,6 +16,7 @@ from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
 from simperf.perfdb.db import PerfDB, shipped_calibration_dir
 from simperf.report.arguments import bench_arguments
+from simperf.report.inflight import InFlight, check_closed_loop, records_in_flight
 from simperf.report.metrics import summarize
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolve import resolve
@@ -46,6 +47,7 @@ class Prediction:
     result: dict
     wall_s: float
     notes: dict[str, str] = field(default_factory=dict)
+    in_flight: InFlight | None = None  # closed-loop runs: what the client kept in flight (report/inflight.py)
 
     def extra(self) -> dict:
         """simperf's own numbers beside bench_serving's keys (JSON output)."""
@@ -88,6 +90,7 @@ class Prediction:
             },
             "simulation_wall_s": self.wall_s,
             "prefix_hit_rate_over_time": _hit_rate_over_time(self.records),
+            "achieved_concurrency": self.in_flight.as_json() if self.in_flight is not None else None,
         }
 
 
@@ -201,7 +204,23 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         )
     if shares["third_party"] > 0:
         notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
-    return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes)
+    held = _closed_loop(scenario.workload, records, requests, stats)
+    if held is not None:
+        notes["Achieved concurrency (while sending)"] = held.describe()
+    return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes, held)
+
+
+def _closed_loop(workload, records: RequestRecords, requests, stats: SimStats) -> InFlight | None:
+    """Requests in flight under --max-concurrency, checked: never above the limit, and at the limit while
+    sending when every request is ready from the start (rate inf) and none was rejected."""
+    if workload.max_concurrency is None:
+        return None
+    held = records_in_flight(records, workload.max_concurrency)
+    saturated = (
+        bool(len(requests)) and float(np.max(requests.arrival_s)) == 0.0 and not stats.rejected
+    ) and len(requests) > workload.max_concurrency
+    check_closed_loop(held, saturated)
+    return held
 
 
 def _predict_disaggregated(scenario: Scenario, calibration_dir: Path | None) -> Prediction:
@@ -240,7 +259,6 @@ def _predict_disaggregated(scenario: Scenario, calibration_dir: Path | None) -> 
         "Decode server": f"tp={pools[1].serving.layout.tp}, dp_attention={pools[1].serving.layout.dp_attention}, "
         f"{dstats.decode.decode_iterations} decode iterations",
         "Mean KV transfer (ms)": f"{dstats.mean_transfer_ms:.2f}",
-        "Client fixed-point rounds": str(dstats.rounds),
     }
     return _finish(
         scenario,

@@ -36,6 +36,7 @@ from simperf.sim.spec import AcceptSampler
 US = 1e-6
 # decode segments up to this many iterations are costed on Python floats, longer ones on arrays
 SMALL_SEGMENT = 16
+PROGRESS_EVERY = 1000  # finished requests between progress reports
 
 
 class Batch:
@@ -113,6 +114,7 @@ class Simulator:
         # PD disaggregation decode server: admitted requests already hold their prompt's KV (shipped from the
         # prefill server), so their "extend" is a PREBUILT batch with no forward pass (model doc §5)
         self.prebuilt = False
+        self.on_progress = None  # called with (finished, total) every PROGRESS_EVERY finished requests
 
     # ------------------------------------------------------------------ public
     def run(
@@ -132,8 +134,29 @@ class Simulator:
         order = np.argsort(arrival_s, kind="stable")
         if not np.array_equal(order, np.arange(n)):
             raise ValueError("requests must be given in arrival order")
+        client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
+        self.setup(input_len, output_len, client, ignore_eos, seed, block_hashes, block_tokens)
+        env = simpy.Environment()
+        self.start(env)
+        with _cyclic_gc_paused():
+            env.run()
+        return self.finish()
+
+    def setup(
+        self,
+        input_len: np.ndarray,
+        output_len: np.ndarray,
+        client: Client,
+        ignore_eos: bool = True,
+        seed: int = 0,
+        block_hashes: list[np.ndarray | None] | None = None,
+        block_tokens: int | None = None,
+    ) -> None:
+        """State for one run whose requests reach the scheduler through `client` (sim/client.py's protocol:
+        the benchmark client, or, for a PD decode server, the feed of KV transfers)."""
+        n = len(input_len)
         self.table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
-        self.client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
+        self.client = client
         dp = self.s.layout.dp_attention
         spec = self.s.speculative
         sampler = None
@@ -171,12 +194,16 @@ class Simulator:
         self.done = 0
         self.n = n
         self._max_len_limit = min(self.s.context_len - 1, self.s.max_total_tokens - 1) - 5
+        # when this server's process runs next (PD disaggregation: the decode server's look-ahead bound)
+        self.next_wakeup = 0.0
 
-        env = simpy.Environment()
+    def start(self, env: simpy.Environment) -> None:
+        """Add this server's scheduler loop to `env` (two servers can share one environment)."""
         self.env = env
         env.process(self._server())
-        with _cyclic_gc_paused():
-            env.run()
+
+    def finish(self) -> tuple[RequestRecords, SimStats]:
+        """Statistics and per-request records once `env` has run out."""
         self.stats.time_by_source_us = np.asarray(self._source_us)
         for rank in self.ranks:
             self.stats.retractions += rank.retracted_total
@@ -187,7 +214,7 @@ class Simulator:
     def _reject(self, r: int, reason: str) -> None:
         self.stats.rejected.append((r, reason))
         self.done += 1
-        self.client.reject(self.env.now)
+        self.client.reject(self.env.now, r)
 
     def _ingest(self, now: float) -> None:
         for r in self.client.pop_ready(now):
@@ -218,8 +245,13 @@ class Simulator:
         env = self.env
         client = self.client
         single = self.ranks[0] if len(self.ranks) == 1 else None
-        while self.done < self.n:
+        progress = self.on_progress
+        reported = 0
+        while self.done + client.dropped < self.n:
             now = env.now
+            if progress is not None and self.done - reported >= PROGRESS_EVERY:
+                reported = self.done
+                progress(self.done, self.n)
             if client.next_ready_time() <= now:
                 self._ingest(now)
             if single is not None:
@@ -243,21 +275,29 @@ class Simulator:
             else:
                 for rank in self.ranks:
                     rank.on_idle()
-                nxt = self.client.next_ready_time()
-                if math.isinf(nxt):
-                    if self.done < self.n:
-                        self._reject_stuck()
+                wait = client.idle_wait(env)
+                if wait is None:  # nothing will reach the scheduler unless a stuck request lets go of its slot
+                    if self._reject_stuck() and not client.all_sent:
+                        continue
                     break
-                yield env.timeout(nxt - now)
+                event, self.next_wakeup = wait
+                yield event
                 continue
-            yield env.timeout(max(cpu_next - now, 0.0))
+            self.next_wakeup = max(cpu_next, now)
+            yield env.timeout(self.next_wakeup - now)
+        if progress is not None:
+            progress(self.done, self.n)
 
-    def _reject_stuck(self) -> None:
+    def _reject_stuck(self) -> int:
+        """Reject waiting requests that can never be admitted; returns how many."""
+        count = 0
         for rank in self.ranks:
             while rank.waiting:
                 self._reject(
                     rank.waiting.popleft(), "could not be admitted: KV pool exhausted with nothing running"
                 )
+                count += 1
+        return count
 
     # ------------------------------------------------------------------ timing
     def _launch(self, batch: Batch, step_us: float) -> float:
@@ -286,7 +326,7 @@ class Simulator:
         for rank_id, r in batch.finished:
             self.finish_s[r] = emit + self.egress_s
             self.ranks[rank_id].free(r, finished=True)
-            self.client.release(emit + self.egress_s)
+            self.client.release(emit + self.egress_s, r)
             self.done += 1
         return emit
 
@@ -470,7 +510,7 @@ class Simulator:
         k_eval = k_max
         if k_max > 8 and next_ready != math.inf:
             per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
-            k_eval = min(k_max, int((next_ready - c) / per_iter * 1.25) + 4)
+            k_eval = max(1, min(k_max, int((next_ready - c) / per_iter * 1.25) + 4))
         rank0 = ranks[0]
         kv0 = rank0.decode_kv_now()
         if self._fast_totals is not None and len(ranks) == 1:
