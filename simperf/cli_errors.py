@@ -19,6 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from simperf.errors import EXIT_BAD_INPUT, UserError
+
 try:  # typer >= 0.24 carries its own copy of click
     from typer._click import exceptions as _click_errors
 except ImportError:  # pragma: no cover - older typer runs on click itself
@@ -30,23 +32,15 @@ _NoArgsIsHelp: tuple[type[BaseException], ...] = tuple(
     c for c in (getattr(_click_errors, "NoArgsIsHelpError", None),) if c is not None
 )
 
-EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 70
 DEBUG_ENV = "SIMPERF_DEBUG"
 
 
-class UserError(Exception):
-    """A failure the user can act on; `message` names the path or field first. Not a ValueError, so that a
-    command's own `except ValueError` around a block never re-wraps it."""
-
-    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    raise UserError(message, code)
+    """Print `error: message` and exit with `code`: for command functions (library code raises UserError).
+    Works the same whether the command runs under SafeGroup or on its own (a test's typer app)."""
+    print_error(message)
+    raise typer.Exit(code)
 
 
 def _first_line(text: str) -> str:
