@@ -8,7 +8,6 @@ not predicted with its reason. Nothing is tuned here: the scenarios carry every 
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from simperf import strictjson
 from simperf.accuracy import kernels
 from simperf.accuracy.diagnose import FAMILIES, StepComposition, decode_composition, prefill_composition
 from simperf.accuracy.stats import TARGETS, Summary, ape, summarize_errors, target_family, target_for
@@ -483,7 +483,7 @@ def report_json(report: AccuracyReport) -> str:
         ],
         "wall_s": report.wall_s,
     }
-    return json.dumps(data, indent=2)
+    return strictjson.dumps(data, indent=2)
 
 
 def accuracy_command(

@@ -7,7 +7,6 @@ app.command("report")(report_command)
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,6 +14,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from simperf import strictjson
 
 err = Console(stderr=True)
 
@@ -167,7 +168,7 @@ def plan_command(
         _fail("--rate: give the request rate to serve (or set plan.rate in the sweep file)")
     plan = plan_capacity(table, float(target), parsed)
     if output == "json":
-        sys.stdout.write(json.dumps(plan_json(plan, top_n), indent=2, default=str) + "\n")
+        sys.stdout.write(strictjson.dumps(plan_json(plan, top_n), indent=2, default=str) + "\n")
     else:
         print_plan(plan, top_n, Console())
     if plan.winner is None:

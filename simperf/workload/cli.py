@@ -11,7 +11,6 @@ Errors in the input (malformed rows, unknown columns) exit with status 2 and the
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -22,6 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simperf import strictjson
 from simperf.workload.arrivals import poisson_arrivals
 from simperf.workload.summary import TraceSummary, summarize_trace
 from simperf.workload.trace import Trace, TraceError, read_trace
@@ -56,7 +56,7 @@ def inspect_command(
     except TraceError as e:
         _fail(str(e))
     if output == "json":
-        sys.stdout.write(json.dumps(asdict(summary), indent=2) + "\n")
+        sys.stdout.write(strictjson.dumps(asdict(summary), indent=2) + "\n")
     else:
         print_summary(summary, str(path), Console())
 
