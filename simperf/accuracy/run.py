@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -175,8 +176,11 @@ def _predict_scenario(path: Path):
         return None, f"prediction failed: {first}"
 
 
-def run_accuracy(scenarios_dir: Path, truth: Path) -> AccuracyReport:
-    """Predict every row the index covers; every truth row lands in `rows` or `unpredicted`."""
+def run_accuracy(
+    scenarios_dir: Path, truth: Path, on_scenario: Callable[[int, int], None] | None = None
+) -> AccuracyReport:
+    """Predict every row the index covers; every truth row lands in `rows` or `unpredicted`.
+    on_scenario: called with (scenarios done, total) after each (a progress bar)."""
     started = time.perf_counter()
     index = load_index(scenarios_dir)
     truth_rows = read_truth(truth)
@@ -202,6 +206,8 @@ def run_accuracy(scenarios_dir: Path, truth: Path) -> AccuracyReport:
                 report.composition[(scenario_name, "decode")] = decode_composition(prediction)
         for row in rows:
             _add_scenario_row(report, index, name, row, prediction, reason)
+        if on_scenario is not None:
+            on_scenario(len(report.scenario_wall_s), len(index.scenarios))
 
     for i in index.kernels:
         if i in by_id:
@@ -424,11 +430,22 @@ def markdown(report: AccuracyReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def replace_generated_block(path: Path, body: str) -> None:
-    """Put `body` between DOC_BEGIN and DOC_END in the file at `path` (both markers must be there once)."""
+def check_generated_block(path: Path) -> str:
+    """The file's text, if it has both markers once and can be rewritten (checked before any prediction)."""
+    from simperf.output_paths import check_output_file
+
+    check_output_file(path, "--update-doc")
+    if not Path(path).is_file():
+        raise ValueError(f"--update-doc {path}: no such file")
     text = Path(path).read_text()
     if text.count(DOC_BEGIN) != 1 or text.count(DOC_END) != 1:
         raise ValueError(f"{path}: needs exactly one {DOC_BEGIN!r} and one {DOC_END!r} line")
+    return text
+
+
+def replace_generated_block(path: Path, body: str) -> None:
+    """Put `body` between DOC_BEGIN and DOC_END in the file at `path` (both markers must be there once)."""
+    text = check_generated_block(path)
     head, rest = text.split(DOC_BEGIN)
     _, tail = rest.split(DOC_END)
     Path(path).write_text(f"{head}{DOC_BEGIN}\n\n{body}\n{DOC_END}{tail}")
@@ -499,11 +516,18 @@ def accuracy_command(
 ) -> int:
     """Predict published runs and print predicted vs measured, with median and p90 error per metric and source."""
     from simperf.cli_errors import fail
+    from simperf.progress import LazyProgress
 
     if output not in ("text", "json", "markdown"):
         fail(f"--output: got {output!r}; allowed values: text, json, markdown")
+    if update_doc is not None:
+        try:
+            check_generated_block(update_doc)  # before minutes of predictions, not after
+        except ValueError as e:
+            fail(str(e))
     try:
-        report = run_accuracy(scenarios_dir, truth)
+        with LazyProgress("predicting published runs") as progress:
+            report = run_accuracy(scenarios_dir, truth, progress.update)
     except (IndexError_, TruthError) as e:
         fail(str(e))
     if update_doc is not None:

@@ -243,9 +243,18 @@ def diff_command(
     from rich.console import Console
     from rich.table import Table
 
+    from simperf.output_paths import check_output_file
+
     for directory in (a, b):
         if not Path(directory).is_dir():
             raise typer.BadParameter(f"{directory}: not a directory")
+    if points is not None:
+        check_output_file(points, "--points", suffixes=(".parquet",), what="Parquet")
+    unknown = sorted(set(op or ()) - set(OP_SPECS))
+    if unknown:
+        raise typer.BadParameter(
+            f"got {', '.join(unknown)}; allowed: {', '.join(OP_SPECS)}", param_hint="--op"
+        )
     result = diff_tables(a, b, parse_pairs(pair), interpolate, op)
     console = Console()
     if not console.is_terminal:  # piped into a file or a test: do not fold the keys into 80 columns

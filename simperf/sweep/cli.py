@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from simperf import strictjson
+from simperf.output_paths import check_output_dir, check_output_file
 
 err = Console(stderr=True)
 
@@ -51,6 +52,7 @@ def _run(
     except SweepError as e:
         _fail(str(e))
     out = out or default_table_path(sweep_file, spec.name)
+    check_output_file(out, "--out", suffixes=(".parquet",), inputs=(sweep_file,), what="Parquet")
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -277,6 +279,10 @@ def report_command(
     """One HTML page: the plan, Pareto front, latency-vs-load curves, latency CDFs, step breakdown, all points."""
     from simperf.sweep.reporting import build_report
 
+    # before the sweep file is run or the table read: a report that cannot be written loses no simulation
+    check_output_file(out, "-o", suffixes=(".html", ".htm"), inputs=(results,), what="HTML")
+    if charts is not None:
+        check_output_dir(charts, "--charts")
     table, meta = _load_table(results, executor, workers)
     target, parsed, top_n = _plan_inputs(meta, rate, sla, top)
     try:

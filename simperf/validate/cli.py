@@ -109,12 +109,16 @@ def _require_gpu() -> None:
 
 def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail) -> None:
     from simperf.pipeline import UnsupportedScenario
+    from simperf.progress import LazyProgress
     from simperf.scenario.load import ScenarioError
     from simperf.validate.build import UnsupportedStep
     from simperf.validate.plan import plan_validation
 
     try:
-        header, programs, reused = plan_validation(scenario, out_dir, samples, seed, num_prompts, calibration)
+        with LazyProgress("simulating the scenario") as progress:
+            header, programs, reused = plan_validation(
+                scenario, out_dir, samples, seed, num_prompts, calibration, progress.update
+            )
     except (ScenarioError, UnsupportedScenario, UnsupportedStep) as exc:
         fail(str(exc))
     except (ValueError, FileNotFoundError) as exc:
