@@ -87,18 +87,35 @@ def predict(
         ),
     ] = None,
     like_run: Annotated[
-        int | None, typer.Option(help="which run of a multi-run --like file (0-based)")
+        int | None, typer.Option(min=0, help="which run of a multi-run --like file (0-based)")
+    ] = None,
+    roofline_only: Annotated[
+        bool, typer.Option(help="read no calibration tables: every kernel time a datasheet-roofline estimate")
+    ] = False,
+    max_memory_gb: Annotated[
+        float | None,
+        typer.Option(
+            min=0, help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)"
+        ),
     ] = None,
 ) -> None:
     """Simulate a scenario and print bench_serving-style metrics."""
-    from simperf.pipeline import UnsupportedScenario
+    from simperf.output_paths import check_output_file
+    from simperf.perfdb.locate import CalibrationError
+    from simperf.pipeline import RunGuards, UnsupportedScenario
     from simperf.pipeline import predict as run_predict
+    from simperf.progress import LazyProgress
     from simperf.report.output import result_json, write_requests_parquet
     from simperf.report.text import print_bench_block
+    from simperf.runsize import memory_limit_bytes
     from simperf.scenario.load import ScenarioError, load_scenario
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
+    if requests is not None:
+        check_output_file(
+            requests, "--requests", suffixes=(".parquet",), inputs=(scenario, like), what="Parquet"
+        )
     try:
         sc = load_scenario(scenario)
         if like is not None:
@@ -108,9 +125,13 @@ def predict(
                 sc = scenario_like(sc, like, run=like_run)
             except BenchImportError as e:
                 _fail(f"--like {like}: {e}")
-        prediction = run_predict(sc, calibration_dir=calibration)
+        with LazyProgress("simulating requests") as progress:
+            guards = RunGuards(memory_limit_bytes(max_memory_gb), progress.update)
+            prediction = run_predict(sc, calibration, roofline_only=roofline_only, guards=guards)
     except (ScenarioError, UnsupportedScenario) as e:
         _fail(str(e))
+    except CalibrationError as e:  # names the option or the scenario field it came from
+        _fail(str(e) if str(e).startswith("--") else f"{scenario}: {e}")
     except (ValueError, FileNotFoundError) as e:
         _fail(f"{scenario}: {e}")
     if requests is not None:
@@ -138,8 +159,11 @@ def schema(
     out: Annotated[Path | None, typer.Option(help="write to this file instead of stdout")] = None,
 ) -> None:
     """Print the JSON Schema of scenario files."""
+    from simperf.output_paths import check_output_file
     from simperf.scenario.load import scenario_json_schema
 
+    if out is not None:
+        check_output_file(out, "--out", suffixes=(".json",), what="JSON Schema")
     text = scenario_json_schema()
     if out is None:
         sys.stdout.write(text + "\n")

@@ -36,7 +36,7 @@ from simperf.sim.spec import AcceptSampler
 US = 1e-6
 # decode segments up to this many iterations are costed on Python floats, longer ones on arrays
 SMALL_SEGMENT = 16
-PROGRESS_EVERY = 1000  # finished requests between progress reports
+PROGRESS_STEPS = 200  # progress reports over a run (on_progress)
 
 
 class Batch:
@@ -114,7 +114,7 @@ class Simulator:
         # PD disaggregation decode server: admitted requests already hold their prompt's KV (shipped from the
         # prefill server), so their "extend" is a PREBUILT batch with no forward pass (model doc §5)
         self.prebuilt = False
-        self.on_progress = None  # called with (finished, total) every PROGRESS_EVERY finished requests
+        self.on_progress = None  # called with (finished, total) every 1/PROGRESS_STEPS of the requests
 
     # ------------------------------------------------------------------ public
     def run(
@@ -193,6 +193,7 @@ class Simulator:
         self.finish_s = np.full(n, math.nan)
         self.done = 0
         self.n = n
+        # SGLang's max_req_input_len (0.5.17 managers/tp_worker.py); prompts of at least that many are rejected
         self._max_len_limit = min(self.s.context_len - 1, self.s.max_total_tokens - 1) - 5
         # when this server's process runs next (PD disaggregation: the decode server's look-ahead bound)
         self.next_wakeup = 0.0
@@ -218,10 +219,11 @@ class Simulator:
 
     def _ingest(self, now: float) -> None:
         for r in self.client.pop_ready(now):
-            if self.table.input_len[r] > self._max_len_limit:
+            if self.table.input_len[r] >= self._max_len_limit:  # managers/utils.py::validate_input_length
                 self._reject(
                     r,
-                    f"prompt of {self.table.input_len[r]} tokens exceeds max_req_input_len {self._max_len_limit}",
+                    f"prompt of {self.table.input_len[r]} tokens is not below max_req_input_len "
+                    f"{self._max_len_limit}",
                 )
                 continue
             if self.s.layout.dp_attention == 1:
@@ -247,9 +249,10 @@ class Simulator:
         single = self.ranks[0] if len(self.ranks) == 1 else None
         progress = self.on_progress
         reported = 0
+        every = max(1, self.n // PROGRESS_STEPS)
         while self.done + client.dropped < self.n:
             now = env.now
-            if progress is not None and self.done - reported >= PROGRESS_EVERY:
+            if progress is not None and self.done - reported >= every:
                 reported = self.done
                 progress(self.done, self.n)
             if client.next_ready_time() <= now:
@@ -276,7 +279,9 @@ class Simulator:
                 for rank in self.ranks:
                     rank.on_idle()
                 wait = client.idle_wait(env)
-                if wait is None:  # nothing will reach the scheduler unless a stuck request lets go of its slot
+                if (
+                    wait is None
+                ):  # nothing will reach the scheduler unless a stuck request lets go of its slot
                     if self._reject_stuck() and not client.all_sent:
                         continue
                     break
