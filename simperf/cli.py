@@ -216,9 +216,9 @@ def perfdb_check(
 ) -> None:
     """Held-out interpolation error per op family (rows measured off the grid, never used to interpolate)."""
     from simperf.perfdb.check import heldout_errors, heldout_summary
+    from simperf.perfdb.locate import check_table_files
 
-    if not directory.is_dir():
-        _fail(f"{directory}: not a directory")
+    check_table_files(directory)
     errors = heldout_errors(directory)
     if errors.height == 0:
         _fail(f"{directory}: no held-out rows (run `simperf calibrate --heldout N`)", code=1)
@@ -253,9 +253,9 @@ _register_perfdb_diff()
 def perfdb_coverage(directory: Annotated[Path, typer.Argument(help="calibration directory")]) -> None:
     """What the tables in a calibration directory cover."""
     from simperf.perfdb.check import summarize_coverage
+    from simperf.perfdb.locate import check_table_files
 
-    if not directory.is_dir():
-        _fail(f"{directory}: not a directory")
+    check_table_files(directory)
     cov = summarize_coverage(directory)
     table = Table(*cov.columns, title=str(directory))
     for row in cov.iter_rows():

@@ -8,6 +8,7 @@ No torch here: the device is known from the probe subprocess (`runner.probe_devi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from simperf.calibrate.points import Point
@@ -44,6 +45,8 @@ def check_options(options: Any) -> None:
     for name in ("heldout", "ragged"):
         if getattr(options, name) < 0:
             raise CalibrateError(f"--{name}: got {getattr(options, name)}; must be 0 or more")
+    if options.grid_path is not None and not Path(options.grid_path).is_file():
+        raise CalibrateError(f"--grid {options.grid_path}: no such file")
     if options.time_budget_s is not None and not options.time_budget_s > 0:
         raise CalibrateError(
             f"--time-budget-s: got {options.time_budget_s}; must be a positive number of seconds"

@@ -244,10 +244,10 @@ def diff_command(
     from rich.table import Table
 
     from simperf.output_paths import check_output_file
+    from simperf.perfdb.locate import check_table_files
 
-    for directory in (a, b):
-        if not Path(directory).is_dir():
-            raise typer.BadParameter(f"{directory}: not a directory")
+    for label, directory in (("A", a), ("B", b)):
+        check_table_files(Path(directory), label)
     if points is not None:
         check_output_file(points, "--points", suffixes=(".parquet",), what="Parquet")
     unknown = sorted(set(op or ()) - set(OP_SPECS))

@@ -61,6 +61,27 @@ def check_directory(choice: CalibrationChoice) -> None:
         )
 
 
+def check_table_files(directory: Path, label: str = "") -> None:
+    """For commands that read a directory as it is (perfdb check/coverage/diff): a directory whose *.parquet
+    files are all calibration tables (they have an `op` column), and at least one of them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = f"{label} {directory}".strip()
+    if not Path(directory).is_dir():
+        raise CalibrationError(f"{where}: not a directory")
+    files = sorted(Path(directory).glob("*.parquet"))
+    if not files:
+        raise CalibrationError(f"{where}: holds no calibration tables (*.parquet)")
+    for path in files:
+        try:
+            names = pq.read_schema(path).names
+        except (OSError, pa.ArrowException) as exc:
+            raise CalibrationError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+        if "op" not in names:
+            raise CalibrationError(f"{path}: not a calibration table (no 'op' column)")
+
+
 def check_rows(choice: CalibrationChoice, rows: pl.DataFrame, gpu: GpuSpec) -> None:
     """After loading: the files are calibration tables, some rows are usable, all measured on the scenario's GPU
     (a directory mixing GPUs is refused too: which rows would time which op is then anyone's guess)."""
