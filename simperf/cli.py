@@ -49,6 +49,12 @@ def _register_sweep_commands() -> None:
     app.command("report")(report_command)
 
 
+def _register_groundtruth_commands() -> None:
+    from simperf.groundtruth.cli import groundtruth_app
+
+    app.add_typer(groundtruth_app, name="groundtruth")
+
+
 def _register_validate_command() -> None:
     from simperf.validate.cli import validate_command
 
@@ -57,6 +63,7 @@ def _register_validate_command() -> None:
 
 _register_trace_commands()
 _register_validate_command()
+_register_groundtruth_commands()
 _register_sweep_commands()
 _register_accuracy_commands()
 

@@ -1,0 +1,100 @@
+"""`simperf groundtruth ...`: record real SGLang runs on a GPU host (run), and manage the corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+groundtruth_app = typer.Typer(
+    no_args_is_help=True,
+    help="Record real SGLang runs (server + bench_serving) as ground truth, on a GPU host with SGLang installed.",
+)
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+@groundtruth_app.command("run")
+def run_command(
+    plan: Annotated[Path, typer.Argument(help="plan YAML (servers, their flags, bench_serving runs)")],
+    out: Annotated[Path, typer.Option(help="corpus directory (small files, committed)")] = Path("groundtruth"),
+    work: Annotated[Path, typer.Option(help="host scratch: model dirs, raw logs and outputs")] = Path(
+        "/tmp/simperf-groundtruth"
+    ),
+    deadline: Annotated[
+        float | None, typer.Option(help="seconds after which no new run starts (the rest waits for the next call)")
+    ] = None,
+    only: Annotated[list[str] | None, typer.Option(help="server or server/run names to do (repeatable)")] = None,
+    port: Annotated[int, typer.Option(help="server port")] = 30000,
+    stop_after: Annotated[bool, typer.Option(help="stop the server at the end (default: leave it for reuse)")] = False,
+    retry_failed: Annotated[bool, typer.Option(help="run again the runs recorded as failed")] = False,
+    server_module: Annotated[
+        str, typer.Option(hidden=True, help="module run as the server (tests use a CPU stand-in)")
+    ] = "sglang.launch_server",
+) -> None:
+    """Run a ground-truth plan: start each server (dummy weights), drive its bench_serving runs, collect them."""
+    from simperf.groundtruth.plan import PlanError, load_plan
+    from simperf.groundtruth.runner import GroundTruthError, RunnerOptions, run_plan
+
+    try:
+        spec = load_plan(plan)
+    except PlanError as e:
+        _fail(str(e))
+    if deadline is not None and deadline <= 0:
+        _fail(f"--deadline: got {deadline}; give a positive number of seconds")
+    names = {s.name for s in spec.servers} | {f"{s.name}/{r.name}" for s in spec.servers for r in s.runs}
+    unknown = [o for o in only or [] if o not in names]
+    if unknown:
+        _fail(f"--only: {', '.join(unknown)} not in the plan; known servers: {', '.join(s.name for s in spec.servers)}")
+    opts = RunnerOptions(out=out, work=work, deadline_s=deadline, only=tuple(only or ()), port=port,
+                         stop_after=stop_after, retry_failed=retry_failed,
+                         server_module=server_module)
+    try:
+        counts = run_plan(spec, plan, opts)
+    except GroundTruthError as e:
+        _fail(str(e))
+    err.print(f"groundtruth: {json.dumps(counts)}; corpus in {out}", highlight=False)
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+
+@groundtruth_app.command("index")
+def index_command(corpus: Annotated[Path, typer.Argument(help="corpus directory")] = Path("groundtruth")) -> None:
+    """Rebuild the corpus index (index.parquet) from the run directories."""
+    from simperf.groundtruth.index import run_dirs, write_index
+
+    if not corpus.is_dir():
+        _fail(f"{corpus}: not a directory")
+    path = write_index(corpus)
+    err.print(f"{len(run_dirs(corpus))} runs indexed in {path}", highlight=False)
+
+
+@groundtruth_app.command("modeldir")
+def modeldir_command(
+    model: Annotated[str, typer.Argument(help="zoo name, or a directory/config.json of a HF model")],
+    directory: Annotated[Path, typer.Argument(help="where to write config.json and the tokenizer")],
+    prompts: Annotated[
+        Path | None, typer.Option(help="also write the ShareGPT-format prompt source bench_serving samples from")
+    ] = None,
+) -> None:
+    """Write a model directory SGLang serves with --load-format dummy (what the runner does before a start)."""
+    from simperf.groundtruth import modeldir
+
+    zoo = Path(modeldir.__file__).resolve().parents[1] / "models" / "zoo"
+    try:
+        config = modeldir.source_config(model, zoo)
+        modeldir.write_model_dir(config, directory)
+        if prompts is not None:
+            modeldir.write_prompt_source(prompts, int(config["vocab_size"]))
+    except modeldir.ModelDirError as e:
+        _fail(str(e))
+    except ModuleNotFoundError as e:
+        _fail(f"{e.name} is needed to write the tokenizer (it comes with SGLang's install)")
+    err.print(f"model directory written to {directory}", highlight=False)

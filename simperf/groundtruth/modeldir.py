@@ -1,0 +1,110 @@
+"""A model directory SGLang can serve with `--load-format dummy`: config.json, a tokenizer, generation_config.json.
+
+Random weights run the same kernels at the same speed as real ones, and need no download. The tokenizer is a
+word-level one whose vocabulary is `t0 .. t{V-1}` split on whitespace, with no special tokens, so ids round-trip
+exactly and bench_serving's `--tokenize-prompt` sends exactly the input lengths it asks for. Greedy decoding of
+random weights repeats tokens, which does not matter: bench_serving sets `ignore_eos`, so output lengths are exact.
+
+Also: a stand-in for the ShareGPT file that bench_serving's `random` dataset samples its prompt words from (the GPU
+hosts have no network), made of independent random word sequences so that no two prompts share a prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from simperf.models.zoo import zoo_names
+
+# Fields a real checkpoint's config.json carries that the zoo's subsets leave out, per HF model_type
+# (values from the public Qwen3 / Llama-3.1 / DeepSeek-V2 config.json files).
+_CHECKPOINT_FIELDS: dict[str, dict[str, Any]] = {
+    "qwen3": dict(bos_token_id=151643, eos_token_id=151645, attention_dropout=0.0, initializer_range=0.02,
+                  sliding_window=None, use_sliding_window=False, use_cache=True),
+    "qwen3_moe": dict(bos_token_id=151643, eos_token_id=151645, attention_dropout=0.0, initializer_range=0.02,
+                      sliding_window=None, use_sliding_window=False, use_cache=True,
+                      output_router_logits=False, router_aux_loss_coef=0.001),
+    "llama": dict(bos_token_id=128000, eos_token_id=[128001, 128008, 128009], attention_dropout=0.0,
+                  initializer_range=0.02, pretraining_tp=1, use_cache=True),
+    "deepseek_v2": dict(bos_token_id=100000, eos_token_id=100001, initializer_range=0.02, use_cache=True,
+                        attention_dropout=0.0),
+    "deepseek_v3": dict(bos_token_id=0, eos_token_id=1, initializer_range=0.02, use_cache=True,
+                        attention_dropout=0.0),
+}
+
+
+class ModelDirError(ValueError):
+    """A model that cannot be turned into a servable directory."""
+
+
+def source_config(model: str, zoo_dir: Path) -> dict[str, Any]:
+    """The HF config of a plan's `model`: a zoo name, a directory with config.json, or a config.json file."""
+    path = Path(model)
+    if path.is_dir():
+        path = path / "config.json"
+    if path.suffix == ".json" and path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    if model in zoo_names():
+        return json.loads((zoo_dir / f"{model}.json").read_text(encoding="utf-8"))
+    raise ModelDirError(
+        f"model {model!r}: neither a zoo name ({', '.join(zoo_names())}) nor a directory/config.json that exists"
+    )
+
+
+def checkpoint_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The zoo subset completed with the fields SGLang reads from a real checkpoint's config.json."""
+    out = dict(config)
+    for key, value in _CHECKPOINT_FIELDS.get(config.get("model_type", ""), {}).items():
+        out.setdefault(key, value)
+    out.setdefault("torch_dtype", "bfloat16")
+    return out
+
+
+def write_model_dir(config: dict[str, Any], out_dir: Path) -> Path:
+    """config.json, generation_config.json and the word-level tokenizer; returns out_dir. Idempotent."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cfg = checkpoint_config(config)
+    (out_dir / "config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
+    generation = {k: cfg.get(k) for k in ("bos_token_id", "eos_token_id")}
+    (out_dir / "generation_config.json").write_text(json.dumps(generation, indent=1), encoding="utf-8")
+    if not (out_dir / "tokenizer.json").exists():
+        write_word_tokenizer(int(cfg["vocab_size"]), out_dir)
+    return out_dir
+
+
+def write_word_tokenizer(vocab_size: int, out_dir: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers  # on the GPU host, from SGLang's install
+
+    tok = Tokenizer(models.WordLevel(vocab={f"t{i}": i for i in range(vocab_size)}, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.save(str(out_dir / "tokenizer.json"))
+    # No bos/eos/unk declared: HF would treat those words as special and drop them when decoding, and a streamed
+    # chunk with empty text would delay bench_serving's first-token time. Stopping is off anyway (ignore_eos).
+    tokenizer_config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": 1 << 20,
+        "clean_up_tokenization_spaces": False,
+        "add_bos_token": False,
+        "add_eos_token": False,
+    }
+    (out_dir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=1), encoding="utf-8")
+
+
+def write_prompt_source(path: Path, vocab_size: int, conversations: int = 2000, seed: int = 0) -> Path:
+    """A ShareGPT-format file of independent random word sequences (200-600 words each) for bench_serving's
+    `random` dataset, which cuts or repeats them to the sampled input lengths."""
+    if path.exists():
+        return path
+    rng = random.Random(seed)
+    data = []
+    for i in range(conversations):
+        human = " ".join(f"t{rng.randrange(1, vocab_size)}" for _ in range(rng.randint(200, 600)))
+        gpt = " ".join(f"t{rng.randrange(1, vocab_size)}" for _ in range(50))
+        data.append({"id": str(i), "conversations": [{"from": "human", "value": human}, {"from": "gpt", "value": gpt}]})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+    return path
