@@ -101,7 +101,9 @@ def load_scenario(path: Path | str) -> Scenario:
     except yaml.YAMLError as err:
         raise ScenarioError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
     except (OSError, UnicodeDecodeError) as err:
-        raise ScenarioError(f"{path}: cannot read the scenario: {getattr(err, 'strerror', None) or err}") from None
+        raise ScenarioError(
+            f"{path}: cannot read the scenario: {getattr(err, 'strerror', None) or err}"
+        ) from None
     return parse_scenario(data, str(path), base_dir=path.parent)
 
 

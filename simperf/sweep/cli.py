@@ -286,7 +286,10 @@ def report_command(
     table, meta = _load_table(results, executor, workers)
     target, parsed, top_n = _plan_inputs(meta, rate, sla, top)
     try:
-        report = build_report(table, meta, out, target_rate=target, sla=parsed, top=top_n, charts_dir=charts)
+        with err.status("building the report (charts)"):  # a spinner on terminals only
+            report = build_report(
+                table, meta, out, target_rate=target, sla=parsed, top=top_n, charts_dir=charts
+            )
     except RuntimeError as e:
         _fail(str(e))
     Console().print(f"report written to {report.html_path}", highlight=False)
