@@ -25,16 +25,23 @@ def _fail(message: str, code: int = 2) -> None:
 @groundtruth_app.command("run")
 def run_command(
     plan: Annotated[Path, typer.Argument(help="plan YAML (servers, their flags, bench_serving runs)")],
-    out: Annotated[Path, typer.Option(help="corpus directory (small files, committed)")] = Path("groundtruth"),
+    out: Annotated[Path, typer.Option(help="corpus directory (small files, committed)")] = Path(
+        "groundtruth"
+    ),
     work: Annotated[Path, typer.Option(help="host scratch: model dirs, raw logs and outputs")] = Path(
         "/tmp/simperf-groundtruth"
     ),
     deadline: Annotated[
-        float | None, typer.Option(help="seconds after which no new run starts (the rest waits for the next call)")
+        float | None,
+        typer.Option(help="seconds after which no new run starts (the rest waits for the next call)"),
     ] = None,
-    only: Annotated[list[str] | None, typer.Option(help="server or server/run names to do (repeatable)")] = None,
+    only: Annotated[
+        list[str] | None, typer.Option(help="server or server/run names to do (repeatable)")
+    ] = None,
     port: Annotated[int, typer.Option(help="server port")] = 30000,
-    stop_after: Annotated[bool, typer.Option(help="stop the server at the end (default: leave it for reuse)")] = False,
+    stop_after: Annotated[
+        bool, typer.Option(help="stop the server at the end (default: leave it for reuse)")
+    ] = False,
     retry_failed: Annotated[bool, typer.Option(help="run again the runs recorded as failed")] = False,
     server_module: Annotated[
         str, typer.Option(hidden=True, help="module run as the server (tests use a CPU stand-in)")
@@ -53,10 +60,19 @@ def run_command(
     names = {s.name for s in spec.servers} | {f"{s.name}/{r.name}" for s in spec.servers for r in s.runs}
     unknown = [o for o in only or [] if o not in names]
     if unknown:
-        _fail(f"--only: {', '.join(unknown)} not in the plan; known servers: {', '.join(s.name for s in spec.servers)}")
-    opts = RunnerOptions(out=out, work=work, deadline_s=deadline, only=tuple(only or ()), port=port,
-                         stop_after=stop_after, retry_failed=retry_failed,
-                         server_module=server_module)
+        _fail(
+            f"--only: {', '.join(unknown)} not in the plan; known servers: {', '.join(s.name for s in spec.servers)}"
+        )
+    opts = RunnerOptions(
+        out=out,
+        work=work,
+        deadline_s=deadline,
+        only=tuple(only or ()),
+        port=port,
+        stop_after=stop_after,
+        retry_failed=retry_failed,
+        server_module=server_module,
+    )
     try:
         counts = run_plan(spec, plan, opts)
     except GroundTruthError as e:
@@ -67,7 +83,9 @@ def run_command(
 
 
 @groundtruth_app.command("index")
-def index_command(corpus: Annotated[Path, typer.Argument(help="corpus directory")] = Path("groundtruth")) -> None:
+def index_command(
+    corpus: Annotated[Path, typer.Argument(help="corpus directory")] = Path("groundtruth"),
+) -> None:
     """Rebuild the corpus index (index.parquet) from the run directories."""
     from simperf.groundtruth.index import run_dirs, write_index
 
@@ -82,7 +100,8 @@ def modeldir_command(
     model: Annotated[str, typer.Argument(help="zoo name, or a directory/config.json of a HF model")],
     directory: Annotated[Path, typer.Argument(help="where to write config.json and the tokenizer")],
     prompts: Annotated[
-        Path | None, typer.Option(help="also write the ShareGPT-format prompt source bench_serving samples from")
+        Path | None,
+        typer.Option(help="also write the ShareGPT-format prompt source bench_serving samples from"),
     ] = None,
 ) -> None:
     """Write a model directory SGLang serves with --load-format dummy (what the runner does before a start)."""

@@ -124,8 +124,11 @@ def main(jobs_path: str) -> int:
         if (work / DONE).exists():
             continue
         if deadline is not None and time.time() + job["expected_s"] > deadline:
-            print(f"[simperf-client] run {job['name']} deferred: {deadline - time.time():.0f} s left, "
-                  f"expected {job['expected_s']:.0f} s", flush=True)
+            print(
+                f"[simperf-client] run {job['name']} deferred: {deadline - time.time():.0f} s left, "
+                f"expected {job['expected_s']:.0f} s",
+                flush=True,
+            )
             break
         print(f"[simperf-client] run {job['name']} start", flush=True)
         t0 = time.time()

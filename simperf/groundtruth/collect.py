@@ -26,8 +26,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-PER_REQUEST_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors", "cached_tokens",
-                    "cached_tokens_details")
+PER_REQUEST_KEYS = (
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "generated_texts",
+    "errors",
+    "cached_tokens",
+    "cached_tokens_details",
+)
 # meta_info keys of SGLang 0.5.17's per-request export (tokenizer_manager + observability/req_time_stats.py), in s
 _SERVER_TIMES = {
     "request_received_ts": "server_received_s",
@@ -38,8 +46,9 @@ _SERVER_TIMES = {
     "request_finished_ts": "server_finished_s",
 }
 _LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d+)?")
-_SCHEDULER_LINE = re.compile(r"Prefill batch|Decode batch|retract|Retract|KV cache pool is full|out of memory",
-                             re.IGNORECASE)
+_SCHEDULER_LINE = re.compile(
+    r"Prefill batch|Decode batch|retract|Retract|KV cache pool is full|out of memory", re.IGNORECASE
+)
 
 
 def read_bench_output(path: Path) -> dict[str, Any]:
@@ -91,8 +100,9 @@ def match_server_records(
     return matched
 
 
-def request_table(result: dict[str, Any], client: list[dict[str, Any]], warmups: int,
-                  server: list[dict[str, Any]]) -> pa.Table:
+def request_table(
+    result: dict[str, Any], client: list[dict[str, Any]], warmups: int, server: list[dict[str, Any]]
+) -> pa.Table:
     """One row per request of bench_serving's result, in its order."""
     n = len(result.get("input_lens", []))
     measured = client[warmups:]
@@ -122,16 +132,26 @@ def request_table(result: dict[str, Any], client: list[dict[str, Any]], warmups:
             cols[col].append(s.get(key) if s else None)
         queue = s.get("queue_time") if s else None
         first = s.get("forward_entry_time") if s else None
-        cols["server_waiting_entry_s"].append(first - queue if (first is not None and queue is not None) else None)
+        cols["server_waiting_entry_s"].append(
+            first - queue if (first is not None and queue is not None) else None
+        )
         cols["server_e2e_s"].append(s.get("e2e_latency") if s else None)
         cols["server_cached_tokens"].append(s.get("cached_tokens") if s else None)
     schema = pa.schema(
-        [("input_len", pa.int32()), ("output_len", pa.int32()), ("ttft_ms", pa.float64()),
-         ("itl_ms", pa.list_(pa.float32())), ("error", pa.string()), ("cached_tokens", pa.int32()),
-         ("client_send_s", pa.float64()), ("client_end_s", pa.float64()),
-         *[(col, pa.float64()) for col in _SERVER_TIMES.values()],
-         ("server_waiting_entry_s", pa.float64()), ("server_e2e_s", pa.float64()),
-         ("server_cached_tokens", pa.int32())]
+        [
+            ("input_len", pa.int32()),
+            ("output_len", pa.int32()),
+            ("ttft_ms", pa.float64()),
+            ("itl_ms", pa.list_(pa.float32())),
+            ("error", pa.string()),
+            ("cached_tokens", pa.int32()),
+            ("client_send_s", pa.float64()),
+            ("client_end_s", pa.float64()),
+            *[(col, pa.float64()) for col in _SERVER_TIMES.values()],
+            ("server_waiting_entry_s", pa.float64()),
+            ("server_e2e_s", pa.float64()),
+            ("server_cached_tokens", pa.int32()),
+        ]
     )
     return pa.table({name: cols[name] for name in schema.names}, schema=schema)
 
@@ -181,7 +201,9 @@ def collect_run(work: Path, dest: Path, server_log: Path, export_dir: Path) -> d
     result = read_bench_output(work / "bench.jsonl")
     window = json.loads((work / "window.json").read_text(encoding="utf-8"))
     client = json.loads((work / "client_requests.json").read_text(encoding="utf-8"))
-    (dest / "bench.json").write_text(json.dumps(bench_summary(result), indent=1, allow_nan=True), encoding="utf-8")
+    (dest / "bench.json").write_text(
+        json.dumps(bench_summary(result), indent=1, allow_nan=True), encoding="utf-8"
+    )
     server = read_server_export(export_dir, window["start_s"], window["end_s"]) if export_dir.exists() else []
     table = request_table(result, client, window.get("warmup_requests", 1), server)
     pq.write_table(table, dest / "requests.parquet", compression="zstd")

@@ -22,9 +22,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 INDEX_NAME = "index.parquet"
-_METRICS = ("completed", "duration", "request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms",
-            "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms",
-            "p99_itl_ms", "mean_e2e_latency_ms", "median_e2e_latency_ms", "p99_e2e_latency_ms", "concurrency")
+_METRICS = (
+    "completed",
+    "duration",
+    "request_throughput",
+    "output_throughput",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "mean_e2e_latency_ms",
+    "median_e2e_latency_ms",
+    "p99_e2e_latency_ms",
+    "concurrency",
+)
 
 
 def run_dirs(corpus: Path) -> list[Path]:
@@ -42,7 +58,7 @@ def index_row(run_dir: Path) -> dict[str, Any]:
     facts = _json(server_dir / "server_facts.json")
     env = _json(gpu_dir / "env.json")
     startup = facts.get("startup", {})
-    args = (facts.get("server_info") or {})
+    args = facts.get("server_info") or {}
     row: dict[str, Any] = {
         "gpu": gpu_dir.name,
         "server": server_dir.name,

@@ -21,17 +21,44 @@ from simperf.models.zoo import zoo_names
 # Fields a real checkpoint's config.json carries that the zoo's subsets leave out, per HF model_type
 # (values from the public Qwen3 / Llama-3.1 / DeepSeek-V2 config.json files).
 _CHECKPOINT_FIELDS: dict[str, dict[str, Any]] = {
-    "qwen3": dict(bos_token_id=151643, eos_token_id=151645, attention_dropout=0.0, initializer_range=0.02,
-                  sliding_window=None, use_sliding_window=False, use_cache=True),
-    "qwen3_moe": dict(bos_token_id=151643, eos_token_id=151645, attention_dropout=0.0, initializer_range=0.02,
-                      sliding_window=None, use_sliding_window=False, use_cache=True,
-                      output_router_logits=False, router_aux_loss_coef=0.001),
-    "llama": dict(bos_token_id=128000, eos_token_id=[128001, 128008, 128009], attention_dropout=0.0,
-                  initializer_range=0.02, pretraining_tp=1, use_cache=True),
-    "deepseek_v2": dict(bos_token_id=100000, eos_token_id=100001, initializer_range=0.02, use_cache=True,
-                        attention_dropout=0.0),
-    "deepseek_v3": dict(bos_token_id=0, eos_token_id=1, initializer_range=0.02, use_cache=True,
-                        attention_dropout=0.0),
+    "qwen3": dict(
+        bos_token_id=151643,
+        eos_token_id=151645,
+        attention_dropout=0.0,
+        initializer_range=0.02,
+        sliding_window=None,
+        use_sliding_window=False,
+        use_cache=True,
+    ),
+    "qwen3_moe": dict(
+        bos_token_id=151643,
+        eos_token_id=151645,
+        attention_dropout=0.0,
+        initializer_range=0.02,
+        sliding_window=None,
+        use_sliding_window=False,
+        use_cache=True,
+        output_router_logits=False,
+        router_aux_loss_coef=0.001,
+    ),
+    "llama": dict(
+        bos_token_id=128000,
+        eos_token_id=[128001, 128008, 128009],
+        attention_dropout=0.0,
+        initializer_range=0.02,
+        pretraining_tp=1,
+        use_cache=True,
+    ),
+    "deepseek_v2": dict(
+        bos_token_id=100000,
+        eos_token_id=100001,
+        initializer_range=0.02,
+        use_cache=True,
+        attention_dropout=0.0,
+    ),
+    "deepseek_v3": dict(
+        bos_token_id=0, eos_token_id=1, initializer_range=0.02, use_cache=True, attention_dropout=0.0
+    ),
 }
 
 
@@ -102,7 +129,12 @@ def write_prompt_source(path: Path, vocab_size: int, conversations: int = 2000, 
     for i in range(conversations):
         human = " ".join(f"t{rng.randrange(1, vocab_size)}" for _ in range(rng.randint(200, 600)))
         gpt = " ".join(f"t{rng.randrange(1, vocab_size)}" for _ in range(50))
-        data.append({"id": str(i), "conversations": [{"from": "human", "value": human}, {"from": "gpt", "value": gpt}]})
+        data.append(
+            {
+                "id": str(i),
+                "conversations": [{"from": "human", "value": human}, {"from": "gpt", "value": gpt}],
+            }
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data), encoding="utf-8")

@@ -40,7 +40,17 @@ RUNNER_SERVER_FLAGS = frozenset(
     {"model-path", "tokenizer-path", "host", "port", "load-format", "export-metrics-to-file-dir"}
 )
 RUNNER_CLIENT_FLAGS = frozenset(
-    {"host", "port", "base-url", "model", "tokenizer", "output-file", "output-details", "dataset-path", "backend"}
+    {
+        "host",
+        "port",
+        "base-url",
+        "model",
+        "tokenizer",
+        "output-file",
+        "output-details",
+        "dataset-path",
+        "backend",
+    }
 )
 
 
@@ -67,8 +77,10 @@ class RunSpec(_Strict):
     name: str = Field(description="directory name of the run (letters, digits, . _ -)")
     client: dict[str, FlagValue] = Field(default_factory=dict, description="bench_serving flags")
     expected_s: float | None = Field(
-        default=None, gt=0, description="planning estimate of the run's wall time; a run is not started when "
-        "less than this is left before the runner's deadline"
+        default=None,
+        gt=0,
+        description="planning estimate of the run's wall time; a run is not started when "
+        "less than this is left before the runner's deadline",
     )
 
     @field_validator("name")
@@ -86,14 +98,18 @@ class RunSpec(_Strict):
 
 class ServerSpec(_Strict):
     name: str = Field(description="directory name of the server (letters, digits, . _ -)")
-    model: str = Field(description="zoo model name, or a directory holding a HF config.json, or a config.json")
+    model: str = Field(
+        description="zoo model name, or a directory holding a HF config.json, or a config.json"
+    )
     weights: str = Field(
         default="dummy",
         description="'dummy' (random weights: --load-format dummy, same kernels and speed) or a checkpoint dir",
     )
     server: dict[str, FlagValue] = Field(default_factory=dict, description="launch_server flags")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment of the server process")
-    startup_timeout_s: float = Field(default=900.0, gt=0, description="give up on a server not healthy by then")
+    startup_timeout_s: float = Field(
+        default=900.0, gt=0, description="give up on a server not healthy by then"
+    )
     runs: list[RunSpec] = Field(min_length=1)
 
     @field_validator("name")

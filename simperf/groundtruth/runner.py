@@ -41,7 +41,9 @@ from simperf.groundtruth.plan import (
 SERVER_ENV = {"SGLANG_LOG_MS": "1", "SGLANG_RECORD_STEP_TIME": "1", "SGLANG_LOG_FORWARD_ITERS": "1"}
 # Per-request server timestamps need Prometheus metrics on and the per-request export (server_args.py, 0.5.17).
 TIMING_FLAGS = {"enable-metrics": True, "export-metrics-to-file": True}
-DEFAULT_EXPECTED_S = 90.0  # a run without `expected_s` is assumed to take this long when checking the deadline
+DEFAULT_EXPECTED_S = (
+    90.0  # a run without `expected_s` is assumed to take this long when checking the deadline
+)
 PACKAGES = ("sglang", "sglang-kernel", "flashinfer-python", "torch", "transformers", "triton")
 
 
@@ -57,7 +59,9 @@ class RunnerOptions:
     only: tuple[str, ...] = ()  # server names or server/run names; empty: everything
     port: int = 30000
     stop_after: bool = False
-    retry_failed: bool = False  # failed runs are settled (a server that cannot start would fail again) unless asked
+    retry_failed: bool = (
+        False  # failed runs are settled (a server that cannot start would fail again) unless asked
+    )
     python: str = sys.executable
     server_module: str = "sglang.launch_server"  # tests and rehearsals substitute a CPU stand-in
     say: Callable[[str], None] = field(default=lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -69,7 +73,9 @@ def run_key(server_name: str, run_name: str) -> str:
 
 def preflight(python: str) -> None:
     if shutil.which("nvidia-smi") is None:
-        raise GroundTruthError("no GPU: nvidia-smi is not on PATH (ground truth needs a GPU host with SGLang)")
+        raise GroundTruthError(
+            "no GPU: nvidia-smi is not on PATH (ground truth needs a GPU host with SGLang)"
+        )
     if importlib.util.find_spec("sglang") is None:
         raise GroundTruthError(
             "SGLang is not importable here: install it (pip install 'sglang[all]') or put its site on PYTHONPATH"
@@ -78,15 +84,28 @@ def preflight(python: str) -> None:
 
 def gpu_facts() -> dict[str, Any]:
     query = "name,memory.total,driver_version"
-    out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
-                         capture_output=True, text=True, check=False).stdout.strip().splitlines()
+    out = (
+        subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        .stdout.strip()
+        .splitlines()
+    )
     if not out:
         raise GroundTruthError("nvidia-smi lists no GPU")
     name, mem_mib, driver = (x.strip() for x in out[0].split(","))
     header = subprocess.run(["nvidia-smi"], capture_output=True, text=True, check=False).stdout
     cuda = header.split("CUDA Version:")[1].split()[0] if "CUDA Version:" in header else None
-    return {"gpu_name": name, "gpu_count": len(out), "gpu_memory_mib": int(float(mem_mib)),
-            "driver_version": driver, "cuda_driver_version": cuda}
+    return {
+        "gpu_name": name,
+        "gpu_count": len(out),
+        "gpu_memory_mib": int(float(mem_mib)),
+        "driver_version": driver,
+        "cuda_driver_version": cuda,
+    }
 
 
 def gpu_key(name: str) -> str:
@@ -108,7 +127,9 @@ def package_versions() -> dict[str, str | None]:
 
 def simperf_commit() -> str | None:
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
     return proc.stdout.strip() or None
 
 
@@ -137,7 +158,9 @@ class PlanRunner:
     t0: float = field(default_factory=time.time)
 
     def left_s(self) -> float:
-        return float("inf") if self.opts.deadline_s is None else self.opts.deadline_s - (time.time() - self.t0)
+        return (
+            float("inf") if self.opts.deadline_s is None else self.opts.deadline_s - (time.time() - self.t0)
+        )
 
     def say(self, msg: str) -> None:
         self.opts.say(f"[groundtruth {time.time() - self.t0:6.1f}s] {msg}")
@@ -146,8 +169,13 @@ class PlanRunner:
         preflight(self.opts.python)
         facts = gpu_facts()
         gpu = gpu_key(facts["gpu_name"])
-        env = {**facts, "packages": package_versions(), "python": sys.version.split()[0],
-               "simperf_commit": simperf_commit(), "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        env = {
+            **facts,
+            "packages": package_versions(),
+            "python": sys.version.split()[0],
+            "simperf_commit": simperf_commit(),
+            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
         gpu_dir = self.opts.out / gpu
         gpu_dir.mkdir(parents=True, exist_ok=True)
         (gpu_dir / "env.json").write_text(json.dumps(env, indent=1), encoding="utf-8")
@@ -155,9 +183,15 @@ class PlanRunner:
         for spec in self.plan.servers:
             if not selected(self.opts, spec.name):
                 continue
-            pending = [r for r in spec.runs if selected(self.opts, spec.name, r.name)
-                       and not is_settled(gpu_dir / spec.name / r.name, self.opts.retry_failed)]
-            counts["skipped"] += sum(1 for r in spec.runs if selected(self.opts, spec.name, r.name)) - len(pending)
+            pending = [
+                r
+                for r in spec.runs
+                if selected(self.opts, spec.name, r.name)
+                and not is_settled(gpu_dir / spec.name / r.name, self.opts.retry_failed)
+            ]
+            counts["skipped"] += sum(1 for r in spec.runs if selected(self.opts, spec.name, r.name)) - len(
+                pending
+            )
             if not pending:
                 self.say(f"{spec.name}: all runs done")
                 continue
@@ -207,8 +241,16 @@ class PlanRunner:
     def server_argv(self, spec: ServerSpec, model_path: Path, work: Path) -> tuple[list[str], str]:
         flags = {**TIMING_FLAGS, **self.plan.server_flags(spec)}
         weights = model_path if spec.weights == "dummy" else Path(spec.weights)
-        fixed = ["--model-path", str(weights), "--tokenizer-path", str(model_path),
-                 "--host", "127.0.0.1", "--port", str(self.opts.port)]
+        fixed = [
+            "--model-path",
+            str(weights),
+            "--tokenizer-path",
+            str(model_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.opts.port),
+        ]
         if spec.weights == "dummy":
             fixed += ["--load-format", "dummy"]
         if flags.get("export-metrics-to-file"):
@@ -217,10 +259,14 @@ class PlanRunner:
 
     def server_cmd_text(self, spec: ServerSpec, argv: list[str]) -> str:
         env = " ".join(f"{k}={v}" for k, v in {**SERVER_ENV, **spec.env}.items())
-        model_note = f"# model directory: `simperf groundtruth modeldir {spec.model} DIR` (weights: {spec.weights})"
+        model_note = (
+            f"# model directory: `simperf groundtruth modeldir {spec.model} DIR` (weights: {spec.weights})"
+        )
         return f"{model_note}\n{env} python -m sglang.launch_server {' '.join(argv)}\n"
 
-    def ensure_server(self, spec: ServerSpec, argv: list[str], fingerprint: str, work: Path) -> server.RunningServer:
+    def ensure_server(
+        self, spec: ServerSpec, argv: list[str], fingerprint: str, work: Path
+    ) -> server.RunningServer:
         running = server.reusable(self.opts.work, fingerprint)
         if running is not None:
             self.say(f"{spec.name}: reusing the running server (pid {running.pid})")
@@ -234,8 +280,17 @@ class PlanRunner:
                 self.say(f"{spec.name}: waiting for the server ({elapsed:.0f} s)")
 
         timeout = min(spec.startup_timeout_s, max(self.left_s() - 10, 1))
-        running = server.start_server(self.opts.work, work / "server.log", argv, {**SERVER_ENV, **spec.env},
-                                      fingerprint, self.opts.port, timeout, waiting, self.opts.server_module)
+        running = server.start_server(
+            self.opts.work,
+            work / "server.log",
+            argv,
+            {**SERVER_ENV, **spec.env},
+            fingerprint,
+            self.opts.port,
+            timeout,
+            waiting,
+            self.opts.server_module,
+        )
         self.say(f"{spec.name}: server ready after {running.ready_s:.0f} s")
         return running
 
@@ -255,10 +310,23 @@ class PlanRunner:
     # ------------------------------------------------------------------------------------------------ the runs
 
     def client_argv(self, spec: ServerSpec, run: RunSpec, model_path: Path, work: Path) -> list[str]:
-        fixed = ["--backend", "sglang", "--host", "127.0.0.1", "--port", str(self.opts.port),
-                 "--model", str(model_path), "--tokenizer", str(model_path),
-                 "--dataset-path", str(self.opts.work / "prompt_source.json"),
-                 "--output-file", str(work / run.name / "bench.jsonl"), "--output-details"]
+        fixed = [
+            "--backend",
+            "sglang",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.opts.port),
+            "--model",
+            str(model_path),
+            "--tokenizer",
+            str(model_path),
+            "--dataset-path",
+            str(self.opts.work / "prompt_source.json"),
+            "--output-file",
+            str(work / run.name / "bench.jsonl"),
+            "--output-details",
+        ]
         return fixed + flags_to_argv(self.plan.client_flags(run))
 
     def bench_cmd_text(self, spec: ServerSpec, run: RunSpec) -> str:
@@ -270,16 +338,25 @@ class PlanRunner:
         run_work = work / run.name
         if run_work.exists():  # a run that did not finish starts over
             shutil.rmtree(run_work)
-        return {"name": run.name, "argv": self.client_argv(spec, run, model_path, work),
-                "work_dir": str(run_work), "expected_s": run.expected_s or DEFAULT_EXPECTED_S}
+        return {
+            "name": run.name,
+            "argv": self.client_argv(spec, run, model_path, work),
+            "work_dir": str(run_work),
+            "expected_s": run.expected_s or DEFAULT_EXPECTED_S,
+        }
 
-    def drive(self, spec: ServerSpec, jobs: list[dict[str, Any]], work: Path, running: server.RunningServer) -> None:
+    def drive(
+        self, spec: ServerSpec, jobs: list[dict[str, Any]], work: Path, running: server.RunningServer
+    ) -> None:
         deadline = None if self.opts.deadline_s is None else self.t0 + self.opts.deadline_s
         (work / "jobs.json").write_text(json.dumps({"deadline_s": deadline, "jobs": jobs}), encoding="utf-8")
         self.say(f"{spec.name}: driving {len(jobs)} run(s): {', '.join(j['name'] for j in jobs)}")
         with open(work / "client.log", "ab") as log:
-            child = subprocess.Popen([self.opts.python, "-m", "simperf.groundtruth.client", str(work / "jobs.json")],
-                                     stdout=log, stderr=subprocess.STDOUT)
+            child = subprocess.Popen(
+                [self.opts.python, "-m", "simperf.groundtruth.client", str(work / "jobs.json")],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
             seen: set[str] = set()
             while child.poll() is None:
                 time.sleep(2.0)
@@ -311,12 +388,20 @@ class PlanRunner:
             self.write_status(run_dest, "ok", **summary)
             return "ok"
         if (run_work / FAILED).exists():
-            self.write_status(run_dest, "failed", reason="bench_serving failed",
-                              log_tail=(run_work / FAILED).read_text(encoding="utf-8")[-4000:])
+            self.write_status(
+                run_dest,
+                "failed",
+                reason="bench_serving failed",
+                log_tail=(run_work / FAILED).read_text(encoding="utf-8")[-4000:],
+            )
             return "failed"
         if (work / "server_died").exists():
-            self.write_status(run_dest, "failed", reason="server died",
-                              log_tail=(work / "server_died").read_text(encoding="utf-8"))
+            self.write_status(
+                run_dest,
+                "failed",
+                reason="server died",
+                log_tail=(work / "server_died").read_text(encoding="utf-8"),
+            )
             return "failed"
         return "pending"  # not started before the deadline: the next call does it
 

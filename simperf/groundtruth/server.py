@@ -84,7 +84,13 @@ def reusable(state_dir: Path, fingerprint: str) -> RunningServer | None:
     if http_get(f"http://127.0.0.1:{state['port']}/health") is None:
         return None
     return RunningServer(
-        int(state["pid"]), int(state["port"]), fingerprint, Path(state["log_path"]), state["started_s"], 0.0, True
+        int(state["pid"]),
+        int(state["port"]),
+        fingerprint,
+        Path(state["log_path"]),
+        state["started_s"],
+        0.0,
+        True,
     )
 
 
@@ -133,15 +139,22 @@ def start_server(
             env={**os.environ, **env},
             start_new_session=True,
         )
-    state = {"pid": proc.pid, "port": port, "fingerprint": fingerprint, "log_path": str(log_path),
-             "started_s": started}
+    state = {
+        "pid": proc.pid,
+        "port": port,
+        "fingerprint": fingerprint,
+        "log_path": str(log_path),
+        "started_s": started,
+    }
     (state_dir / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
     offset = log_path.stat().st_size
     while True:
         elapsed = time.time() - started
         if proc.poll() is not None:
             (state_dir / STATE_FILE).unlink(missing_ok=True)
-            raise ServerFailed(f"server exited with code {proc.returncode} after {elapsed:.0f} s", log_tail(log_path))
+            raise ServerFailed(
+                f"server exited with code {proc.returncode} after {elapsed:.0f} s", log_tail(log_path)
+            )
         if elapsed > timeout_s:
             stop_server(state_dir)
             raise ServerFailed(f"server not healthy after {timeout_s:.0f} s", log_tail(log_path))
@@ -198,7 +211,9 @@ def startup_lines(log_text: str, limit: int = 200) -> list[str]:
 def server_info(base_url: str) -> dict[str, Any] | None:
     """SGLang's /server_info (resolved server args and the scheduler's internal state), or None. 0.5.17 still
     answers the older /get_server_info too (deprecated there)."""
-    raw = http_get(f"{base_url}/server_info", timeout=30.0) or http_get(f"{base_url}/get_server_info", timeout=30.0)
+    raw = http_get(f"{base_url}/server_info", timeout=30.0) or http_get(
+        f"{base_url}/get_server_info", timeout=30.0
+    )
     if raw is None:
         return None
     try:
