@@ -100,6 +100,7 @@ class Prediction:
             "simulation_wall_s": self.wall_s,
             "prefix_hit_rate_over_time": _hit_rate_over_time(self.records),
             "achieved_concurrency": self.in_flight.as_json() if self.in_flight is not None else None,
+            "idle_gpus": self.scenario.hardware.count - gpus_in_use(self.scenario),
         }
 
 
@@ -266,10 +267,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         )
     if shares["third_party"] > 0:
         notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
-    used = scenario.serving.tp
-    if scenario.disaggregation is not None:
-        used = scenario.disaggregation.prefill.tp + scenario.disaggregation.decode.tp
-    idle = idle_gpus(scenario.hardware.count, used)
+    idle = idle_gpus(scenario.hardware.count, gpus_in_use(scenario))
     if idle is not None:
         notes["Idle GPUs"] = idle
     held = _closed_loop(scenario.workload, records, requests, stats)
@@ -278,6 +276,13 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     return Prediction(
         scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes, held
     )
+
+
+def gpus_in_use(scenario: Scenario) -> int:
+    """GPUs the predicted server (or prefill + decode pair) runs on; the rest of hardware.count is idle."""
+    if scenario.disaggregation is not None:
+        return scenario.disaggregation.prefill.tp + scenario.disaggregation.decode.tp
+    return scenario.serving.tp
 
 
 def _closed_loop(workload, records: RequestRecords, requests, stats: SimStats) -> InFlight | None:

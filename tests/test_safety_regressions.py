@@ -124,6 +124,8 @@ def test_idle_gpus_are_reported(tmp_path):
     result = runner.invoke(app, ["predict", str(path)])
     assert result.exit_code == 0, result.output
     assert "Idle GPUs:" in result.output and "2 of 4" in result.output
+    as_json = json.loads(runner.invoke(app, ["predict", str(path), "-o", "json"]).stdout)
+    assert as_json["simperf"]["idle_gpus"] == 2
 
 
 # ---------------------------------------------------------------------------------------------- calibrate
