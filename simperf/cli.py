@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from simperf.cli_errors import SafeGroup, debug_option, fail
 
@@ -42,7 +42,8 @@ def _register_accuracy_commands() -> None:
 
 
 def _register_sweep_commands() -> None:
-    from simperf.sweep.cli import plan_command, report_command, sweep_command
+    from simperf.plan.cli import plan_command
+    from simperf.sweep.cli import report_command, sweep_command
 
     app.command("sweep")(sweep_command)
     app.command("plan")(plan_command)
@@ -61,7 +62,14 @@ def _register_validate_command() -> None:
     app.command("validate")(validate_command)
 
 
+def _register_backends_command() -> None:
+    from simperf.scenario.cli import backends_command
+
+    app.command("backends")(backends_command)
+
+
 _register_trace_commands()
+_register_backends_command()
 _register_validate_command()
 _register_groundtruth_commands()
 _register_sweep_commands()
@@ -74,9 +82,18 @@ def _fail(message: str, code: int = 2) -> None:
     fail(message, code)
 
 
-@app.command()
+def _register_predict_command() -> None:
+    from simperf.scenario.flags import flags_epilog
+
+    app.command(
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        options_metavar="[SCENARIO.yaml] [FLAGS]",
+        epilog=flags_epilog(),
+    )(predict)
+
+
 def predict(
-    scenario: Annotated[Path, typer.Argument(help="scenario YAML file")],
+    ctx: typer.Context,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
     requests: Annotated[
         Path | None, typer.Option(help="write one row per request to this Parquet file")
@@ -105,26 +122,39 @@ def predict(
             min=0, help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)"
         ),
     ] = None,
+    set_values: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="any scenario field, repeatable: --set serving.tp=4 (value read as YAML)"),
+    ] = None,
+    save_scenario: Annotated[
+        Path | None, typer.Option(help="write the scenario this command ran (file + flags + --set) as YAML")
+    ] = None,
+    output_file: Annotated[
+        Path | None, typer.Option(help="append the result as one JSON line, as bench_serving's --output-file")
+    ] = None,
+    output_details: Annotated[
+        bool,
+        typer.Option(help="with --output-file: add per-request arrays, as bench_serving's --output-details"),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> None:
-    """Simulate a scenario and print bench_serving-style metrics."""
-    from simperf.output_paths import check_output_file
+    """Simulate a scenario file, or bench_serving / launch_server flags, and print bench_serving's metrics."""
     from simperf.perfdb.locate import CalibrationError
     from simperf.pipeline import RunGuards, UnsupportedScenario
     from simperf.pipeline import predict as run_predict
-    from simperf.progress import LazyProgress
-    from simperf.report.output import result_json, write_requests_parquet
-    from simperf.report.text import print_bench_block
+    from simperf.progress import phases
     from simperf.runsize import memory_limit_bytes
-    from simperf.scenario.load import ScenarioError, load_scenario
+    from simperf.scenario.cmdline import scenario_from_command_line, write_scenario_yaml
+    from simperf.scenario.flags import FlagError
+    from simperf.scenario.load import ScenarioError
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
-    if requests is not None:
-        check_output_file(
-            requests, "--requests", suffixes=(".parquet",), inputs=(scenario, like), what="Parquet"
-        )
+    where = "scenario"
     try:
-        sc = load_scenario(scenario)
+        built = scenario_from_command_line(list(ctx.args), set_values)
+        sc = built.scenario
+        where = built.source if built.source != "command line" else sc.name
         if like is not None:
             from simperf.accuracy.bench_import import BenchImportError, scenario_like
 
@@ -132,71 +162,163 @@ def predict(
                 sc = scenario_like(sc, like, run=like_run)
             except BenchImportError as e:
                 _fail(f"--like {like}: {e}")
-        with LazyProgress("simulating requests") as progress:
-            guards = RunGuards(memory_limit_bytes(max_memory_gb), progress.update)
-            prediction = run_predict(sc, calibration, roofline_only=roofline_only, guards=guards)
-    except (ScenarioError, UnsupportedScenario) as e:
+        _check_predict_outputs(built.source, like, requests, output_file, save_scenario)  # before any work
+        if save_scenario is not None:
+            # --like changed the workload: save the scenario it produced, every field written out
+            mapping = built.mapping if like is None else sc.model_dump(mode="json", exclude_none=True)
+            command = "simperf predict " + shlex.join(sys.argv[2:])
+            write_scenario_yaml(mapping, sc, save_scenario, command)
+        with phases(f"predict {sc.name}", quiet=quiet) as phase:
+
+            def finished(done: int, total: int) -> None:
+                phase(f"simulating: {done:,} of {total:,} requests finished")
+
+            guards = RunGuards(memory_limit_bytes(max_memory_gb), finished)
+            prediction = run_predict(
+                sc, calibration, roofline_only=roofline_only, guards=guards, on_phase=phase
+            )
+    except (FlagError, ScenarioError, UnsupportedScenario) as e:
         _fail(str(e))
     except CalibrationError as e:  # names the option or the scenario field it came from
-        _fail(str(e) if str(e).startswith("--") else f"{scenario}: {e}")
+        _fail(str(e) if str(e).startswith("--") else f"{where}: {e}")
     except (ValueError, FileNotFoundError) as e:
-        _fail(f"{scenario}: {e}")
+        _fail(f"{where}: {e}")
+    for note in built.notes:
+        err.print(f"note: {note}", highlight=False)
+    _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
+
+
+def _check_predict_outputs(source: str, like, requests, output_file, save_scenario) -> None:
+    """Every file predict would write, checked before the simulation: a finished run is never lost to a path
+    that cannot be written, and no output overwrites the scenario or the --like file."""
+    from simperf.output_paths import check_output_file
+
+    inputs = (Path(source) if source != "command line" else None, like)
+    if requests is not None:
+        check_output_file(requests, "--requests", suffixes=(".parquet",), inputs=inputs, what="Parquet")
+    if output_file is not None:
+        check_output_file(output_file, "--output-file", inputs=inputs)
+    if save_scenario is not None:
+        check_output_file(
+            save_scenario, "--save-scenario", suffixes=(".yaml", ".yml"), inputs=inputs, what="YAML"
+        )
+
+
+def _write_prediction(prediction, output, requests, breakdown, output_file, output_details) -> None:
+    from simperf.report.output import append_jsonl, bench_jsonl_line, result_json, write_requests_parquet
+    from simperf.report.tables import stdout_console
+    from simperf.report.text import print_bench_block
+
     if requests is not None:
         write_requests_parquet(prediction.records, requests)
-    if output == "json":
-        sys.stdout.write(result_json(prediction.result, prediction.extra()) + "\n")
-    else:
-        console = Console()
-        console.print(
-            f"simperf prediction: {sc.name} ({prediction.arch.name} on {sc.hardware.count}x {prediction.gpu.key}), "
-            f"simulated in {prediction.wall_s:.2f} s",
-            highlight=False,
-        )
-        print_bench_block(prediction.result, console, "Serving Benchmark Result", prediction.notes)
-        if breakdown:
-            from simperf.report.breakdown import print_breakdown
+    extra = prediction.extra()
+    if breakdown and output == "json":
+        from simperf.report.breakdown import breakdown_json
 
-            print_breakdown(prediction, console)
-        if requests is not None:
-            console.print(f"per-request rows written to {requests}")
+        extra["breakdown"] = breakdown_json(prediction)
+    if output_file is not None:
+        details = prediction.records if output_details else None
+        append_jsonl(output_file, bench_jsonl_line(prediction.result, extra, details))
+    if output == "json":
+        sys.stdout.write(result_json(prediction.result, extra) + "\n")
+        return
+    sc = prediction.scenario
+    console = stdout_console()
+    console.print(
+        f"simperf prediction: {sc.name} ({prediction.arch.name} on {sc.hardware.count}x {prediction.gpu.key}), "
+        f"simulated in {prediction.wall_s:.2f} s",
+        highlight=False,
+    )
+    print_bench_block(prediction.result, console, "Serving Benchmark Result", prediction.notes)
+    if breakdown:
+        from simperf.report.breakdown import print_breakdown
+
+        print_breakdown(prediction)
+    if requests is not None:
+        console.print(f"per-request rows written to {requests}")
+    if output_file is not None:
+        console.print(f"result appended to {output_file}", highlight=False)
+
+
+_register_predict_command()
 
 
 @app.command()
 def schema(
     out: Annotated[Path | None, typer.Option(help="write to this file instead of stdout")] = None,
+    markdown: Annotated[bool, typer.Option(help="the reference tables of docs/scenario.md instead")] = False,
+    update: Annotated[
+        Path | None, typer.Option(help="with --markdown: rewrite the generated block of this file")
+    ] = None,
 ) -> None:
-    """Print the JSON Schema of scenario files."""
+    """Print the JSON Schema of scenario files (or, with --markdown, its reference tables)."""
     from simperf.output_paths import check_output_file
     from simperf.scenario.load import scenario_json_schema
 
     if out is not None:
-        check_output_file(out, "--out", suffixes=(".json",), what="JSON Schema")
-    text = scenario_json_schema()
+        check_output_file(out, "--out", suffixes=(".json", ".md"), what="JSON Schema or Markdown")
+    if markdown:
+        from simperf.scenario.docs import reference_markdown, replace_block
+
+        text = reference_markdown()
+        if update is not None:
+            try:
+                update.write_text(replace_block(update.read_text(), text))
+            except (OSError, ValueError) as e:
+                _fail(f"--update {update}: {e}")
+            return
+    else:
+        text = scenario_json_schema()
     if out is None:
         sys.stdout.write(text + "\n")
     else:
         out.write_text(text + "\n")
 
 
+OutputOption = Annotated[str, typer.Option("--output", "-o", help="text | json | tsv")]
+
+
+def _print(tables, output: str, extra: dict | None = None) -> None:
+    from simperf.report.tables import check_output, print_tables
+
+    problem = check_output(output)
+    if problem:
+        _fail(problem)
+    print_tables(tables, output, extra=extra)
+
+
 @app.command()
-def models() -> None:
+def models(output: OutputOption = "text") -> None:
     """List the model zoo."""
     from simperf.models.zoo import load_arch, zoo_names
+    from simperf.report.tables import Col, TableData
 
-    table = Table("name", "family", "layers", "hidden", "heads", "kv heads", "experts", "context")
+    columns = [Col("name", "name"), Col("family", "family")]
+    columns += [
+        Col(key, header, str, True)
+        for key, header in (
+            ("layers", "layers"),
+            ("hidden", "hidden"),
+            ("heads", "heads"),
+            ("kv_heads", "kv heads"),
+            ("experts", "experts"),
+            ("context", "context (tokens)"),
+        )
+    ]
+    table = TableData("model zoo", columns)
     for name in zoo_names():
         a = load_arch(name)
-        table.add_row(
-            name,
-            a.family,
-            str(a.num_layers),
-            str(a.hidden_size),
-            str(a.num_heads),
-            str(a.num_kv_heads),
-            str(getattr(a, "num_routed_experts", 0) or "-"),
-            str(a.context_len),
+        table.add(
+            name=name,
+            family=a.family,
+            layers=a.num_layers,
+            hidden=a.hidden_size,
+            heads=a.num_heads,
+            kv_heads=a.num_kv_heads,
+            experts=getattr(a, "num_routed_experts", 0) or None,
+            context=a.context_len,
         )
-    Console().print(table)
+    _print([table], output)
 
 
 @app.command(
@@ -220,31 +342,70 @@ def calibrate(ctx: typer.Context) -> None:
 @perfdb_app.command("check")
 def perfdb_check(
     directory: Annotated[Path, typer.Argument(help="calibration directory, e.g. calibration/h200")],
+    output: OutputOption = "text",
+    offgrid: Annotated[
+        Path | None, typer.Option(help="off-grid results file to read: error of these tables on its calls")
+    ] = None,
+    offgrid_time: Annotated[
+        Path | None, typer.Option(help="GPU: time the off-grid set on this GPU into this results file")
+    ] = None,
+    samples: Annotated[
+        Path | None, typer.Option(help="off-grid set (default calibration/offgrid/samples.jsonl)")
+    ] = None,
+    scaled_from: Annotated[
+        Path | None,
+        typer.Option(help="with --offgrid: also price the calls from this GPU's tables (scaled_from)"),
+    ] = None,
 ) -> None:
-    """Held-out interpolation error per op family (rows measured off the grid, never used to interpolate)."""
-    from simperf.perfdb.check import heldout_errors, heldout_summary
+    """Held-out interpolation error per op family (rows measured off the grid, never used to interpolate);
+    with --offgrid, the error on the seeded off-grid set of real kernel calls (docs/perfdb.md "Off the grid")."""
+    from simperf.costmodel.ragged import ragged_errors, ragged_summary
+    from simperf.perfdb.check import heldout_errors, heldout_summary, resolve_gpu
     from simperf.perfdb.locate import check_table_files
+    from simperf.report.tables import frame_table, pct
 
     check_table_files(directory)
+    if offgrid is not None or offgrid_time is not None:
+        _perfdb_offgrid(directory, offgrid, offgrid_time, samples, scaled_from)
+        return
     errors = heldout_errors(directory)
     if errors.height == 0:
         _fail(f"{directory}: no held-out rows (run `simperf calibrate --heldout N`)", code=1)
     summary = heldout_summary(errors)
-    table = Table(*summary.columns, title=f"held-out interpolation error, {directory}")
-    for row in summary.iter_rows():
-        table.add_row(*[f"{v:.2%}" if isinstance(v, float) else str(v) for v in row])
-    Console().print(table)
-
-    from simperf.costmodel.ragged import ragged_errors, ragged_summary
-    from simperf.perfdb.check import resolve_gpu
-
+    as_pct = {c: pct for c, t in summary.schema.items() if t.is_float()}
+    tables = [frame_table(summary, f"held-out interpolation error, {directory}", "heldout", as_pct)]
     ragged = ragged_errors(directory, resolve_gpu(directory))
     if ragged.height:
         summary = ragged_summary(ragged)
-        table = Table(*summary.columns, title="ragged decode batches: mean-KV model vs split-KV work model")
-        for row in summary.iter_rows():
-            table.add_row(*[f"{v:.2%}" if isinstance(v, float) else str(v) for v in row])
-        Console().print(table)
+        as_pct = {c: pct for c, t in summary.schema.items() if t.is_float()}
+        title = "ragged decode batches: mean-KV model vs split-KV work model"
+        tables.append(frame_table(summary, title, "ragged", as_pct))
+    _print(tables, output)
+
+
+def _perfdb_offgrid(
+    directory: Path,
+    results: Path | None,
+    time_into: Path | None,
+    samples: Path | None,
+    scaled_from: Path | None,
+) -> None:
+    from simperf.perfdb.offgrid.cli import DEFAULT_SAMPLES, check_offgrid, time_offgrid
+
+    samples = samples or DEFAULT_SAMPLES
+    if not samples.is_file():
+        _fail(f"--samples: {samples} does not exist (python -m simperf.perfdb.offgrid generate writes one)")
+    if time_into is not None:
+        raise typer.Exit(time_offgrid(time_into, samples))
+    assert results is not None
+    if not results.is_file():
+        _fail(f"--offgrid: {results} does not exist (time the set on a GPU with --offgrid-time first)")
+    if scaled_from is not None and not scaled_from.is_dir():
+        _fail(f"--scaled-from: {scaled_from} is not a calibration directory")
+    try:
+        check_offgrid(directory, results, samples, scaled_from)
+    except ValueError as e:
+        _fail(str(e))
 
 
 def _register_perfdb_diff() -> None:
@@ -257,17 +418,16 @@ _register_perfdb_diff()
 
 
 @perfdb_app.command("coverage")
-def perfdb_coverage(directory: Annotated[Path, typer.Argument(help="calibration directory")]) -> None:
+def perfdb_coverage(
+    directory: Annotated[Path, typer.Argument(help="calibration directory")], output: OutputOption = "text"
+) -> None:
     """What the tables in a calibration directory cover."""
     from simperf.perfdb.check import summarize_coverage
     from simperf.perfdb.locate import check_table_files
+    from simperf.report.tables import frame_table
 
     check_table_files(directory)
-    cov = summarize_coverage(directory)
-    table = Table(*cov.columns, title=str(directory))
-    for row in cov.iter_rows():
-        table.add_row(*[str(v) for v in row])
-    Console().print(table)
+    _print([frame_table(summarize_coverage(directory), str(directory))], output)
 
 
 if __name__ == "__main__":  # pragma: no cover

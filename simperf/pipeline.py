@@ -157,9 +157,21 @@ def open_perfdb(
     check_directory(choice)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # PerfDB warns of another GPU's tables; check_rows refuses them
-        db = PerfDB.load(choice.directory, gpu)
+        db = PerfDB.load(choice.directory, gpu, sglang_version=scenario.serving.sglang_version)
     check_rows(choice, db.table_rows(), gpu)
     return db, choice.directory
+
+
+def vintage_notes(db: PerfDB, sglang_version: str) -> dict[str, str]:
+    """The third-party table vintages a prediction used (perfdb/vintage.py), for the report."""
+    if not db.vintages:
+        return {}
+    sglang = sorted({v.chosen for v in db.vintages if v.framework == "sglang"})
+    fallback = any(v.fallback for v in db.vintages)
+    text = f"sglang {', '.join(sglang)}" if sglang else "none of SGLang"
+    if fallback:
+        text += f" (none as old as {sglang_version}: the oldest on file)"
+    return {"Third-party table vintage": text}
 
 
 def _pool_scenario(scenario: Scenario, serving) -> Scenario:
@@ -178,17 +190,22 @@ class RunGuards:
         return memory_limit_bytes() if self.memory_limit_bytes is None else self.memory_limit_bytes
 
 
+def _no_phase(_text: str) -> None:
+    pass
+
+
 def predict(
     scenario: Scenario,
     calibration_dir: Path | None = None,
     step_log: StepLog | None = None,
     roofline_only: bool = False,
     guards: RunGuards | None = None,
+    on_phase: Callable[[str], None] = _no_phase,
 ) -> Prediction:
     """step_log: when given, records what every iteration ran (simperf validate); not for disaggregated runs.
     roofline_only: price every kernel from the roofline, reading no tables (open_perfdb).
     guards: the memory limit (a run estimated beyond it is refused before anything is simulated) and a progress
-    callback."""
+    callback. on_phase: told the stage the prediction is in (a progress display)."""
     guards = guards or RunGuards()
     check_supported(scenario)
     expected = expected_size(scenario.workload)
@@ -199,11 +216,15 @@ def predict(
             raise UnsupportedScenario(
                 "disaggregation: step logging covers one server, not a prefill/decode pair"
             )
-        return _predict_disaggregated(scenario, calibration_dir, roofline_only, guards)
+        return _predict_disaggregated(scenario, calibration_dir, roofline_only, guards, on_phase)
+    on_phase("applying SGLang's defaults")
     serving, arch, gpu = resolve(scenario)
+    on_phase("loading kernel tables")
     db, directory = open_perfdb(scenario, gpu, calibration_dir, roofline_only)
     cost = SGLangStepCost(arch, serving, db, scenario.overheads)
+    on_phase("building the workload")
     requests = _requests(scenario, arch, guards, serving.max_total_tokens)
+    on_phase(f"simulating {len(requests.input_len):,} requests")
     simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log)
     simulator.on_progress = guards.on_progress
     if scenario.serving.load_balance_method == "total_requests":
@@ -267,6 +288,12 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         )
     if shares["third_party"] > 0:
         notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
+    notes.update(vintage_notes(db, scenario.serving.sglang_version))
+    if shares["scaled_key"] > 0:
+        notes["Step time from other keys' tables (scaled-key)"] = f"{100 * shares['scaled_key']:.1f}%"
+    bare = cost.bare_roofline_ops()
+    if bare:  # no table of these ops on this GPU at all: say so loudly
+        notes["WARNING: ops with no table on this GPU (bare roofline)"] = "; ".join(bare)
     idle = idle_gpus(scenario.hardware.count, gpus_in_use(scenario))
     if idle is not None:
         notes["Idle GPUs"] = idle
@@ -299,10 +326,15 @@ def _closed_loop(workload, records: RequestRecords, requests, stats: SimStats) -
 
 
 def _predict_disaggregated(
-    scenario: Scenario, calibration_dir: Path | None, roofline_only: bool, guards: RunGuards
+    scenario: Scenario,
+    calibration_dir: Path | None,
+    roofline_only: bool,
+    guards: RunGuards,
+    on_phase: Callable[[str], None],
 ) -> Prediction:
     spec = scenario.disaggregation
     pools = []
+    on_phase("loading kernel tables")
     for name, serving_spec in (("prefill", spec.prefill), ("decode", spec.decode)):
         resolved, arch, gpu = resolve(_pool_scenario(scenario, serving_spec), f"disaggregation.{name}")
         db, directory = open_perfdb(scenario, gpu, calibration_dir, roofline_only)
@@ -313,6 +345,7 @@ def _predict_disaggregated(
         pools.append(Pool(resolved, cost, kv_bytes))
     pool_tokens = min(pool.serving.max_total_tokens for pool in pools)
     requests = _requests(scenario, arch, guards, pool_tokens)
+    on_phase(f"simulating {len(requests.input_len):,} requests on a prefill and a decode server")
     started = time.perf_counter()
     records, dstats = simulate_disaggregated(
         pools[0],

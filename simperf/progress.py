@@ -1,51 +1,84 @@
-"""A progress bar for long work that stays out of the way of short work: it appears on stderr only once the work
-has run longer than `after_s` (about 2 s), and never on a stream that is not a terminal."""
+"""Progress displays for the commands: rich, on stderr (stdout stays clean for tables and JSON), off with --quiet.
+
+Two shapes: `bar` counts units of work (sweep points, scenarios, re-checks); `phases` names the stage a single
+long computation is in (a prediction: resolve, load tables, simulate) with the time spent so far.
+"""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-SHOW_AFTER_S = 2.0
+
+def stderr_console() -> Console:
+    return Console(stderr=True)
 
 
-class LazyProgress:
-    def __init__(
-        self, description: str, after_s: float = SHOW_AFTER_S, console: Console | None = None
-    ) -> None:
-        self.description = description
-        self.after_s = after_s
-        self.console = console or Console(stderr=True)
-        self._started = time.monotonic()
-        self._progress: Progress | None = None
-        self._task = None
+class Bar:
+    """A count of finished units; `advance(status=...)` after each."""
 
-    def __enter__(self) -> LazyProgress:
-        self._started = time.monotonic()
-        return self
+    def __init__(self, progress: Progress | None, description: str, total: int | None, done: int = 0):
+        self._progress = progress
+        self._task = (
+            progress.add_task(description, total=total, completed=done, status="") if progress else None
+        )
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def advance(self, n: int = 1, status: str = "") -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, advance=n, status=status)
 
-    def update(self, done: int, total: int) -> None:
-        if self._progress is None:
-            if time.monotonic() - self._started < self.after_s or not self.console.is_terminal:
-                return
-            self._progress = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task(self.description, total=total)
-        self._progress.update(self._task, completed=done, total=total)
+    def set_total(self, total: int, done: int = 0) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, total=total, completed=done)
 
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+
+@contextmanager
+def bar(
+    description: str, total: int | None, *, quiet: bool = False, transient: bool = False
+) -> Iterator[Bar]:
+    if quiet:
+        yield Bar(None, description, total)
+        return
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeRemainingColumn(),
+        console=stderr_console(),
+        transient=transient,
+    )
+    with progress:
+        yield Bar(progress, description, total)
+
+
+@contextmanager
+def phases(title: str, *, quiet: bool = False) -> Iterator[Callable[[str], None]]:
+    """`with phases("predict") as phase: phase("simulating 500 requests")` shows a spinner, the phase, the time.
+
+    Transient: on a terminal it disappears when done; elsewhere (logs, pipes) it prints nothing.
+    """
+    if quiet:
+        yield lambda _text: None
+        return
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}[/] {task.fields[phase]}"),
+        TimeElapsedColumn(),
+        console=stderr_console(),
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task(title, total=None, phase="")
+        yield lambda text: progress.update(task, phase=text)

@@ -371,9 +371,9 @@ PREDICT_OPTION_CASES = [
     Case("predict-memory-negative", ("predict", "{ws}/s.yaml", "--max-memory-gb", "-1"), "--max-memory-gb"),
     Case("predict-memory-text", ("predict", "{ws}/s.yaml", "--max-memory-gb", "lots"), "--max-memory-gb"),
     Case("predict-memory-too-small", ("predict", "{ws}/s.yaml", "--max-memory-gb", "0.01"), "limit 0.0 GB"),
-    Case("predict-unknown-option", ("predict", "{ws}/s.yaml", "--turbo"), "No such option"),
-    Case("predict-no-scenario", ("predict",), "Missing argument"),
-    Case("predict-two-scenarios", ("predict", "{ws}/s.yaml", "{ws}/s.yaml"), "unexpected extra argument"),
+    Case("predict-unknown-option", ("predict", "{ws}/s.yaml", "--turbo"), "--turbo: not a flag"),
+    Case("predict-no-scenario", ("predict",), "give a scenario file"),
+    Case("predict-two-scenarios", ("predict", "{ws}/s.yaml", "{ws}/s.yaml"), "unexpected argument"),
     Case("unknown-command", ("forecast", "{ws}/s.yaml"), "No such command"),
     Case("schema-out-yaml", ("schema", "--out", "{ws}/schema.yaml"), ".json"),
     Case("schema-out-readonly", ("schema", "--out", "/proc/schema.json"), "--out /proc"),
@@ -721,8 +721,43 @@ GROUNDTRUTH_CASES = [
     Case("groundtruth-modeldir-unknown", ("groundtruth", "modeldir", "gpt-17", "{ws}/model"), "gpt-17"),
 ]
 
+ONESHOT = ("plan", "--model", "qwen3-8b", "--gpu", "h100", "--total-gpus", "2", "--executor", "serial")
+NEWER_COMMAND_CASES = [
+    Case("backends-unknown-gpu", ("backends", "--gpu", "h300"), "unknown h300"),
+    Case("backends-unknown-model", ("backends", "--model", "gpt-17"), "unknown gpt-17"),
+    Case("backends-output", ("backends", "-o", "xml"), "xml"),
+    Case(
+        "oneshot-unknown-model",
+        ("plan", "--model", "gpt-17", "--gpu", "h100", "--total-gpus", "2"),
+        "--model",
+    ),
+    Case(
+        "oneshot-unknown-gpu", ("plan", "--model", "qwen3-8b", "--gpu", "h300", "--total-gpus", "2"), "--gpu"
+    ),
+    Case("oneshot-missing-gpus", ("plan", "--model", "qwen3-8b", "--gpu", "h100"), "--total-gpus"),
+    Case("oneshot-rate-negative", (*ONESHOT, "--rate", "-3"), "--rate"),
+    Case("oneshot-range-ratio", (*ONESHOT, "--range-ratio", "2"), "--range-ratio"),
+    Case("oneshot-table-csv", (*ONESHOT, "--table", "{ws}/t.csv"), ".parquet"),
+    Case("oneshot-save-dir-readonly", (*ONESHOT, "--save-dir", "/proc/plans"), "--save-dir /proc"),
+    Case("oneshot-and-table", ("plan", "{ws}/fake.parquet", "--model", "qwen3-8b"), "not both"),
+    Case("predict-save-scenario-json", ("predict", "{ws}/s.yaml", "--save-scenario", "{ws}/x.json"), ".yaml"),
+    Case(
+        "predict-save-over-input",
+        ("predict", "{ws}/s.yaml", "--save-scenario", "{ws}/s.yaml"),
+        "is also an input",
+    ),  # fmt: skip
+    Case(
+        "predict-output-file-readonly",
+        ("predict", "{ws}/s.yaml", "--output-file", "/proc/r.jsonl"),
+        "--output-file /proc",
+    ),  # fmt: skip
+    Case("predict-flag-bad-value", ("predict", "{ws}/s.yaml", "--page-size", "0"), "[from --page-size]"),
+    Case("predict-set-unknown-field", ("predict", "{ws}/s.yaml", "--set", "serving.tpp=2"), "serving.tpp"),
+]
+
 CASES = (
     GROUNDTRUTH_CASES
+    + NEWER_COMMAND_CASES
     + SCENARIO_CASES
     + FILE_CASES
     + PREDICT_OPTION_CASES

@@ -172,3 +172,79 @@ def test_latency_chart_of_a_concurrency_sweep_uses_concurrency_as_its_load_axis(
     panel = spec["hconcat"][0]
     assert panel["encoding"]["x"]["title"] == "max concurrency (requests)"
     assert len(panel["data"]["values"]) == points.height
+
+
+OVERFLOW_PROBE = """<script>
+window.addEventListener('load', function () { setTimeout(function () {
+  var doc = document.documentElement, out = ['page ' + doc.scrollWidth + ' ' + doc.clientWidth];
+  document.querySelectorAll('div.table-wrap, div.chart').forEach(function (el) {
+    out.push(el.className.split(' ')[0] + ' ' + el.scrollWidth + ' ' + el.clientWidth);
+  });
+  var pre = document.createElement('pre'); pre.id = 'overflow-probe'; pre.textContent = out.join(';');
+  document.body.appendChild(pre);
+}, 1500); });
+</script>"""
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_report_fits_a_1280_px_window_without_horizontal_overflow(tmp_path):
+    """Wide tables (many configurations with long labels, every column) wrap inside the page; charts scale."""
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no chromium: apt-get install -y chromium")
+    from simperf.sweep.reporting import build_report
+    from simperf.sweep.table import read_table
+
+    axes = {
+        "serving.attention_backend": ["fa3", "flashinfer"],
+        "serving.chunked_prefill_size": [2048, 4096, 8192],
+        "serving.schedule_policy": ["fcfs", "lpm"],
+        "workload.max_concurrency": [2, 8],
+    }
+    spec = parse_sweep(sweep_dict(axes))
+    run = run_sweep(spec, BASE, tmp_path, tmp_path / "t.parquet", executor="serial")
+    table, meta = read_table(run.table_path)
+    page = tmp_path / "report.html"
+    build_report(table, meta, page, target_rate=10.0, sla=parse_sla(["ttft.p90 <= 2s"]), top=5)
+    text = page.read_text()
+    cut = text.rindex("</body>")
+    probed = tmp_path / "probed.html"
+    probed.write_text(text[:cut] + OVERFLOW_PROBE + text[cut:])
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
+           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=15000"]  # fmt: skip
+    dom = subprocess.run([*cmd, "--dump-dom", probed.resolve().as_uri()], capture_output=True, text=True,
+                         timeout=120, check=True).stdout  # fmt: skip
+    probe = dom.split('id="overflow-probe">')[1].split("</pre>")[0].split(";")
+    assert len(probe) >= 1 + 3 + 4, probe  # the page, its tables and its charts were measured
+    for item in probe:
+        what, scroll, client = item.rsplit(" ", 2)
+        assert int(scroll) <= int(client), f"{what} overflows: {scroll} px of content in {client} px"
+    shot = tmp_path / "report.png"
+    subprocess.run([*cmd, "--hide-scrollbars", f"--screenshot={shot}", page.resolve().as_uri()],
+                   capture_output=True, timeout=120, check=True)  # fmt: skip
+    assert png_size(shot.read_bytes())[0] == 1280 and png_ink_fraction(shot.read_bytes()) > 0.01
+
+
+def test_more_than_ten_configurations_get_distinct_colours_not_shades_of_one_hue():
+    from simperf.report.charts import _config_scale
+
+    labels = [f"config {i}" for i in range(14)]
+    colours = _config_scale(labels).to_dict()["range"]
+    assert len(colours) == 14 and len(set(colours)) == 14
+
+
+def test_report_tables_name_units_in_headers_and_leave_out_what_the_label_says(tmp_path):
+    from simperf.sweep.reporting import _results_table
+
+    spec = parse_sweep(sweep_dict({"serving.page_size": [1, 16], "workload.request_rate": [2.0, 8.0]}))
+    frame = run_sweep(spec, BASE, tmp_path, tmp_path / "t.parquet", executor="serial").frame
+    shown = _results_table(frame)
+    assert shown.columns[0] == "configuration" and "p90 TTFT (ms)" in shown.columns
+    assert not any("_" in c for c in shown.columns)  # no raw column names
+    assert "serving.page_size" not in shown.columns  # the configuration label already says page_size=16
+    assert "status" not in shown.columns and "reason" not in shown.columns  # every point ran
+    assert set(shown["step time measured"].to_list()) <= {f"{p}%" for p in range(101)}

@@ -60,3 +60,16 @@ def test_spec_is_immutable():
 )
 def test_dtype_maps_to_its_peak(dtype, gpu, expected):
     assert peak_key(dtype, get_gpu(gpu)) == expected
+
+
+@pytest.mark.parametrize("key", ["h100", "h200", "b200"])
+def test_every_memory_figure_names_its_source(key):
+    source = get_gpu(key).memory_source
+    assert source.startswith(("device:", "typical", "datasheet")), source
+
+
+def test_b200_memory_is_what_the_device_reports():
+    # 183,359 MiB: the total a B200 reports (issue 24); the 180 GB datasheet figure made TP8 KV pools ~13% small
+    b200 = get_gpu("b200")
+    assert b200.memory_bytes == 183359 * 2**20
+    assert b200.memory_source.startswith("device:")

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from simperf.models.ops import (
     StepSettings,
-    _group,
     decode_ops,
+    extend_group,
     extend_ops,
     nsa_padded_heads,
     plan_extend,
@@ -68,11 +68,14 @@ def test_backend_mapping_to_table_backends():
     fa3 = by_name(decode_ops(arch, settings_for(decode="fa3"), 8, 8, 100.0))["attention"]
     fi = by_name(decode_ops(arch, settings_for(decode="flashinfer"), 8, 8, 100.0))["attention"]
     mla = by_name(decode_ops(arch, settings_for(decode="flashmla", page=64), 8, 8, 100.0))["attention"]
+    # SGLang's flashinfer MLA backend asks flashinfer for backend="auto": its fa3 kernels on SM90, fa2 on SM100
     assert (fa3.key["backend"], fi.key["backend"], mla.key["backend"]) == (
         "flashinfer_fa3",
-        "flashinfer_fa2",
+        "flashinfer_fa3",
         "flashmla",
     )
+    blackwell = settings_for(decode="flashinfer", sm=10)
+    assert by_name(decode_ops(arch, blackwell, 8, 8, 100.0))["attention"].key["backend"] == "flashinfer_fa2"
     assert mla.key["page_size"] == 64
     gqa = by_name(decode_ops(load_arch("llama-3.1-8b"), settings_for(tp=1, weight="bf16"), 8, 8, 100.0))
     assert gqa["attention"].key["backend"] == "flashinfer"
@@ -234,7 +237,7 @@ def test_every_op_key_and_axes_match_the_schema(name, layout, extend, prefix, bs
 def test_work_equivalent_group_keeps_tokens_and_causal_pairs(requests):
     ext = np.array([e for e, _ in requests])
     pre = np.array([p for _, p in requests])
-    g = _group(ext, pre, topk=0)
+    g = extend_group(ext, pre, topk=0)
     assert g.batch * g.q_len == pytest.approx(ext.sum())
     pairs = float((ext * pre + ext * (ext + 1) / 2).sum())
     # a uniform request of q new tokens at the end of kv has q*kv - q*(q-1)/2 causal pairs
@@ -242,3 +245,15 @@ def test_work_equivalent_group_keeps_tokens_and_causal_pairs(requests):
     assert uniform == pytest.approx(pairs, rel=1e-9)
     if len(requests) == 1:
         assert g.kv_len == pytest.approx(ext[0] + pre[0])
+    if not pre.any():  # a fresh batch stays fresh: no made-up prefix to match the pairs
+        assert g.kv_len == pytest.approx(g.q_len)
+    assert 1.0 - 1e-9 <= g.batch <= len(requests) + 1e-9
+
+
+def test_uniform_extend_batch_is_its_own_work_equivalent():
+    g = extend_group(np.array([300, 300, 300]), np.array([1000, 1000, 1000]), topk=0)
+    assert (g.batch, g.q_len, g.kv_len) == (3, 300.0, 1300.0)
+    ragged = extend_group(np.array([100, 3000]), np.array([0, 0]), topk=0)
+    # token-weighted: the long request dominates, the short one adds a fraction of a request
+    assert ragged.q_len == pytest.approx((100**2 + 3000**2) / 3100) and ragged.kv_len == ragged.q_len
+    assert ragged.batch == pytest.approx(3100 / ragged.q_len)

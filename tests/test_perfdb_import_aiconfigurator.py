@@ -48,7 +48,7 @@ def test_every_supported_table_becomes_one_file_per_op_in_the_schema(imported):
 def test_rows_carry_third_party_provenance_from_the_package(imported):
     out, _ = imported
     rows = table(out, "gemm")
-    assert set(rows["source"]) == {SOURCE}
+    assert set(rows["source"]) == {f"{SOURCE} (sglang 0.5.14)"}
     assert set(rows["timing_method"]) == {"third-party"}
     assert set(rows["status"]) == {"ok"} and set(rows["sample"]) == {"grid"}
     assert set(rows["gpu"]) == {"b200"} and set(rows["gpu_name"]) == {"NVIDIA B200"}
@@ -107,10 +107,20 @@ def test_collective_message_bytes_are_the_whole_tensor_in_bytes(imported):
     assert set(allreduce["backend"]) == {"nccl", "sglang_custom_ar", "sglang_custom_ar_eager"}
 
 
-def test_the_newest_framework_version_is_imported(imported):
-    _, report = imported
+def test_every_framework_version_is_imported_as_a_vintage(imported):
+    out, report = imported
     custom = [t for t in report.tables if "custom_allreduce" in t.source_file]
-    assert [t.framework_version for t in custom] == ["0.5.14"]  # not the 0.5.9 copy beside it
+    assert [t.framework_version for t in custom] == ["0.5.9", "0.5.14"]  # oldest first, each a vintage
+    sources = set(pl.read_parquet(out / "aiconfigurator_allreduce.parquet")["source"].to_list())
+    assert {
+        "third-party:aiconfigurator 0.12.0 (sglang 0.5.9)",
+        "third-party:aiconfigurator 0.12.0 (sglang 0.5.14)",
+    } <= sources
+    newest = PerfDB.load(out, get_gpu("b200"))
+    old = PerfDB.load(out, get_gpu("b200"), sglang_version="0.5.10")
+    chosen = {(v.op, v.framework): v.chosen for v in old.vintages}
+    assert chosen[("allreduce", "sglang")] == "0.5.9"
+    assert {(v.op, v.framework): v.chosen for v in newest.vintages}[("allreduce", "sglang")] == "0.5.14"
 
 
 def test_imported_tables_answer_lookups_labelled_third_party(imported):

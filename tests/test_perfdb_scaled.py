@@ -69,7 +69,14 @@ def test_has_reports_keys_the_reference_covers(tmp_path):
     db = PerfDB.load(make_dirs(tmp_path), B200)
     assert db.has("gemm", GEMM)
     assert not db.has("gemm", {**GEMM, "n": 8192})
-    assert db.lookup("gemm", {**GEMM, "n": 8192}, m=16).source == "roofline"
+    # no GPU has n=8192: the reference's nearest key stands in, then the reference is scaled to this GPU
+    wider = db.lookup("gemm", {**GEMM, "n": 8192}, m=16)
+    assert wider.source == "extrapolated" and wider.detail.startswith("scaled-from:h200")
+    assert "scaled-key:n=4096" in wider.detail
+    assert db.curve("gemm", {**GEMM, "n": 8192}).backing == "scaled-from"
+    # an op no GPU has a table of is the bare roofline
+    bmm = dict(backend="torch", dtype="bf16", batch=16, n=512, k=128)
+    assert db.lookup("bmm", bmm, m=16).source == "roofline" and db.curve("bmm", bmm).backing == "roofline"
 
 
 def test_the_gpu_s_own_table_wins_over_the_reference(tmp_path):

@@ -24,7 +24,7 @@ def test_a_b200_prediction_labels_every_op_with_its_provenance():
         pytest.skip("shipped calibration/b200 or calibration/h200 absent")
     from simperf.pipeline import predict
 
-    scenario = load_scenario(REPO / "scenarios" / "b200" / "dsr1-tp8-trtllm-mla-p64-c1.yaml")
+    scenario = load_scenario(REPO / "scenarios" / "b200" / "dsr1-tp4-trtllm-mla-p64-c1.yaml")
     workload = scenario.workload.model_copy(
         update={
             "num_prompts": 2,

@@ -159,3 +159,45 @@ def test_build_requests_caps_to_the_context_length():
 def test_request_set_rejects_decreasing_arrivals():
     with pytest.raises(ValueError):
         RequestSet(np.array([1, 2]), np.array([1, 1]), np.array([1.0, 0.5]))
+
+
+def test_sample_random_requests_rule_reproduces_a_published_mid_2025_run():
+    """sglang PR 8638 (bench_serving of 0.4.10, --dataset-name random, --random-input-len 8192,
+    --random-output-len 1024, no range ratio, seed 1) printed 5158 / 263118 / 502881 input tokens for 1, 64 and
+    128 prompts: the legacy rule draws exactly those, and outputs may start at 0."""
+    from simperf.scenario.models import RandomDataset, WorkloadSpec
+    from simperf.workload.requests import build_requests
+
+    totals = {}
+    for n in (1, 64, 128):
+        ds = RandomDataset(input_len=8192, output_len=1024, length_rule="sample_random_requests")
+        wl = WorkloadSpec(dataset=ds, num_prompts=n, request_rate="inf", seed=1)
+        req = build_requests(wl, num_special_tokens=1)
+        totals[n] = int(req.input_len.sum())
+        assert req.output_len.min() >= 1
+    assert totals == {1: 5158, 64: 263118, 128: 502881}
+    first = build_requests(
+        WorkloadSpec(
+            dataset=RandomDataset(input_len=8192, output_len=1024, length_rule="sample_random_requests"),
+            num_prompts=1,
+            request_rate="inf",
+            seed=1,
+        )
+    )
+    assert int(first.output_len[0]) == 235  # the published run's 235 output tokens
+
+
+def test_legacy_rule_can_draw_zero_outputs_and_prices_them_as_one_token():
+    from simperf.scenario.models import RandomDataset, WorkloadSpec
+    from simperf.workload.requests import build_requests
+
+    ds = RandomDataset(input_len=16, output_len=2, length_rule="sample_random_requests")
+    req = build_requests(WorkloadSpec(dataset=ds, num_prompts=200, request_rate="inf", seed=3))
+    assert req.output_len.min() == 1
+    assert any("output length 0" in note for note in req.notes)
+    current = build_requests(
+        WorkloadSpec(
+            dataset=RandomDataset(input_len=16, output_len=2), num_prompts=200, request_rate="inf", seed=3
+        )
+    )
+    assert not current.notes

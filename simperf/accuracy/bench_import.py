@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from simperf import strictjson
@@ -398,7 +397,9 @@ def compare_command(
         payload = {"metrics": rows, "setting_differences": warnings}
         sys.stdout.write(strictjson.dumps(payload, indent=2) + "\n")
         return 0
-    console = Console()
+    from simperf.report.tables import stdout_console
+
+    console = stdout_console()  # complete when piped
     table = Table("metric", "measured", "predicted", "Δ", "Δ %", title=f"{predicted} vs {measured}")
     for r in rows:
         pct = "-" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}%"

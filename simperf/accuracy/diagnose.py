@@ -52,7 +52,7 @@ def _compose(what: str, rows, gpu, batch: int, padded: int, kv_mean: float) -> S
     for r in rows:
         family = op_family(r.op)
         share[family] += r.total_us / total
-        if r.source in ("extrapolated", "roofline"):
+        if r.source in ("extrapolated", "roofline", "scaled_key"):
             guessed += r.total_us / total
         if family != "other":
             timed[family] += r.total_us

@@ -37,7 +37,7 @@ class KernelPrediction:
     us: float
     source: str  # the perf database's label: measured / interpolated / extrapolated / roofline / ...
     detail: str
-    calibrated: bool  # the tables have this exact key (otherwise the number is the roofline's)
+    calibrated: bool  # the tables have this exact key (otherwise a nearby key scaled, or the roofline)
 
 
 def gpu_key(gpu: str) -> str | None:

@@ -177,10 +177,10 @@ def _predict_scenario(path: Path):
 
 
 def run_accuracy(
-    scenarios_dir: Path, truth: Path, on_scenario: Callable[[int, int], None] | None = None
+    scenarios_dir: Path, truth: Path, on_scenario: Callable[[str, int], None] | None = None
 ) -> AccuracyReport:
     """Predict every row the index covers; every truth row lands in `rows` or `unpredicted`.
-    on_scenario: called with (scenarios done, total) after each (a progress bar)."""
+    on_scenario(name, how many): told before each scenario is predicted (a progress display)."""
     started = time.perf_counter()
     index = load_index(scenarios_dir)
     truth_rows = read_truth(truth)
@@ -196,6 +196,8 @@ def run_accuracy(
     for name, ids in index.scenarios.items():
         rows = [by_id[i] for i in ids if i in by_id]
         covered.update(r.id for r in rows)
+        if on_scenario is not None:
+            on_scenario(name, len(index.scenarios))
         t0 = time.perf_counter()
         prediction, reason = _predict_scenario(Path(scenarios_dir) / name)
         report.scenario_wall_s[name] = time.perf_counter() - t0
@@ -206,8 +208,6 @@ def run_accuracy(
                 report.composition[(scenario_name, "decode")] = decode_composition(prediction)
         for row in rows:
             _add_scenario_row(report, index, name, row, prediction, reason)
-        if on_scenario is not None:
-            on_scenario(len(report.scenario_wall_s), len(index.scenarios))
 
     for i in index.kernels:
         if i in by_id:
@@ -430,7 +430,7 @@ def markdown(report: AccuracyReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def check_generated_block(path: Path) -> str:
+def check_generated_block(path: Path, begin: str = DOC_BEGIN, end: str = DOC_END) -> str:
     """The file's text, if it has both markers once and can be rewritten (checked before any prediction)."""
     from simperf.output_paths import check_output_file
 
@@ -438,23 +438,23 @@ def check_generated_block(path: Path) -> str:
     if not Path(path).is_file():
         raise ValueError(f"--update-doc {path}: no such file")
     text = Path(path).read_text()
-    if text.count(DOC_BEGIN) != 1 or text.count(DOC_END) != 1:
-        raise ValueError(f"{path}: needs exactly one {DOC_BEGIN!r} and one {DOC_END!r} line")
+    if text.count(begin) != 1 or text.count(end) != 1:
+        raise ValueError(f"{path}: needs exactly one {begin!r} and one {end!r} line")
     return text
 
 
-def replace_generated_block(path: Path, body: str) -> None:
-    """Put `body` between DOC_BEGIN and DOC_END in the file at `path` (both markers must be there once)."""
-    text = check_generated_block(path)
-    head, rest = text.split(DOC_BEGIN)
-    _, tail = rest.split(DOC_END)
-    Path(path).write_text(f"{head}{DOC_BEGIN}\n\n{body}\n{DOC_END}{tail}")
+def replace_generated_block(path: Path, body: str, begin: str = DOC_BEGIN, end: str = DOC_END) -> None:
+    """Put `body` between the begin and end markers in the file at `path` (both must be there once)."""
+    text = check_generated_block(path, begin, end)
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    Path(path).write_text(f"{head}{begin}\n\n{body}\n{end}{tail}")
 
 
-def generated_block(path: Path) -> str:
+def generated_block(path: Path, begin: str = DOC_BEGIN, end: str = DOC_END) -> str:
     """What lies between the markers (as replace_generated_block wrote it)."""
     text = Path(path).read_text()
-    return text.split(DOC_BEGIN, 1)[1].split(DOC_END, 1)[0].strip("\n") + "\n"
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
 
 
 def report_json(report: AccuracyReport) -> str:
@@ -504,30 +504,54 @@ def report_json(report: AccuracyReport) -> str:
 
 
 def accuracy_command(
-    scenarios_dir: Annotated[Path, typer.Argument(help="directory of scenarios with an index.yaml")],
-    truth: Annotated[
-        Path, typer.Option("--truth", help="published-runs CSV (one row per configuration and metric)")
+    scenarios_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="a ground-truth corpus (index.parquet), or a directory of scenarios with an index.yaml"
+        ),
     ],
+    truth: Annotated[
+        Path | None,
+        typer.Option(
+            "--truth", help="published-runs CSV (one row per configuration and metric); scenarios only"
+        ),
+    ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json | markdown")] = "text",
     update_doc: Annotated[
         Path | None,
         typer.Option(help="also rewrite the generated block of this markdown file (e.g. docs/accuracy.md)"),
     ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> int:
     """Predict published runs and print predicted vs measured, with median and p90 error per metric and source."""
     from simperf.cli_errors import fail
-    from simperf.progress import LazyProgress
 
     if output not in ("text", "json", "markdown"):
         fail(f"--output: got {output!r}; allowed values: text, json, markdown")
+    if (Path(scenarios_dir) / "index.parquet").exists():
+        from simperf.accuracy.corpus_cli import corpus_accuracy
+
+        return corpus_accuracy(scenarios_dir, output, update_doc, Console(stderr=True), quiet)
+    if truth is None:
+        fail(f"{scenarios_dir}: a scenario directory needs --truth (the published-runs CSV)")
     if update_doc is not None:
         try:
             check_generated_block(update_doc)  # before minutes of predictions, not after
         except ValueError as e:
             fail(str(e))
+    from simperf.progress import bar
+
     try:
-        with LazyProgress("predicting published runs") as progress:
-            report = run_accuracy(scenarios_dir, truth, progress.update)
+        with bar("accuracy", None, quiet=quiet) as progress:
+            started: list[str] = []
+
+            def on_scenario(name: str, total: int) -> None:
+                progress.set_total(total, len(started))  # the scenarios before this one are done
+                started.append(name)
+                progress.advance(0, status=name)
+
+            report = run_accuracy(scenarios_dir, truth, on_scenario)
+            progress.set_total(len(started), len(started))
     except (IndexError_, TruthError) as e:
         fail(str(e))
     if update_doc is not None:
@@ -540,6 +564,8 @@ def accuracy_command(
     elif output == "markdown":
         sys.stdout.write(markdown(report))
     else:
-        # CI logs are not terminals: a fixed width keeps the tables unwrapped there
-        print_text(report, Console(width=None if sys.stdout.isatty() else 180))
+        from simperf.report.tables import stdout_console
+
+        # pipes and CI logs are not terminals: the console is as wide as the tables, so nothing is cut
+        print_text(report, stdout_console())
     return 0

@@ -46,12 +46,15 @@ DEFAULT_GRID: dict[str, dict[str, Any]] = {
         # (kv_dtype, page_size) combinations per backend; flashmla is page 64 only
         "flashinfer_layouts": [["bf16", 1], ["bf16", 64], ["fp8", 64]],
         "flashmla_layouts": [["bf16", 64], ["fp8", 64]],
-        # speculative verify widths: measured for these head counts only, bf16 page 64
+        # speculative verify widths: measured for these head counts only, at these (kv_dtype, page_size)
         "verify_q_len": [2, 4],
         "verify_heads": [128, 16],
+        "verify_layouts": [["bf16", 64]],
         # other page sizes: bf16, these head counts only
         "extra_page_sizes": [32, 128],
         "extra_page_heads": [128, 16],
+        # further keys, one [kv_dtype, page_size, num_heads, q_len] each (flashmla: page 64 ones only)
+        "extra_keys": [],
     },
     "mla_extend": {
         "backends": ["flashinfer_fa2", "flashinfer_fa3"],
@@ -73,6 +76,9 @@ DEFAULT_GRID: dict[str, dict[str, Any]] = {
         "q_len": [1, 16, 128, 512, 1024, 2048, 4096, 8192, 16384],
         "mla_prefix_len": [0, 1024, 4096, 8192, 16384],
         "gqa_min_q_len": 128,
+        # GQA layouts: cached prefixes (0 = fresh prefill only), and optionally only these [q heads, kv heads]
+        "gqa_prefix_len": [0],
+        "gqa_heads": None,
         "max_tokens": 16384,
     },
     "gqa_decode": {
@@ -83,6 +89,8 @@ DEFAULT_GRID: dict[str, dict[str, Any]] = {
         "kv_len": [128, 512, 2048, 8192, 32768, 131072],
         # page 64 for these (q heads, kv heads) only
         "page64_heads": [[32, 8], [64, 8]],
+        # further keys, one [kv_dtype, page_size, q heads, kv heads] each
+        "extra_keys": [],
     },
     "nsa_decode": {
         "backends": ["flashmla_kv"],
@@ -253,11 +261,15 @@ def _mla_decode(cfg: dict[str, Any]) -> list[Point]:
         combos: list[tuple[str, int, int, int]] = []  # kv_dtype, page, heads, q_len
         for kv_dtype, page in layouts:
             combos += [(kv_dtype, page, h, 1) for h in cfg["num_heads"]]
-        for q_len in cfg["verify_q_len"]:
-            combos += [("bf16", 64, h, q_len) for h in cfg["verify_heads"]]
+        for kv_dtype, page in cfg.get("verify_layouts", [["bf16", 64]]):
+            for q_len in cfg["verify_q_len"]:
+                combos += [(kv_dtype, page, h, q_len) for h in cfg["verify_heads"]]
         if backend != "flashmla":
             for page in cfg["extra_page_sizes"]:
                 combos += [("bf16", page, h, 1) for h in cfg["extra_page_heads"]]
+        combos += [(d, int(p), int(h), int(q)) for d, p, h, q in cfg.get("extra_keys", [])]
+        if backend == "flashmla":  # FlashMLA runs page 64 only
+            combos = [c for c in combos if c[1] == 64]
         for kv_dtype, page, heads, q_len in combos:
             fixed = dict(
                 kv_dtype=kv_dtype, dtype="bf16", page_size=page, num_heads=heads, q_len=q_len, **MLA_DIMS
@@ -302,8 +314,11 @@ def _mha_prefill(cfg: dict[str, Any]) -> list[Point]:
     layouts: list[tuple[int, int, int, int, list[int]]] = []  # heads, kv heads, d_qk, d_v, prefixes
     for heads in cfg["mla_num_heads"]:
         layouts.append((heads, heads, 192, 128, cfg["mla_prefix_len"]))
-    for heads, kv_heads in shapes.gqa_heads_per_rank():
-        layouts.append((heads, kv_heads, 128, 128, [0]))
+    gqa_heads = shapes.gqa_heads_per_rank()
+    if cfg.get("gqa_heads") is not None:  # a grid file may restrict the (q heads, kv heads) pairs
+        gqa_heads = [tuple(h) for h in cfg["gqa_heads"]]
+    for heads, kv_heads in gqa_heads:
+        layouts.append((heads, kv_heads, 128, 128, cfg.get("gqa_prefix_len", [0])))
     for backend in cfg["backends"]:
         for heads, kv_heads, d_qk, d_v, prefixes in layouts:
             min_q = 1 if d_qk == 192 else cfg.get("gqa_min_q_len", 1)
@@ -339,6 +354,7 @@ def _gqa_decode(cfg: dict[str, Any]) -> list[Point]:
     combos = [(kv_dtype, page, h) for kv_dtype in cfg["kv_dtype"] for page in cfg["page_size"]
               for h in heads]  # fmt: skip
     combos += [("bf16", 64, tuple(h)) for h in cfg["page64_heads"]]
+    combos += [(d, int(p), (int(q), int(kv))) for d, p, q, kv in cfg.get("extra_keys", [])]
     for backend in cfg["backends"]:
         for kv_dtype, page, (q_heads, kv_heads) in combos:
             fixed = dict(
@@ -463,10 +479,31 @@ def _gemm(cfg: dict[str, Any]) -> list[Point]:
         combos += [("torch_scaled_mm", "fp8_rowwise", s) for s in dense]
     if cfg.get("fp8_block_dense"):
         combos += [("torch_scaled_mm", "fp8_block", s) for s in dense]
+    combos += _gemm_by_dtype(cfg.get("by_dtype") or {})
     for backend, dtype, shape in combos:
         for m in cfg["m"]:
             pts.append(make_point("gemm", backend, dtype=dtype, n=shape.n, k=shape.k, m=m))
     return pts
+
+
+GEMM_DTYPE_BACKENDS = {"bf16": "torch", "fp8_block": "torch_scaled_mm", "fp8_rowwise": "torch_scaled_mm"}
+
+
+def _gemm_by_dtype(by_dtype: dict[str, list[str]]) -> list[tuple[str, str, shapes.GemmShape]]:
+    """Exactly the named shapes per dtype ({fp8_block: [dsv3.q_b.tp8, ...]}): a grid file that adds M points to
+    chosen GEMMs without re-running every shape in every dtype."""
+    by_name = {s.name: s for s in shapes.deepseek_gemm_shapes() + shapes.dense_gemm_shapes()}
+    combos: list[tuple[str, str, shapes.GemmShape]] = []
+    for dtype, names in by_dtype.items():
+        if dtype not in GEMM_DTYPE_BACKENDS:
+            raise ValueError(
+                f"gemm.by_dtype: unknown dtype {dtype!r}; allowed: {sorted(GEMM_DTYPE_BACKENDS)}"
+            )
+        unknown = sorted(set(names) - set(by_name))
+        if unknown:
+            raise ValueError(f"gemm.by_dtype.{dtype}: unknown shape names {unknown}")
+        combos += [(GEMM_DTYPE_BACKENDS[dtype], dtype, by_name[n]) for n in names]
+    return combos
 
 
 def _bmm(cfg: dict[str, Any]) -> list[Point]:

@@ -89,6 +89,9 @@ def _per_rank(total: int, tp: int) -> int:
 def deepseek_gemm_shapes() -> list[GemmShape]:
     shapes = [
         GemmShape(DSV3_Q_LORA + DSV3_KV_LORA + DSV3_QK_ROPE, DSV3_HIDDEN, "dsv3.fused_qkv_a"),
+        # SGLang before v0.4.6 (sgl-project/sglang#5619) ran q_a_proj and kv_a_proj_with_mqa as two GEMMs
+        GemmShape(DSV3_Q_LORA, DSV3_HIDDEN, "dsv3.q_a_unfused"),
+        GemmShape(DSV3_KV_LORA + DSV3_QK_ROPE, DSV3_HIDDEN, "dsv3.kv_a_unfused"),
         GemmShape(256, DSV3_HIDDEN, "dsv3.router"),
         # DeepSeek-V3.2 lightning indexer projections (replicated)
         GemmShape(DSV3_INDEX_HEADS * DSV3_INDEX_HEAD_DIM, DSV3_Q_LORA, "dsv32.indexer.wq_b"),

@@ -23,7 +23,7 @@ from simperf.costmodel.overhead import OVERHEAD_SOURCE, StepOverhead, step_overh
 from simperf.costmodel.rowtable import RowCostTable
 from simperf.hardware.catalog import get_gpu
 from simperf.models.arch import ModelArch
-from simperf.models.kernels import Key, elementwise_keys, gemm_keys
+from simperf.models.kernels import Key, choose_key, elementwise_keys, gemm_keys
 from simperf.models.ops import (
     OpCall,
     StepSettings,
@@ -334,18 +334,40 @@ class SGLangStepCost:
         """The speculative draft model: the checkpoint's single MTP / EAGLE decoder layer (MoE for DeepSeek)."""
         return dc_replace(self.arch, name=f"{self.arch.name}-draft", num_layers=1, num_dense_layers=0)
 
-    def _has(self, op: str, key: dict[str, Any]) -> bool:
-        return self.db.has(op, key)
+    def _has(self, op: str, key: dict[str, Any]) -> int:
+        return self.db.table_rank(op, key)
+
+    def resolve(self, op: OpCall) -> tuple[Key, OpCurve]:
+        """The key the step prices this op with and its curve (costmodel/sources.py reports them)."""
+        return self._resolve(op)
 
     def _resolve(self, op: OpCall) -> tuple[Key, OpCurve]:
-        """The first candidate key a measured table covers, else the preferred one (roofline-labelled)."""
+        """The key the step prices this op with. Tables first, by precedence: the first candidate a table of this
+        GPU covers (measured or imported for it), else the first one the scaled-from reference covers (a table for
+        the target GPU beats any table scaled from another GPU, whatever the candidates' order; docs/b200.md).
+        With no table for any candidate: the candidate whose nearest measured key is nearest (PerfDB.covers, the
+        earlier one on a tie), priced from that key; else the preferred one (the bare roofline)."""
         ck = (op.op, op.candidates)
         hit = self._chosen.get(ck)
         if hit is None:
-            key = next((k for k in op.candidates if self.db.has(op.op, dict(k))), op.candidates[0])
+            key = choose_key(op.candidates, lambda k: self.db.table_rank(op.op, dict(k)))
+            if self.db.table_rank(op.op, dict(key)) == 0:
+                best = None
+                for candidate in op.candidates:
+                    distance = self.db.covers(op.op, dict(candidate))
+                    if distance is not None and (best is None or distance < best):
+                        key, best = candidate, distance
             hit = (key, self.db.curve(op.op, dict(key)))
             self._chosen[ck] = hit
         return hit
+
+    def bare_roofline_ops(self) -> list[str]:
+        """The ops priced so far by the roofline alone (no table of the op covers them), as 'op (key)'."""
+        return sorted(
+            f"{curve.op} ({', '.join(f'{c}={v}' for c, v in curve.key.items())})"
+            for _, curve in self._chosen.values()
+            if curve.backing == "roofline"
+        )
 
     def _sum_ops(self, ops: Sequence[OpCall]) -> np.ndarray:
         """Time per source of ops whose axes are scalars."""

@@ -80,6 +80,10 @@ def fetch(url: str, timeout: float = 10) -> str | None:
         return None
 
 
+def server_state(base_url: str) -> str | None:
+    return fetch(f"{base_url}/server_info", timeout=30) or fetch(f"{base_url}/get_server_info", timeout=30)
+
+
 def scrape_metrics(base_url: str) -> str | None:
     return fetch(f"{base_url}/metrics")
 
@@ -93,6 +97,9 @@ def run_one(serving: Any, job: dict[str, Any]) -> None:
     original = serving.ASYNC_REQUEST_FUNCS[args.backend]
     serving.ASYNC_REQUEST_FUNCS[args.backend] = timed_request_func(original, records)
     before = scrape_metrics(base_url)
+    info_before = server_state(base_url)
+    if info_before is not None:
+        (work / "server_info_before.json").write_text(info_before, encoding="utf-8")
     window = {"start_s": time.time()}
     try:
         serving.run_benchmark(args)
@@ -108,7 +115,7 @@ def run_one(serving: Any, job: dict[str, Any]) -> None:
             (work / name).write_text(text, encoding="utf-8")
     # the scheduler's state after the run: memory use, and with SGLANG_RECORD_STEP_TIME its decode step times
     # (seconds per iteration, averaged over each logging interval, keyed by running requests)
-    info = fetch(f"{base_url}/server_info", timeout=30) or fetch(f"{base_url}/get_server_info", timeout=30)
+    info = server_state(base_url)
     if info is not None:
         (work / "server_info_after.json").write_text(info, encoding="utf-8")
 

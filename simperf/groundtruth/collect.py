@@ -26,7 +26,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+# bench_serving's result also embeds the server's /server_info (kept once per server in server_facts.json)
 PER_REQUEST_KEYS = (
+    "server_info",
     "input_lens",
     "output_lens",
     "ttfts",
@@ -122,7 +124,7 @@ def request_table(
         cols["input_len"].append(int(result["input_lens"][i]))
         cols["output_len"].append(int(result["output_lens"][i]))
         cols["ttft_ms"].append(float(result["ttfts"][i]) * 1e3)
-        cols["itl_ms"].append([float(x) * 1e3 for x in result["itls"][i]])
+        cols["itl_us"].append([round(float(x) * 1e6) for x in result["itls"][i]])
         cols["error"].append(str(result["errors"][i] or ""))
         cached = result.get("cached_tokens")
         cols["cached_tokens"].append(int(cached[i]) if cached else None)
@@ -142,7 +144,7 @@ def request_table(
             ("input_len", pa.int32()),
             ("output_len", pa.int32()),
             ("ttft_ms", pa.float64()),
-            ("itl_ms", pa.list_(pa.float32())),
+            ("itl_us", pa.list_(pa.int32())),
             ("error", pa.string()),
             ("cached_tokens", pa.int32()),
             ("client_send_s", pa.float64()),
@@ -154,6 +156,38 @@ def request_table(
         ]
     )
     return pa.table({name: cols[name] for name in schema.names}, schema=schema)
+
+
+def write_requests(table: pa.Table, path: Path) -> None:
+    # ITLs are most of the corpus: integer microseconds (the client's perf_counter resolution is finer, its
+    # scheduling noise coarser) compress to ~2 bytes each with zstd
+    pq.write_table(table, path, compression="zstd", compression_level=19)
+
+
+_STATE_KEYS = (
+    "memory_usage",
+    "last_gen_throughput",
+    "effective_max_running_requests_per_dp",
+    "avg_spec_accept_length",
+)
+
+
+def scheduler_state_delta(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
+    """What the scheduler recorded during one run, from its /server_info before and after.
+
+    `decode_step_time_s`: SGLANG_RECORD_STEP_TIME's decode iteration times (seconds per iteration averaged over
+    each logging interval of `decode_log_interval` iterations), keyed by the number of running requests. SGLang
+    only appends to those lists, so the run's entries are what follows the `before` lists; when `before` is not a
+    prefix (the server restarted in between), the whole `after` lists belong to this server's life since then."""
+    state = (after.get("internal_states") or [{}])[0]
+    prior = ((before or {}).get("internal_states") or [{}])[0].get("step_time_dict") or {}
+    current = state.get("step_time_dict") or {}
+    restarted = any(current.get(k, [])[: len(v)] != v for k, v in prior.items())
+    delta = {k: v[0 if restarted else len(prior.get(k, [])) :] for k, v in current.items()}
+    out = {k: state[k] for k in _STATE_KEYS if k in state}
+    out["decode_step_time_s"] = {k: v for k, v in sorted(delta.items(), key=lambda kv: int(kv[0])) if v}
+    out["decode_log_interval"] = after.get("decode_log_interval")
+    return out
 
 
 def scheduler_log_lines(log_text: str, start_s: float, end_s: float) -> list[str]:
@@ -206,7 +240,7 @@ def collect_run(work: Path, dest: Path, server_log: Path, export_dir: Path) -> d
     )
     server = read_server_export(export_dir, window["start_s"], window["end_s"]) if export_dir.exists() else []
     table = request_table(result, client, window.get("warmup_requests", 1), server)
-    pq.write_table(table, dest / "requests.parquet", compression="zstd")
+    write_requests(table, dest / "requests.parquet")
     log_text = server_log.read_text(encoding="utf-8", errors="replace") if server_log.exists() else ""
     lines = scheduler_log_lines(log_text, window["start_s"], window["end_s"])
     (dest / "server_log.txt").write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
@@ -214,9 +248,12 @@ def collect_run(work: Path, dest: Path, server_log: Path, export_dir: Path) -> d
     if before.exists() and after.exists():
         delta = metrics_delta(before.read_text(encoding="utf-8"), after.read_text(encoding="utf-8"))
         (dest / "metrics_delta.json").write_text(json.dumps(delta, indent=1), encoding="utf-8")
-    info = work / "server_info_after.json"
-    if info.exists():
-        (dest / "server_state_after.json").write_text(info.read_text(encoding="utf-8"), encoding="utf-8")
+    after = work / "server_info_after.json"
+    if after.exists():
+        before_path = work / "server_info_before.json"
+        before = json.loads(before_path.read_text(encoding="utf-8")) if before_path.exists() else None
+        state = scheduler_state_delta(before, json.loads(after.read_text(encoding="utf-8")))
+        (dest / "server_state.json").write_text(json.dumps(state), encoding="utf-8")
     joined_server = table.column("server_received_s").null_count
     return {
         "requests": table.num_rows,
@@ -225,3 +262,42 @@ def collect_run(work: Path, dest: Path, server_log: Path, export_dir: Path) -> d
         "window_s": window["end_s"] - window["start_s"],
         "start_s": window["start_s"],
     }
+
+
+def upgrade_server_runs(server_dir: Path) -> int:
+    """Bring run directories written by the first version of the runner to the current format (idempotent):
+    ITLs from float milliseconds to integer microseconds, and the scheduler's full /server_info after each run to
+    the run's own `server_state.json` (decode step times of that run only). Runs are taken in the order they ran,
+    each one's `before` being the previous run's state. Returns how many runs changed."""
+    runs = sorted(
+        (d for d in server_dir.iterdir() if (d / "run.json").exists()),
+        key=lambda d: json.loads((d / "run.json").read_text(encoding="utf-8")).get("start_s") or 0.0,
+    )
+    changed, previous = 0, None
+    for run in runs:
+        requests, legacy_state = run / "requests.parquet", run / "server_state_after.json"
+        touched = False
+        bench_path = run / "bench.json"
+        if bench_path.exists():
+            bench = json.loads(bench_path.read_text(encoding="utf-8"))
+            if "server_info" in bench:
+                bench_path.write_text(json.dumps(bench_summary(bench), indent=1), encoding="utf-8")
+                touched = True
+        if requests.exists() and "itl_ms" in pq.read_schema(requests).names:
+            table = pq.read_table(requests)
+            itl_us = pa.array(
+                [[round(x * 1e3) for x in row] for row in table.column("itl_ms").to_pylist()],
+                pa.list_(pa.int32()),
+            )
+            at = table.schema.get_field_index("itl_ms")
+            write_requests(table.set_column(at, pa.field("itl_us", pa.list_(pa.int32())), itl_us), requests)
+            touched = True
+        if legacy_state.exists():
+            after = json.loads(legacy_state.read_text(encoding="utf-8"))
+            state = scheduler_state_delta(previous, after)
+            (run / "server_state.json").write_text(json.dumps(state), encoding="utf-8")
+            legacy_state.unlink()
+            previous = after
+            touched = True
+        changed += touched
+    return changed

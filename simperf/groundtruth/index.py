@@ -79,7 +79,6 @@ def index_row(run_dir: Path) -> dict[str, Any]:
         "window_s": status.get("window_s"),
         "sglang_version": (env.get("packages") or {}).get("sglang"),
         "gpu_name": env.get("gpu_name"),
-        "simperf_commit": env.get("simperf_commit"),
     }
     for key in _METRICS:
         row[key] = _finite(bench.get(key))
@@ -94,6 +93,10 @@ def _finite(value: Any) -> float | None:
 
 
 def write_index(corpus: Path) -> Path:
+    from simperf.groundtruth.collect import upgrade_server_runs
+
+    for server_dir in sorted({d.parent for d in run_dirs(corpus)}):
+        upgrade_server_runs(server_dir)
     rows = [index_row(d) for d in run_dirs(corpus)]
     path = corpus / INDEX_NAME
     table = pa.Table.from_pylist(rows) if rows else pa.table({"gpu": pa.array([], pa.string())})

@@ -125,14 +125,6 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def simperf_commit() -> str | None:
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    )
-    return proc.stdout.strip() or None
-
-
 def is_settled(dest: Path, retry_failed: bool) -> bool:
     """A run finished ok, or failed (unless failed runs are to be retried)."""
     status = dest / "run.json"
@@ -173,7 +165,6 @@ class PlanRunner:
             **facts,
             "packages": package_versions(),
             "python": sys.version.split()[0],
-            "simperf_commit": simperf_commit(),
             "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         gpu_dir = self.opts.out / gpu

@@ -22,12 +22,15 @@ class GpuSpec:
     key: str  # h100 | h200 | b200
     name: str  # "NVIDIA H100 80GB HBM3 (SXM)" etc.
     sm: str  # compute capability, "9.0", "10.0"
-    memory_bytes: int  # HBM capacity (as the driver reports it where seen)
+    memory_bytes: int  # HBM capacity (as the device reports it where seen)
     hbm_bytes_per_s: float  # datasheet peak
     l2_bytes: int
     num_sms: int
     nvlink_bytes_per_s: float  # per GPU, one direction
     peak_flops: dict[str, float] = field(hash=False)  # dense; keys "bf16", "fp8", "fp32" (and "fp4")
+    memory_source: str = (
+        ""  # where memory_bytes comes from: "device: ..." (reported by a real part) or datasheet
+    )
     # Ceilings measured on real parts; None where not measured. The roofline prefers them to datasheet peaks.
     measured_copy_bytes_per_s: float | None = None
     measured_bf16_flops: float | None = None
@@ -65,6 +68,7 @@ def _spec_from_entry(key: str, entry: dict[str, Any]) -> GpuSpec:
             num_sms=int(entry["num_sms"]),
             nvlink_bytes_per_s=float(entry["nvlink_bytes_per_s"]),
             peak_flops=flops,
+            memory_source=str(entry["memory_source"]),
             measured_copy_bytes_per_s=_optional_float(entry.get("measured_copy_bytes_per_s")),
             measured_bf16_flops=_optional_float(entry.get("measured_bf16_flops")),
         )

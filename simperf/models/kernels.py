@@ -1,13 +1,14 @@
 """Which calibration-table key stands for each kernel SGLang runs: backend proxies and dtype names.
 
-An op of the step is given an ordered tuple of candidate keys; the cost model takes the first one a measured
-table covers (PerfDB.has) and otherwise the first one (the db then answers with a labelled roofline). Aliases
+An op of the step is given an ordered tuple of candidate keys; the cost model takes the first one a table of the
+target GPU covers, else the first one a table scaled from another GPU covers (PerfDB.table_rank, `choose_key`),
+and otherwise the first one (the db then answers with its labelled fallback). Aliases
 cover both the names in the brief/scenario and the names the calibration grid writes (e.g. "fp8" vs "fp8_e4m3").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import product
 from typing import Any
 
@@ -35,6 +36,13 @@ def key_candidates(op: str, **choices: Any) -> tuple[Key, ...]:
     return tuple(tuple(zip(columns, combo, strict=True)) for combo in product(*options))
 
 
+def choose_key(candidates: tuple[Key, ...], rank: Callable[[Key], int]) -> Key:
+    """The first candidate of the highest table rank (2: a table of the target GPU, 1: a table scaled from
+    another GPU, 0: none); with no table at all, the preferred (first) candidate."""
+    best = max(rank(k) for k in candidates)
+    return next(k for k in candidates if rank(k) == best) if best > 0 else candidates[0]
+
+
 def _dedupe(values: Iterable[Any]) -> tuple[Any, ...]:
     out: list[Any] = []
     for v in values:
@@ -57,7 +65,12 @@ _ATTN_BACKEND_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-def table_attention_backends(scenario_backend: str) -> tuple[str, ...]:
+def table_attention_backends(scenario_backend: str, sm_major: int = 9) -> tuple[str, ...]:
+    """Table backends for a scenario's attention backend on a GPU of this compute capability. SGLang's flashinfer
+    MLA backend (0.5.17 flashinfer_mla_backend.py) and its ragged prefill ask flashinfer for backend="auto", which
+    is fa3 on SM90 (flashinfer utils.determine_mla_backend / determine_attention_backend), fa2 elsewhere."""
+    if scenario_backend == "flashinfer" and sm_major == 9:
+        return ("flashinfer_fa3", "flashinfer_fa2")
     return _ATTN_BACKEND_ALIASES.get(scenario_backend, (scenario_backend,))
 
 
@@ -90,15 +103,21 @@ def moe_keys(
     n: int,
     k: int,
     fused_shared: int = 0,
+    sm_major: int = 9,
 ) -> tuple[Key, ...]:
-    """Routed experts: simperf's Triton fused MoE (SGLang's kernel structure) first, then the grouped-GEMM
-    proxy; fp8 weights prefer block-scaled tables (DeepSeek-V3 checkpoints) over rowwise ones. fused_shared:
-    that many shared experts ride in the layer (counted in num_experts and topk), chosen by every token."""
+    """Routed experts, in the order SGLang picks its MoE runner: on Hopper the Triton fused MoE (simperf's own
+    tables) first, then the grouped-GEMM proxy; on Blackwell (SM100+) SGLang's DeepSeek FP8 default
+    `flashinfer_trtllm` first (SGLang 0.5.17 arg_groups/overrides.py, `_deepseek_moe_quant_resolution`), from
+    third-party (AIConfigurator) tables. fp8 weights prefer block-scaled tables (DeepSeek-V3 checkpoints) over
+    rowwise ones. fused_shared: that many shared experts ride in the layer (counted in num_experts and topk),
+    chosen by every token."""
     dtypes = ("fp8_block", "fp8_rowwise", "fp8") if weight_dtype == "fp8" else ("bf16",)
+    backends = ("triton_fused_moe", "flashinfer_trtllm", "torch_grouped_mm")
+    if sm_major >= 10:
+        backends = ("flashinfer_trtllm", "triton_fused_moe", "torch_grouped_mm")
     return key_candidates(
         "moe",
-        # flashinfer_trtllm: SGLang's SM100 MoE kernel, from third-party (AIConfigurator) tables where imported
-        backend=("triton_fused_moe", "flashinfer_trtllm", "torch_grouped_mm"),
+        backend=backends,
         dtype=dtypes,
         num_experts=num_experts,
         experts_per_rank=experts_per_rank,

@@ -10,8 +10,9 @@ A step splits into two parts that the cost model caches differently:
 * attention ops: their axes depend on the requests' lengths (attention kernels, the NSA indexer, and the MHA
   path's kv_b_proj over all KV tokens) -> evaluated per call, vectorised over decode steps.
 
-Ragged batches are costed as a work-equivalent uniform batch (same requests, same new tokens, same causal
-query-key pairs); the ragged-aware model is a later issue.
+An extend batch of requests with different lengths is costed as a work-equivalent batch without a made-up prefix
+(`extend_group`): as many new tokens and as many causal query-key pairs, with the token-weighted query length and
+cached prefix, and a fractional request count (docs/costmodel.md). A decode batch is costed at its mean KV length.
 """
 
 from __future__ import annotations
@@ -38,12 +39,18 @@ from simperf.scenario.resolved import ParallelLayout, ResolvedServing
 
 Method = Literal["absorb", "mha", "sparse", "gqa"]
 Phase = Literal["extend", "decode"]
-HasTable = Callable[[str, dict[str, Any]], bool]
+# How well a key is covered: 2 a table of the target GPU, 1 a table scaled from another GPU, 0 none (a bool
+# works too: True counts as a table of the target GPU).
+HasTable = Callable[[str, dict[str, Any]], int]
 
 # Shared model doc §4.2 / §4.3 thresholds (SGLang env defaults).
 CHUNKED_PREFIX_CACHE_THRESHOLD = 8192  # SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD
 MAX_KV_CHUNK_CAPACITY = 131072  # SGLANG_MAX_KV_CHUNK_CAPACITY (above: MHA_CHUNKED_KV, costed like one shot)
 DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD = 2048  # SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+# DeepSeek's q_a_proj and kv_a_proj_with_mqa run as one fused GEMM (fused_qkv_a_proj_with_mqa) from SGLang v0.4.6
+# on (sgl-project/sglang#5619, merged 2025-04-22; deepseek_v2.py in 0.5.17 still builds it when q_lora_rank is
+# set); up to v0.4.5 they were two GEMMs.
+LAST_UNFUSED_QKV_A_VERSION = (0, 4, 5)
 
 # Kernels SGLang launches that no calibration table times (small per-token kernels); counted for the eager
 # launch overhead only. Per layer: KV-cache store; MoE layers: grouped top-k; NSA layers: indexer k store +
@@ -71,6 +78,7 @@ class StepSettings:
     # Extends of at most this many tokens replay a prefill (breakable) CUDA graph, which pins DeepSeek to the
     # absorbed MLA path (§4.2). 0: never captured (ResolvedServing has no such field yet).
     prefill_graph_max_tokens: int = 0
+    dsa_dense_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
 
     @classmethod
     def from_serving(
@@ -86,6 +94,7 @@ class StepSettings:
             sm_major=sm_major,
             sglang_version=serving.sglang_version,
             prefill_graph_max_tokens=prefill_graph_max_tokens,
+            dsa_dense_threshold=serving.dsa_dense_prefill_threshold,
         )
 
 
@@ -95,7 +104,7 @@ class OpCall:
 
     name: str  # what it is in the model, e.g. "q_b_proj"
     op: str  # schema op, e.g. "gemm"
-    candidates: tuple[Key, ...]  # table keys in preference order; the first measured one is used
+    candidates: tuple[Key, ...]  # table keys in preference order; kernels.choose_key picks the one used
     axes: Mapping[str, Any]  # axis values (scalars, or arrays over decode steps)
     count: int
     kernels: int = 1  # CUDA kernels per call, for the eager launch overhead
@@ -110,8 +119,8 @@ class OpCall:
 class AttentionGroup:
     """Requests costed together as one uniform batch with the same attention work."""
 
-    batch: int
-    q_len: float  # new tokens per request (mean)
+    batch: float  # requests (fractional for a ragged extend batch: its work-equivalent request count)
+    q_len: float  # new tokens per request (token-weighted mean for a ragged extend batch)
     kv_len: Any  # KV length per request, incl. new tokens, such that causal q-k pairs match (float or array)
     kv_tokens: Any  # sum of KV lengths: rows the MHA path decompresses through kv_b_proj
     context_mean: Any  # mean causal context of a query token (NSA indexer work per query)
@@ -147,9 +156,14 @@ def select_nsa_method(
     sm_major: int,
     sglang_version: str,
     captured_graph: bool,
+    dense_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD,
 ) -> Method:
-    """DeepSeek V3.2 extend (§4.3): dense MHA one-shot for short sequences, else sparse MLA."""
-    arch_ok = sm_major in (9, 10)  # SM90, SM100-109
+    """DeepSeek V3.2 extend (§4.3): dense MHA one-shot for short sequences, else sparse MLA.
+
+    SM100 runs the dense path (TRT-LLM ragged MHA) from SGLang 0.5.6 on (sglang PR 12788; 0.5.5's
+    deepseek_v2.handle_attention_nsa allowed SM90 only); dense_threshold 0 turns the path off (the what-if of
+    the sparse-only prefill)."""
+    arch_ok = sm_major == 9 or (sm_major == 10 and not _version_le(sglang_version, (0, 5, 5)))
     dtype_ok = kv_dtype == "bf16" or (
         kv_dtype.startswith("fp8") and not _version_le(sglang_version, (0, 5, 5))
     )
@@ -157,7 +171,7 @@ def select_nsa_method(
         arch_ok
         and dtype_ok
         and not captured_graph
-        and max_kv_len <= DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+        and max_kv_len <= dense_threshold
         and sum_seq_lens <= MAX_KV_CHUNK_CAPACITY
     ):
         return "mha"
@@ -187,22 +201,28 @@ def _sum_min_topk(prefix: np.ndarray, q: np.ndarray, topk: int) -> np.ndarray:
     return np.where(b <= topk, below, np.where(a > topk, above, split))
 
 
-def _group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> AttentionGroup:
+def extend_group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> AttentionGroup:
+    """The work-equivalent batch of requests with new tokens q_i over cached prefixes p_i: query length
+    q' = Σq²/Σq (token-weighted), prefix p' = Σq·p/Σq (token-weighted), B' = Σq/q' requests. It has exactly the
+    batch's new tokens (B'·q' = Σq) and causal query-key pairs (B'·(q'·p' + q'(q'+1)/2) = Σ q·p + q(q+1)/2), and
+    a fresh batch keeps prefix 0 (the uniform batch at the mean query length that this replaces needed a made-up
+    prefix to match the pairs, and priced a ragged fresh prefill 50-60% high through the prefix axis).
+    A uniform batch is itself: B' = n, q' = q, p' = p."""
     q = extend.astype(np.float64)
     p = prefix.astype(np.float64)
-    n = int(q.size)
     sum_q = float(q.sum())
-    q_mean = sum_q / n
+    q_eq = float((q * q).sum()) / sum_q
+    prefix_eq = float((q * p).sum()) / sum_q
     # causal query-key pairs sum_j context_j, context_j = p + j for j = 1..q
     pairs = float((q * p + q * (q + 1.0) / 2.0).sum())
     context_mean = pairs / sum_q
-    kv_eq = context_mean + (q_mean - 1.0) / 2.0  # uniform batch with the same pairs
     sparse = float(_sum_min_topk(p, q, topk).sum()) / sum_q if topk else context_mean
     sparse_kv = sparse if topk and sparse < topk - 1e-9 else context_mean
+    uniform = bool((q == q[0]).all() and (p == p[0]).all())
     return AttentionGroup(
-        batch=n,
-        q_len=q_mean,
-        kv_len=kv_eq,
+        batch=int(q.size) if uniform else sum_q / q_eq,
+        q_len=q_eq,
+        kv_len=q_eq + prefix_eq,
         kv_tokens=float((p + q).sum()),
         context_mean=context_mean,
         sparse_kv_len=sparse_kv,
@@ -242,13 +262,19 @@ def plan_extend(
         method = select_mla_method(sum_prefix, captured)
     elif arch.family == "nsa_moe":
         method = select_nsa_method(
-            int(seq_lens.max()), int(seq_lens.sum()), s.kv_dtype, s.sm_major, s.sglang_version, captured
+            int(seq_lens.max()),
+            int(seq_lens.sum()),
+            s.kv_dtype,
+            s.sm_major,
+            s.sglang_version,
+            captured,
+            s.dsa_dense_threshold,
         )
     else:
         method = "gqa"
-    groups = [_group(extend_lens, prefix_lens, topk)]
+    groups = [extend_group(extend_lens, prefix_lens, topk)]
     if dec.size:
-        groups.append(_group(np.ones_like(dec), np.maximum(dec - 1, 0), topk))
+        groups.append(extend_group(np.ones_like(dec), np.maximum(dec - 1, 0), topk))
     return ExtendPlan(
         method=method,
         num_tokens=num_tokens,
@@ -341,8 +367,13 @@ def _mla_row_ops(arch: ModelArch, s: StepSettings, T: int, method: Method, gemm,
     lay, L, h = s.layout, arch.num_layers, arch.hidden_size
     H = arch.heads_per_rank(lay)
     qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
-    if arch.q_lora_rank:
+    if arch.q_lora_rank and not _version_le(s.sglang_version, LAST_UNFUSED_QKV_A_VERSION):
         gemm("fused_qkv_a_proj", arch.q_lora_rank + arch.kv_latent_dim, h, T, L)
+        norm("q_a_layernorm", "rmsnorm", arch.q_lora_rank, T, L)
+        gemm("q_b_proj", H * qk, arch.q_lora_rank, T, L)
+    elif arch.q_lora_rank:
+        gemm("q_a_proj", arch.q_lora_rank, h, T, L)
+        gemm("kv_a_proj_with_mqa", arch.kv_latent_dim, h, T, L)
         norm("q_a_layernorm", "rmsnorm", arch.q_lora_rank, T, L)
         gemm("q_b_proj", H * qk, arch.q_lora_rank, T, L)
     else:
@@ -390,13 +421,17 @@ def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: Has
     moe_inter = arch.moe_intermediate_size // max(1, tp // ep)
     gemm("moe.gate", E, h, G, n_moe, dtype="bf16")
     shared = arch.num_shared_experts
-    # SGLang fuses the shared expert into the routed MoE as extra always-chosen experts when EP == 1 (§4.1).
-    fused = shared > 0 and ep == 1
-    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h, shared)
-    plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h)
-    if fused and has is not None and not _any_measured(has, "moe", fused_keys):
-        # The fused layout is not calibrated: the plain routed MoE plus a separate shared MLP is its proxy.
-        fused = not _any_measured(has, "moe", plain_keys)
+    # SGLang fuses the shared expert into the routed MoE as extra always-chosen experts when EP == 1 (§4.1), except
+    # with the flashinfer_trtllm runner it defaults to on SM100, which sets --disable-shared-experts-fusion
+    # (SGLang 0.5.17 arg_groups/overrides.py, `_moe_runner_fusion_disable`).
+    fused = shared > 0 and ep == 1 and s.sm_major < 10
+    sm = s.sm_major
+    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h, shared, sm)
+    plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h, sm_major=sm)
+    if fused and has is not None and _best_rank(has, "moe", fused_keys) < _best_rank(has, "moe", plain_keys):
+        # The fused layout is not calibrated (as well as the plain one): the plain routed MoE plus a separate
+        # shared MLP is its proxy.
+        fused = False
     if fused:
         add("moe.experts", "moe", fused_keys, n_moe, MOE_KERNELS_PER_CALL, m=G)
         return
@@ -408,8 +443,8 @@ def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: Has
         gemm("moe.shared.down_proj", h, si, G, n_moe)
 
 
-def _any_measured(has: HasTable, op: str, candidates: tuple[Key, ...]) -> bool:
-    return any(has(op, dict(k)) for k in candidates)
+def _best_rank(has: HasTable, op: str, candidates: tuple[Key, ...]) -> int:
+    return max(int(has(op, dict(k))) for k in candidates)
 
 
 def attention_ops(
@@ -423,7 +458,7 @@ def attention_ops(
     """Ops whose axes depend on the requests' lengths, one set per attention group."""
     lay, L = s.layout, arch.num_layers
     backend = s.decode_backend if phase == "decode" else s.prefill_backend
-    backends = table_attention_backends(backend)
+    backends = table_attention_backends(backend, s.sm_major)
     kv_dtypes = kv_dtype_names(s.kv_dtype)
     ops: list[OpCall] = []
     for i, g in enumerate(groups):
@@ -505,11 +540,16 @@ def _mha_prefill_op(
     count: int,
     suffix: str,
 ) -> OpCall:
-    # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` selects its FA2 kernels.
+    # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` runs its ragged prefill with
+    # backend="auto": FA3 on SM90 (192/128 and 128/128 are FA3 head dims), FA2 elsewhere (FA3's table the proxy).
     if backend == "flashinfer":
-        backends: tuple[str, ...] = ("flashinfer_fa2", "flashinfer_fa3")
-    elif backend in ("trtllm_mla", "trtllm"):
-        backends = ("trtllm", "flashinfer_fa3")  # SM100 trtllm ragged prefill, where a table has it
+        backends: tuple[str, ...] = ("flashinfer_fa3", "flashinfer_fa2")
+        if s.sm_major != 9:
+            backends = ("flashinfer_fa2", "flashinfer_fa3")
+    elif backend in ("trtllm_mla", "trtllm") or (arch.family == "nsa_moe" and s.sm_major >= 10):
+        # SM100 TRT-LLM ragged prefill: trtllm_mla's MHA path, and DSA's dense short prefill on SM100
+        # (nsa_backend._forward_standard_mha, sglang PR 12788), where a table has it
+        backends = ("trtllm", "flashinfer_fa3")
     else:
         backends = ("flashinfer_fa3",)
     keys = key_candidates(

@@ -30,7 +30,16 @@ CurveFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 class AxisSlice:
-    def __init__(self, evaluate: CurveFn, grid_values: Sequence[float], lo: float, hi: float) -> None:
+    def __init__(
+        self,
+        evaluate: CurveFn,
+        grid_values: Sequence[float],
+        lo: float,
+        hi: float,
+        dense_inside: bool = False,
+    ) -> None:
+        """dense_inside: the curve also bends between its grid values (a scaled curve: grid x a smooth ratio), so
+        sample densely there too."""
         self._evaluate = evaluate
         self.lo, self.hi = float(lo), float(hi)
         grid = np.asarray(sorted(v for v in grid_values if v > 0), dtype=np.float64)
@@ -41,7 +50,7 @@ class AxisSlice:
             )
             / SAMPLES_PER_OCTAVE
         )
-        if grid.size:
+        if grid.size and not dense_inside:
             # inside the grid only the grid's own values: that is what makes the slice exact there
             dense = dense[(dense < grid[0]) | (dense > grid[-1])]
         points = np.unique(np.concatenate([grid, dense]))

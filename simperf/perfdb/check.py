@@ -14,23 +14,7 @@ import polars as pl
 from simperf.hardware.catalog import GpuSpec, get_gpu
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.keys import format_key, key_dict
-from simperf.perfdb.schema import OP_SPECS, SOURCES
-
-_FAMILIES = {
-    "gemm": "gemm",
-    "bmm": "gemm",
-    "moe": "moe",
-    "elementwise": "elementwise",
-    "allreduce": "comm",
-    "allgather": "comm",
-    "reducescatter": "comm",
-    "alltoall": "comm",
-}
-
-
-def op_family(op: str) -> str:
-    """attention (attn_* and the NSA indexer), gemm (gemm, bmm), moe, elementwise, comm (collectives)."""
-    return _FAMILIES.get(op, "attention" if op.startswith(("attn_", "nsa_")) else "other")
+from simperf.perfdb.schema import OP_SPECS, SOURCES, op_family
 
 
 def resolve_gpu(directory: Path, gpu: GpuSpec | str | None = None) -> GpuSpec:

@@ -7,7 +7,10 @@ op's axes. A curve is backed, in order of preference, by
   2. for collectives only: an alpha-beta model fitted on another measured group size (alphabeta.py),
   3. for a key this GPU has no table for, but the reference GPU named in the directory's scaled_from.yaml
      has: the reference's curve scaled by the ratio of the two GPUs' rooflines (scaled.py, "scaled-from:<gpu>"),
-  4. the roofline (roofline.py).
+  4. for a key no table has: the nearest measured key of the same op, scaled by the roofline ratio between the two
+     keys and clamped below by the op's measured floor on this GPU (nearest.py, label scaled_key,
+     "scaled-key:<what differs>"), from this GPU's tables or else the reference's,
+  5. the roofline (roofline.py), only where no table of the op exists at all (`OpCurve.backing` says so).
 Rows with status != "ok" never time anything; rows with sample "heldout" or "ragged" are kept for checks but never
 interpolated over. docs/perfdb.md states these rules in prose.
 """
@@ -38,14 +41,21 @@ from simperf.perfdb.keys import (
     normalize_key,
     op_spec,
 )
+from simperf.perfdb.nearest import describe_substitution, nearest_key
+from simperf.perfdb.ratios import RatioTable, read_ratios
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
 from simperf.perfdb.scaled import ScaledModel, read_scaled_from, reference_directory
 from simperf.perfdb.schema import OP_SPECS, SOURCE_INDEX, SOURCES, OpSpec, arrow_schema
+from simperf.perfdb.vintage import VintageChoice, select_vintages
 
 _EXTRAPOLATED = SOURCE_INDEX["extrapolated"]
 _ROOFLINE = SOURCE_INDEX["roofline"]
 _MEASURED = SOURCE_INDEX["measured"]
 _THIRD_PARTY = SOURCE_INDEX["third_party"]
+_SCALED_KEY = SOURCE_INDEX["scaled_key"]
+# a reference GPU's nearest key is taken over this GPU's own only when it is nearer by more than this (crossing GPUs
+# is one more estimate)
+_CROSS_GPU_DISTANCE = 1.0
 
 _PROVENANCE_LISTS = ("gpu_name", "sm", "driver", "cuda", "torch", "flashinfer", "flash_mla", "deep_gemm")
 _PROVENANCE_LISTS += ("timing_method", "source", "simperf_version")
@@ -71,6 +81,16 @@ class _CurveModel(Protocol):
     def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]: ...
     def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]: ...
     def explain(self, xs: Sequence[float]) -> Timing: ...
+
+
+def _breakpoints(model: object, axis: str) -> tuple[list[float], bool]:
+    """Where a curve bends along one axis (its grid's values there), and whether it also bends between them
+    (then a slice samples densely as well)."""
+    if isinstance(model, _GridModel) and axis in model.grid.axis_names:
+        return list(model.grid.axis_lists[model.grid.axis_names.index(axis)]), False
+    if isinstance(model, _ScaledKeyModel):
+        return _breakpoints(model.near._model, axis)[0], True
+    return [], False
 
 
 class _GridModel:
@@ -195,6 +215,54 @@ class _ScaledCurveModel:
         return Timing(us, "extrapolated", detail)
 
 
+class _ScaledKeyModel:
+    """A key without a table: the nearest measured key's curve x roofline(key) / roofline(nearest key), at least
+    the op's measured floor on this GPU (nearest.py)."""
+
+    def __init__(
+        self,
+        near: OpCurve,
+        near_roofline: Roofline,
+        roofline: Roofline,
+        floor: tuple[float, str] | None,
+        substitution: str,
+    ) -> None:
+        self.near = near
+        self.near_roofline = near_roofline
+        self.roofline = roofline
+        self.floor_us = floor[0] if floor is not None else 0.0
+        self.floor_note = floor[1] if floor is not None else ""
+        self.label = f"scaled-key:{substitution}"
+        self.names = roofline.spec.axis_columns
+
+    def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        axes = dict(zip(self.names, xs, strict=True))
+        us, _ = self.near(**axes)
+        ratio = self.roofline.time_us(axes) / self.near_roofline.time_us(axes)
+        out = np.maximum(np.asarray(us, dtype=np.float64) * ratio, self.floor_us)
+        return out, np.full(out.shape, _SCALED_KEY, dtype=np.int8)
+
+    def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]:
+        axes = dict(zip(self.names, xs, strict=True))
+        us, _ = self.near._model.evaluate_scalar(xs)
+        ratio = self.roofline.time_us_scalar(axes) / self.near_roofline.time_us_scalar(axes)
+        return max(us * ratio, self.floor_us), _SCALED_KEY
+
+    def explain(self, xs: Sequence[float]) -> Timing:
+        axes = dict(zip(self.names, xs, strict=True))
+        near = self.near.timing(**axes)
+        ratio = self.roofline.time_us_scalar(axes) / self.near_roofline.time_us_scalar(axes)
+        us = max(near.us * ratio, self.floor_us)
+        how = near.source if near.detail == near.source else f"{near.source}: {near.detail}"
+        detail = (
+            f"{self.label}: {near.us:.4g} us at {format_key(self.near.spec, tuple(self.near.key.values()))} ({how}) "
+            f"x roofline ratio {ratio:.3g}"
+        )
+        if us == self.floor_us and self.floor_us > near.us * ratio:
+            detail += f"; raised to the measured floor {self.floor_us:.3g} us ({self.floor_note})"
+        return Timing(us, "scaled_key", detail)
+
+
 def _format_point(names: Sequence[str], values: Sequence[float]) -> str:
     return ", ".join(f"{name}={_format_number(v)}" for name, v in zip(names, values, strict=True))
 
@@ -209,18 +277,21 @@ _SCALAR_TYPES = (int, float, np.integer, np.floating)
 class OpCurve:
     """One op + exact key resolved against the tables (or against the roofline when no table covers it)."""
 
-    def __init__(self, spec: OpSpec, key: KeyTuple, model: _CurveModel, measured: bool) -> None:
+    def __init__(
+        self, spec: OpSpec, key: KeyTuple, model: _CurveModel, measured: bool, backing: str | None = None
+    ) -> None:
         self.op = spec.name
         self.spec = spec
         self.key: dict[str, object] = key_dict(spec, key)
         self.measured = measured  # True if backed by a table of this very key
+        # what stands behind the curve: measured | alpha-beta | scaled-from | scaled-key | roofline
+        self.backing = backing or ("measured" if measured else "roofline")
         self._model = model
         self._axis_names = spec.axis_columns
         self._axis_set = frozenset(spec.axis_columns)
 
     def __repr__(self) -> str:
-        backing = "measured" if self.measured else type(self._model).__name__.strip("_")
-        return f"OpCurve({self.op}, {format_key(self.spec, tuple(self.key.values()))}, {backing})"
+        return f"OpCurve({self.op}, {format_key(self.spec, tuple(self.key.values()))}, {self.backing})"
 
     def _axes_in_order(self, axes: Mapping[str, object]) -> list[object]:
         if axes.keys() != self._axis_set:
@@ -257,15 +328,12 @@ class OpCurve:
             raise PerfDBError(
                 f"along({axis!r}) of op {self.op!r} needs every other axis fixed: {sorted(self._axis_set - {axis})}"
             )
-        grid_values: list[float] = []
-        if isinstance(self._model, _GridModel) and axis in self._model.grid.axis_names:
-            grid = self._model.grid
-            grid_values = list(grid.axis_lists[grid.axis_names.index(axis)])
+        grid_values, dense_inside = _breakpoints(self._model, axis)
 
         def evaluate(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return self(**fixed, **{axis: values})
 
-        return AxisSlice(evaluate, grid_values, lo, hi)
+        return AxisSlice(evaluate, grid_values, lo, hi, dense_inside=dense_inside)
 
     def _checked_scalars(self, values: Sequence[object]) -> list[float]:
         scalars = [float(v) for v in values]  # type: ignore[arg-type]
@@ -286,28 +354,42 @@ class PerfDB:
         files: Sequence[Path],
         directory: Path | None,
         reference: PerfDB | None = None,
+        ratios: RatioTable | None = None,
     ) -> None:
         self.gpu = gpu
         self.directory = directory
         self.files = tuple(files)
         self.reference = reference  # another GPU's tables for the scaled-from fallback (scaled.py)
+        self.ratios = ratios  # measured time ratios of this GPU against the reference (ratios.py)
         self._rows = rows
         self._grid_rows: dict[str, dict[KeyTuple, _KeyPoints]] = {}
         self._curves: dict[tuple[str, KeyTuple], OpCurve] = {}
+        self.vintages: list[VintageChoice] = []  # the third-party vintage chosen per op (vintage.py)
+        self._nearest: dict[tuple[str, KeyTuple], tuple[dict[str, object], float] | None] = {}
+        self._floors: dict[tuple[str, str], float] | None = None
 
     @classmethod
     def load(
-        cls, directory: Path | None, gpu: GpuSpec, reference: PerfDB | None = None, scaled_from: bool = True
+        cls,
+        directory: Path | None,
+        gpu: GpuSpec,
+        reference: PerfDB | None = None,
+        scaled_from: bool = True,
+        sglang_version: str | None = None,
+        ratios: RatioTable | None = None,
     ) -> PerfDB:
         """All *.parquet tables of a calibration directory; a None or missing directory gives an empty database
         (every lookup then falls back to the roofline). `reference` (or, when `scaled_from`, the sibling
-        directory named by the directory's scaled_from.yaml) backs keys this GPU has no table for."""
+        directory named by the directory's scaled_from.yaml) backs keys this GPU has no table for, scaled by
+        `ratios` (else the directory's scaled_ratios.yaml for that reference, else the rooflines).
+        `sglang_version` picks one vintage per op among third-party tables of several versions (vintage.py);
+        None: the newest."""
         files = (
             sorted(Path(directory).glob("*.parquet"))
             if directory is not None and Path(directory).is_dir()
             else []
         )
-        rows = _read_tables(files)
+        rows, vintages = select_vintages(_read_tables(files), sglang_version)
         foreign = sorted({g for g in rows["gpu"].unique().to_list() if g is not None and g != gpu.key})
         if foreign:
             warnings.warn(
@@ -316,7 +398,11 @@ class PerfDB:
             )
         if reference is None and scaled_from and directory is not None:
             reference = _load_reference(Path(directory))
-        return cls(gpu, rows, files, Path(directory) if directory is not None else None, reference)
+        if ratios is None and reference is not None:
+            ratios = read_ratios(directory, reference.gpu.key)
+        db = cls(gpu, rows, files, Path(directory) if directory is not None else None, reference, ratios)
+        db.vintages = vintages
+        return db
 
     @classmethod
     def empty(cls, gpu: GpuSpec) -> PerfDB:
@@ -346,10 +432,65 @@ class PerfDB:
 
     def has(self, op: str, key: Mapping[str, object]) -> bool:
         """A table covers this key: this GPU's own, or the scaled-from reference's."""
+        return self.table_rank(op, key) > 0
+
+    def has_own(self, op: str, key: Mapping[str, object]) -> bool:
+        """This GPU's own tables (measured here or imported for this GPU) cover this key."""
+        return normalize_key(op_spec(op), key) in self._groups(op)
+
+    def table_rank(self, op: str, key: Mapping[str, object]) -> int:
+        """How well a key is covered, for choosing among candidate keys: 2 = a table of this GPU (measured or
+        imported for it), 1 = only the scaled-from reference's table, 0 = no table (roofline). A table for the
+        target GPU always beats one scaled from another GPU (docs/b200.md, "Precedence")."""
+        if self.has_own(op, key):
+            return 2
+        return 1 if self.reference is not None and self.reference.has(op, key) else 0
+
+    def nearest(self, op: str, key: Mapping[str, object]) -> tuple[dict[str, object], float] | None:
+        """This GPU's measured key of the op nearest to `key` and its distance (nearest.py); (key, 0.0) for a key
+        with its own table; None when no measured key of the op can stand for it."""
         spec = op_spec(op)
-        if normalize_key(spec, key) in self._groups(op):
-            return True
-        return self.reference is not None and self.reference.has(op, key)
+        normalized = normalize_key(spec, key)
+        if normalized not in self._nearest:
+            if normalized in self._groups(op):
+                found: tuple[dict[str, object], float] | None = (key_dict(spec, normalized), 0.0)
+            else:
+                found = nearest_key(op, key_dict(spec, normalized), self.keys(op))
+            self._nearest[(op, normalized)] = found
+        return self._nearest[(op, normalized)]
+
+    def covers(self, op: str, key: Mapping[str, object]) -> float | None:
+        """How far the tables are from this key: 0 for a key with a table (this GPU's or the scaled-from
+        reference's), the nearest key's distance when another key of the op stands in, None when none can (then
+        the key is priced by the roofline alone). The cost model picks among candidate keys by it."""
+        if self.has(op, key):
+            return 0.0
+        own = self.nearest(op, key)
+        other = self.reference.nearest(op, key) if self.reference is not None else None
+        distances = [d for d in (own and own[1], other and other[1] + _CROSS_GPU_DISTANCE) if d is not None]
+        return min(distances) if distances else None
+
+    def measured_floors(self) -> dict[tuple[str, str], float]:
+        """Per (op, backend): the launch / latency floor of that backend's kernels, measured: the smallest time any
+        usable row of this GPU's tables took, where that row is latency-bound (its roofline work is at most half
+        its time, as at the grid's smallest shapes). A backend whose fastest row is still work-bound (a grid that
+        starts at large shapes) has no floor: its fastest row is not a floor for smaller calls."""
+        if self._floors is None:
+            usable = self._rows.filter(
+                _usable_grid_rows()
+                & pl.col("op").is_in(list(OP_SPECS))
+                & ~pl.col("op").is_in(list(COLLECTIVE_OPS))
+            )
+            fastest = usable.sort("time_us").group_by("op", "backend", maintain_order=True).first()
+            floors = {}
+            for row in fastest.iter_rows(named=True):
+                spec = OP_SPECS[row["op"]]
+                roofline = Roofline(row["op"], {c: row[c] for c in spec.key_columns}, self.gpu)
+                work_us = roofline.time_us_scalar({a: float(row[a]) for a in spec.axis_columns})
+                if work_us - roofline.constants.kernel_floor_us <= 0.5 * row["time_us"]:
+                    floors[(row["op"], row["backend"])] = float(row["time_us"])
+            self._floors = floors
+        return self._floors
 
     def keys(self, op: str) -> list[dict]:
         """Measured keys of an op (those with at least one usable grid row), for choosing candidates."""
@@ -404,10 +545,35 @@ class PerfDB:
             model = self._alpha_beta(spec, key)
             if model is not None:
                 group = int(key_dict(spec, key)["group_size"])  # type: ignore[arg-type]
-                return OpCurve(spec, key, _AlphaBetaCurveModel(model, group), measured=False)
-        if self.reference is not None and self.reference.has(spec.name, key_dict(spec, key)):
-            return OpCurve(spec, key, _ScaledCurveModel(self._scaled(spec, key, roofline)), measured=False)
+                return OpCurve(spec, key, _AlphaBetaCurveModel(model, group), False, "alpha-beta")
+        wanted = key_dict(spec, key)
+        if self.reference is not None and self.reference.has(spec.name, wanted):
+            model = _ScaledCurveModel(self._scaled(spec, key, roofline))
+            return OpCurve(spec, key, model, measured=False, backing="scaled-from")
+        own = self.nearest(spec.name, wanted)
+        other = self.reference.nearest(spec.name, wanted) if self.reference is not None else None
+        if own is not None and (other is None or own[1] <= other[1] + _CROSS_GPU_DISTANCE):
+            return OpCurve(spec, key, self._scaled_key(spec, wanted, own[0], roofline), False, "scaled-key")
+        if other is not None:  # the reference's nearest key, then the reference GPU scaled to this one
+            model = _ScaledCurveModel(self._scaled(spec, key, roofline))
+            return OpCurve(spec, key, model, measured=False, backing="scaled-from")
         return OpCurve(spec, key, _RooflineModel(roofline), measured=False)
+
+    def _scaled_key(
+        self, spec: OpSpec, wanted: dict[str, object], near: dict[str, object], roofline: Roofline
+    ) -> _ScaledKeyModel:
+        floors = self.measured_floors()
+        floor = None
+        for backend in (wanted.get("backend"), near.get("backend")):
+            us = floors.get((spec.name, str(backend)))
+            if us is not None:
+                floor = (us, f"fastest measured {spec.name} {backend} row on {self.gpu.key}")
+                break
+        near_curve = self.curve(spec.name, near)
+        near_roofline = Roofline(spec.name, near, self.gpu)
+        return _ScaledKeyModel(
+            near_curve, near_roofline, roofline, floor, describe_substitution(wanted, near)
+        )
 
     def _scaled(self, spec: OpSpec, key: KeyTuple, roofline: Roofline) -> ScaledModel:
         reference = self.reference
@@ -416,7 +582,7 @@ class PerfDB:
         reference_roofline = Roofline(spec.name, key_dict(spec, key), reference.gpu)
         # Sliced along an axis (OpCurve.along), a scaled curve is sampled densely: the roofline ratio bends
         # inside the reference's grid cells, so the reference's breakpoints alone would not reproduce it.
-        return ScaledModel(curve, reference_roofline, roofline, reference.gpu.key)
+        return ScaledModel(curve, reference_roofline, roofline, reference.gpu.key, self.ratios)
 
     def _alpha_beta(self, spec: OpSpec, key: KeyTuple) -> AlphaBetaModel | None:
         """Fit on the measured group of the same backend and dtype closest to the requested one (the largest
@@ -451,6 +617,8 @@ class PerfDB:
             "table_gpus": _distinct(rows, "gpu"),
             "schema_versions": sorted({_schema_version(f) for f in self.files} - {None}),
             "scaled_from": self.reference.gpu.key if self.reference is not None else None,
+            "vintages": [v.describe() for v in self.vintages],
+            "scaled_ratios": self.ratios.provenance if self.ratios is not None else None,
         }
         for column in _PROVENANCE_LISTS:
             info[column] = _distinct(rows, column)
@@ -516,6 +684,15 @@ class _KeyPoints:
     us: np.ndarray  # (N,)
     labels: np.ndarray  # (N,) int8: measured or third_party
     third_party: str | None = None  # the source string of the key's third-party rows, if any
+
+
+def _usable_grid_rows() -> pl.Expr:
+    """Rows that time something: ok, grid samples (or unlabelled), a positive time."""
+    return (
+        (pl.col("status") == "ok")
+        & (pl.col("sample").is_null() | (pl.col("sample") == "grid"))
+        & (pl.col("time_us") > 0)
+    )
 
 
 def _grid_row_filter(op: str) -> pl.Expr:

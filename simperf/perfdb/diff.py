@@ -238,14 +238,15 @@ def diff_command(
     points: Annotated[
         Path | None, typer.Option(help="write every compared point to this Parquet file")
     ] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json | tsv")] = "text",
 ) -> None:
     """Ratio time_B / time_A on the shapes both directories cover, per op and key."""
-    from rich.console import Console
-    from rich.table import Table
-
     from simperf.output_paths import check_output_file
     from simperf.perfdb.locate import check_table_files
+    from simperf.report.tables import Col, TableData, check_output, print_tables
 
+    if check_output(output):
+        raise typer.BadParameter(check_output(output))
     for label, directory in (("A", a), ("B", b)):
         check_table_files(Path(directory), label)
     if points is not None:
@@ -256,29 +257,26 @@ def diff_command(
             f"got {', '.join(unknown)}; allowed: {', '.join(OP_SPECS)}", param_hint="--op"
         )
     result = diff_tables(a, b, parse_pairs(pair), interpolate, op)
-    console = Console()
-    if not console.is_terminal:  # piped into a file or a test: do not fold the keys into 80 columns
-        console = Console(width=200)
     if result.points.height == 0:
-        console.print(f"no shared shapes between {a} and {b}")
+        print(f"no shared shapes between {a} and {b}")
         raise typer.Exit(1)
-    table = Table(title=f"time({b}) / time({a}) on shared shapes")
-    for column in ("op", "key (A)", "backend (B)", "n", "min", "p10", "p50", "p90", "max"):
-        table.add_column(
-            column, justify="right" if column not in ("op", "key (A)", "backend (B)") else "left"
-        )
+    ratios = ("ratio_min", "ratio_p10", "ratio_p50", "ratio_p90", "ratio_max")
+    columns = [
+        Col("op", "op"),
+        Col("key_a", "key (A)"),
+        Col("backend_b", "backend (B)"),
+        Col("n", "n", str, True),
+    ]
+    columns += [Col(c, c.removeprefix("ratio_"), lambda v: f"{v:.2f}", True) for c in ratios]
+    table = TableData(f"time({b}) / time({a}) on shared shapes", columns)
     for row in result.summary.iter_rows(named=True):
         backend_b = row["key_b"].split(",")[0].removeprefix("backend=")
-        table.add_row(
-            row["op"],
-            row["key_a"],
-            backend_b,
-            str(row["n"]),
-            *(f"{row[c]:.2f}" for c in ("ratio_min", "ratio_p10", "ratio_p50", "ratio_p90", "ratio_max")),
+        table.add(
+            op=row["op"], key_a=row["key_a"], backend_b=backend_b, n=row["n"], **{c: row[c] for c in ratios}
         )
-    console.print(table)
+    print_tables([table], output)
     disagreements = result.disagreements()
-    if disagreements.height:
-        console.print(f"{disagreements.height} key(s) disagree by more than x{DISAGREE_FACTOR} at the median")
+    if disagreements.height and output != "json":
+        print(f"{disagreements.height} key(s) disagree by more than x{DISAGREE_FACTOR} at the median")
     if points is not None:
         result.points.write_parquet(points)

@@ -303,6 +303,14 @@ class Roofline:
         memory_s = work.bytes / self._bandwidth
         return np.maximum(compute_s, memory_s) * 1e6 + c.kernel_floor_us
 
+    def memory_bound(self, axes: Mapping[str, np.ndarray | float]) -> np.ndarray:
+        """Per point: is the roofline's memory term the larger one (False for collectives)?"""
+        work = op_work(self.op, self.key, axes)
+        if isinstance(work, CollectiveWork):
+            return np.zeros(np.shape(work.link_bytes), dtype=bool)
+        compute_s = work.flops / achievable_flops(self.gpu, work.peak, self.constants)
+        return np.asarray(work.bytes / self._bandwidth > compute_s)
+
     def time_us_scalar(self, axes: Mapping[str, float]) -> float:
         """time_us of one point, computed on Python floats: the same IEEE operations in the same order as the
         array path (so the same number), without numpy's per-operation cost on 0-d arrays (~10x cheaper). The

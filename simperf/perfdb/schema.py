@@ -16,7 +16,16 @@ SCHEMA_VERSION = 1
 
 # Where a timing came from. Reports aggregate step time by these labels. "constant" marks the named constant costs
 # of a step that are not kernel timings (CUDA-graph replay, eager launch gaps): never in a table, set in Overheads.
-SOURCES: tuple[str, ...] = ("measured", "interpolated", "extrapolated", "roofline", "third_party", "constant")
+# "scaled_key": a key without a table of its own, priced from the nearest measured key of the op (nearest.py).
+SOURCES: tuple[str, ...] = (
+    "measured",
+    "interpolated",
+    "extrapolated",
+    "roofline",
+    "third_party",
+    "constant",
+    "scaled_key",
+)
 SOURCE_INDEX = {name: i for i, name in enumerate(SOURCES)}
 
 # Integer shape columns; which ones an op uses is given by its OpSpec.
@@ -188,3 +197,20 @@ def table_path_name(op: str) -> str:
     if op not in OP_SPECS:
         raise KeyError(f"unknown op {op!r}; known: {sorted(OP_SPECS)}")
     return f"{op}.parquet"
+
+
+_FAMILIES = {
+    "gemm": "gemm",
+    "bmm": "gemm",
+    "moe": "moe",
+    "elementwise": "elementwise",
+    "allreduce": "comm",
+    "allgather": "comm",
+    "reducescatter": "comm",
+    "alltoall": "comm",
+}
+
+
+def op_family(op: str) -> str:
+    """attention (attn_* and the NSA indexer), gemm (gemm, bmm), moe, elementwise, comm (collectives)."""
+    return _FAMILIES.get(op, "attention" if op.startswith(("attn_", "nsa_")) else "other")

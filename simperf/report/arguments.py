@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from simperf.scenario.models import FixedDataset, RandomDataset, TraceDataset, WorkloadSpec
+from simperf.scenario.models import (
+    FixedDataset,
+    MultiTurnDataset,
+    RandomDataset,
+    SharedPrefixDataset,
+    TraceDataset,
+    WorkloadSpec,
+)
 
 
 def bench_arguments(workload: WorkloadSpec) -> dict[str, object]:
@@ -22,6 +29,12 @@ def bench_arguments(workload: WorkloadSpec) -> dict[str, object]:
         dataset_name = "random"
         input_len, output_len = dataset.input_len, dataset.output_len
         range_ratio = dataset.range_ratio if isinstance(dataset, RandomDataset) else 1.0
+    elif isinstance(dataset, SharedPrefixDataset):
+        dataset_name = "generated-shared-prefix"  # bench_serving's --dataset-name for it
+        input_len = output_len = range_ratio = None
+    elif isinstance(dataset, MultiTurnDataset):
+        dataset_name = "multi_turn"  # simperf's own generator; bench_serving has no such dataset name
+        input_len = output_len = range_ratio = None
     else:  # pragma: no cover - the pydantic union admits only the kinds above
         raise TypeError(f"unsupported dataset {type(dataset).__name__}")
     return {

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
+
+from simperf.report.tables import Col, TableData, print_tables
 
 
 def representative_steps(prediction) -> tuple[int, int, int, float]:
@@ -20,50 +20,69 @@ def representative_steps(prediction) -> tuple[int, int, int, float]:
     return prefill_tokens, bs, padded, max(kv_mean, 1.0)
 
 
-def _table(title: str, rows) -> Table:
+_COLUMNS = (
+    Col("op", "op"),
+    Col("kind", "kind"),
+    Col("shape", "shape"),
+    Col("count", "x", str, True),
+    Col("us_per_call", "µs/call", lambda v: f"{v:.1f}", True),
+    Col("total_us", "total µs", lambda v: f"{v:.1f}", True),
+    Col("share", "share", lambda v: f"{100 * v:.1f}%", True),
+    Col("source", "source"),
+    Col("detail", "detail"),
+)
+
+
+def _table(title: str, rows, name: str) -> TableData:
     total = sum(r.total_us for r in rows) or 1.0
-    table = Table(title=title, title_justify="left")
-    for col, justify in (
-        ("op", "left"),
-        ("kind", "left"),
-        ("shape", "left"),
-        ("x", "right"),
-        ("µs/call", "right"),
-        ("total µs", "right"),
-        ("share", "right"),
-        ("source", "left"),
-        ("detail", "left"),
-    ):
-        table.add_column(col, justify=justify, overflow="fold")
+    table = TableData(title, _COLUMNS, name=name, caption=f"step total {total / 1000:.3f} ms")
     for r in sorted(rows, key=lambda r: -r.total_us):
-        shape = ", ".join(f"{k}={v:g}" for k, v in r.axes.items())
-        table.add_row(
-            r.name,
-            r.op,
-            shape,
-            str(r.count),
-            f"{r.us_per_call:.1f}",
-            f"{r.total_us:.1f}",
-            f"{100 * r.total_us / total:.1f}%",
-            r.source,
-            r.detail,
+        table.add(
+            op=r.name,
+            kind=r.op,
+            shape=", ".join(f"{k}={v:g}" for k, v in r.axes.items()),
+            count=r.count,
+            us_per_call=r.us_per_call,
+            total_us=r.total_us,
+            share=r.total_us / total,
+            source=r.source,
+            detail=r.detail,
         )
-    table.caption = f"step total {total / 1000:.3f} ms"
     return table
 
 
-def print_breakdown(prediction, console: Console) -> None:
+def breakdown_tables(prediction) -> list[TableData]:
+    """The representative prefill and decode steps' per-op tables."""
     tokens, bs, padded, kv_mean = representative_steps(prediction)
     cost = prediction.cost
     extend = cost.breakdown_extend(np.array([tokens]), np.array([0]))
-    console.print(
-        _table(f"Representative prefill step: one request of {tokens} new tokens (the run's mean)", extend)
-    )
     graph = padded <= (prediction.serving.cuda_graph_max_bs or 0)
     decode = cost.breakdown_decode(bs, padded, round(kv_mean * bs), round(kv_mean), graph)
-    console.print(
+    return [
+        _table(
+            f"Representative prefill step: one request of {tokens} new tokens (the run's mean)",
+            extend,
+            "prefill",
+        ),
         _table(
             f"Representative decode step: batch {bs} (graph bucket {padded}), mean KV {kv_mean:.0f} tokens",
             decode,
-        )
-    )
+            "decode",
+        ),
+    ]
+
+
+def print_breakdown(prediction, output: str = "text") -> None:
+    print_tables(breakdown_tables(prediction), output)
+
+
+def breakdown_json(prediction) -> dict:
+    """`-o json --breakdown`: per step, its title, total and op rows (the text tables' columns, raw values)."""
+    out = {}
+    for table in breakdown_tables(prediction):
+        out[table.name] = {
+            "title": table.title,
+            "total_us": sum(r["total_us"] for r in table.rows),
+            "ops": table.json_rows(),
+        }
+    return out

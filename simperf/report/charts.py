@@ -14,8 +14,15 @@ import altair as alt
 import numpy as np
 import polars as pl
 
-# one colour per configuration, stable across the charts of one report
+# one colour per configuration, stable across the charts of one report: Tableau's ten while they suffice; beyond
+# that Kelly's colours of maximum contrast (K. L. Kelly, "Twenty-two colors of maximum contrast", 1965, white
+# left out), whose order keeps neighbours far apart (category20 pairs a light and a dark shade of each hue, which
+# read as one configuration). Past twenty the colours repeat.
 _PALETTE = "tableau10"
+_MANY_COLOURS = (
+    "#222222", "#f3c300", "#875692", "#f38400", "#a1caf1", "#be0032", "#c2b280", "#848482", "#008856", "#e68fac",
+    "#0067a5", "#f99379", "#604e97", "#f6a600", "#b3446c", "#dcd300", "#882d17", "#8db600", "#654522", "#e25822",
+)  # fmt: skip
 # a five-pointed star as an SVG path in the unit square: Vega's symbol set has no star
 _STAR = "M0,-1L0.225,-0.309L0.951,-0.309L0.363,0.118L0.588,0.809L0,0.382L-0.588,0.809L-0.363,0.118L-0.951,-0.309L-0.225,-0.309Z"
 _WIDTH = 440
@@ -37,8 +44,10 @@ def _values(frame: pl.DataFrame) -> alt.Data:
 
 
 def _config_scale(domain: Sequence[str]) -> alt.Scale:
-    # ten colours while they suffice (they read best), twenty beyond, so no two configurations share one
-    return alt.Scale(domain=list(domain), scheme=_PALETTE if len(domain) <= 10 else "category20")
+    if len(domain) <= 10:
+        return alt.Scale(domain=list(domain), scheme=_PALETTE)
+    colours = [_MANY_COLOURS[i % len(_MANY_COLOURS)] for i in range(len(domain))]
+    return alt.Scale(domain=list(domain), range=colours)
 
 
 def _color(domain: Sequence[str], title: str = "configuration") -> alt.Color:
@@ -238,7 +247,7 @@ def step_breakdown_chart(breakdown: pl.DataFrame, title: str = "Step-time breakd
         .encode(
             y=alt.Y("config_label:N", title=None, sort=labels, axis=alt.Axis(labelLimit=0)),
             x=alt.X("ms:Q", title="time in one representative step (ms)", stack="zero"),
-            color=alt.Color("op:N", title="op kind", sort=order, scale=alt.Scale(scheme="category20")),
+            color=alt.Color("op:N", title="op kind", sort=order, scale=_config_scale(order)),
             order=alt.Order("ms:Q", sort="descending"),
             tooltip=["config_label:N", "phase:N", "op:N", alt.Tooltip("ms:Q", format=".3f")],
         )

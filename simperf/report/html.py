@@ -17,14 +17,22 @@ import polars as pl
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif; margin: 2em auto;
-       max-width: 1280px; color: #222; padding: 0 1em; }
+       max-width: 1280px; color: #222; padding: 0 1em; box-sizing: border-box; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 p.subtitle { color: #555; margin-top: 0; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.8em 0; }
-th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; white-space: nowrap; }
-th { background: #f4f4f4; } td.text { text-align: left; white-space: normal; max-width: 40em; }
+/* tables fit the page: headers and text cells wrap, numbers stay on one line, the first column stays in view */
+div.table-wrap { overflow-x: auto; max-width: 100%; }
+table { border-collapse: separate; border-spacing: 0; font-size: 0.8em; margin: 0.8em 0; width: 100%; }
+th, td { border-right: 1px solid #ddd; border-bottom: 1px solid #ddd; padding: 3px 6px; text-align: right;
+         white-space: nowrap; }
+tr > :first-child { border-left: 1px solid #ddd; } thead th { border-top: 1px solid #ddd; }
+th { background: #f4f4f4; white-space: normal; vertical-align: bottom; min-width: 3.5em; }
+td.text { text-align: left; white-space: normal; overflow-wrap: anywhere; min-width: 8em; }
+th:first-child, td:first-child { position: sticky; left: 0; z-index: 1; background: #fff; }
+th:first-child { background: #f4f4f4; text-align: left; }
 tr.highlight td { background: #fff4d6; font-weight: 600; }
-.chart { margin: 0.8em 0; } div.table-wrap { overflow-x: auto; } caption { caption-side: bottom; color: #666; text-align: left; padding-top: 4px; }
+.chart { margin: 0.8em 0; max-width: 100%; overflow-x: auto; } .chart svg { max-width: 100%; height: auto; }
+caption { caption-side: bottom; color: #666; text-align: left; padding-top: 4px; }
 """
 
 
@@ -54,7 +62,12 @@ def format_cell(value: Any) -> str:
 
 def table_html(frame: pl.DataFrame, caption: str = "", highlight_first_row: bool = False) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
-    text_cols = {c for c, t in frame.schema.items() if t == pl.Utf8}
+    # text columns wrap and align left; strings that are numbers with a mark ("32+", "≥ 7%") align as numbers
+    text_cols = {
+        c
+        for c, t in frame.schema.items()
+        if t == pl.Utf8 and any(v is not None and re.search(r"[A-Za-z]", v) for v in frame[c].to_list())
+    }
     body = []
     for i, row in enumerate(frame.iter_rows(named=True)):
         cells = "".join(

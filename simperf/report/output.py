@@ -47,6 +47,47 @@ def result_json(result: dict, extra: dict) -> str:
     return strictjson.dumps({**result, "simperf": extra}, default=_jsonable, indent=2)
 
 
+def request_details(records: RequestRecords) -> dict[str, list]:
+    """bench_serving's `--output-details` arrays for the completed requests, in request order.
+
+    `input_lens`, `output_lens`, `ttfts` (s), `itls` (per request, s: a chunk of n tokens gives n entries of gap / n,
+    as bench_serving's client records them) and `errors` (empty: a completed request has none). bench_serving's
+    `generated_texts` is left out: a simulation has no text. Rejected requests are in "simperf"."rejected".
+    """
+    from simperf.report.metrics import inter_token_latencies, per_request
+
+    req = per_request(records)
+    chunks = req.chunks
+    tokens_before = np.concatenate(([0], np.cumsum(chunks.num_tokens)))
+    starts, stops = chunks.offsets[:-1], chunks.offsets[1:]
+    # ITL entries per request: the tokens of every chunk after its first
+    entries = tokens_before[stops] - tokens_before[np.minimum(starts + 1, stops)]
+    itl = inter_token_latencies(chunks)
+    bounds = np.concatenate(([0], np.cumsum(entries)))
+    return {
+        "input_lens": req.input_len.tolist(),
+        "output_lens": req.output_len.tolist(),
+        "ttfts": req.ttft_s.tolist(),
+        "itls": [itl[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:], strict=True)],
+        "errors": [""] * len(req.input_len),
+    }
+
+
+def bench_jsonl_line(result: dict, extra: dict, records: RequestRecords | None = None) -> str:
+    """One line of a bench_serving `--output-file`: its flat result keys ("simperf" beside them), and with
+    records the `--output-details` arrays."""
+    line = {**result, "simperf": extra}
+    if records is not None:
+        line.update(request_details(records))
+    return json.dumps(line, default=_jsonable)
+
+
+def append_jsonl(path: Path, line: str) -> None:
+    """Append one run, as bench_serving does (`open(output_file, "a")`): earlier runs stay in the file."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
 # ---------------------------------------------------------------------------------------------------- parquet
 
 

@@ -92,19 +92,24 @@ def parse_scenario(data: Any, source: str = "<scenario>", base_dir: Path | None 
     return _resolve_relative_paths(scenario, base_dir) if base_dir else scenario
 
 
-def load_scenario(path: Path | str) -> Scenario:
+def load_scenario_mapping(path: Path | str) -> Any:
+    """The YAML of a scenario file, unvalidated (flags may still change it)."""
     path = Path(path)
     if not path.exists():
         raise ScenarioError(f"{path}: no such scenario file")
     try:
-        data = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise ScenarioError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise ScenarioError(
             f"{path}: cannot read the scenario: {getattr(err, 'strerror', None) or err}"
         ) from None
-    return parse_scenario(data, str(path), base_dir=path.parent)
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    path = Path(path)
+    return parse_scenario(load_scenario_mapping(path), str(path), base_dir=path.parent)
 
 
 def _resolve_relative_paths(scenario: Scenario, base_dir: Path) -> Scenario:

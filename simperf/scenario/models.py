@@ -49,16 +49,26 @@ class HardwareSpec(_Strict):
 
 class AcceptLength(_Strict):
     mean: float = Field(gt=1.0, description="mean accepted tokens per verify step, including the bonus token")
-    min: float | None = None
-    max: float | None = None
+    min: float | None = Field(default=None, description="lowest per-request mean (spread across requests)")
+    max: float | None = Field(default=None, description="highest per-request mean")
 
 
 class SpeculativeSpec(_Strict):
-    algorithm: Literal["eagle", "eagle3", "mtp"] = "mtp"
-    num_steps: int = Field(default=3, ge=1, le=16)
-    eagle_topk: int = Field(default=1, ge=1, le=16)
-    num_draft_tokens: int | None = Field(default=None, ge=2, le=64)
-    accept_length: AcceptLength | None = None
+    algorithm: Literal["eagle", "eagle3", "mtp"] = Field(
+        default="mtp",
+        description="--speculative-algorithm (mtp: DeepSeek's nextn layer, SGLang's NEXTN/EAGLE)",
+    )
+    num_steps: int = Field(default=3, ge=1, le=16, description="--speculative-num-steps")
+    eagle_topk: int = Field(default=1, ge=1, le=16, description="--speculative-eagle-topk")
+    num_draft_tokens: int | None = Field(
+        default=None,
+        ge=2,
+        le=64,
+        description="--speculative-num-draft-tokens; default: num_steps + 1 (top-1)",
+    )
+    accept_length: AcceptLength | None = Field(
+        default=None, description="measured acceptance (required for a prediction; SGLang logs `accept len`)"
+    )
 
 
 class ServingSpec(_Strict):
@@ -66,7 +76,11 @@ class ServingSpec(_Strict):
 
     sglang_version: str = Field(default="0.5.23", description="selects version-dependent scheduler rules")
     tp: int = Field(default=1, ge=1, description="--tp-size")
-    dp_attention: int = Field(default=1, ge=1, description="--attn-dp-size (DP attention ranks)")
+    dp_attention: int = Field(
+        default=1,
+        ge=1,
+        description="DP attention ranks: --dp-size N --enable-dp-attention (1: no DP attention)",
+    )
     ep: int = Field(default=1, ge=1, description="--ep-size (expert parallel size)")
     page_size: int | None = Field(default=None, ge=1, description="--page-size; default: backend's rule")
     kv_cache_dtype: Literal["auto", "bf16", "fp8_e4m3"] = "auto"
@@ -74,23 +88,33 @@ class ServingSpec(_Strict):
     prefill_attention_backend: AttentionBackend | None = None
     decode_attention_backend: AttentionBackend | None = None
     chunked_prefill_size: int | None = Field(default=None, description="--chunked-prefill-size; -1 disables")
-    max_running_requests: int | None = Field(default=None, ge=1)
-    max_prefill_tokens: int = Field(default=16384, ge=1)
+    max_running_requests: int | None = Field(default=None, ge=1, description="--max-running-requests")
+    max_prefill_tokens: int = Field(default=16384, ge=1, description="--max-prefill-tokens")
     max_total_tokens: int | None = Field(
         default=None,
         ge=1,
         description="KV pool size in tokens per DP rank, e.g. from the server's startup log",
     )
-    mem_fraction_static: float | None = Field(default=None, gt=0.0, lt=1.0)
-    cuda_graph_max_bs: int | None = Field(default=None, ge=1)
-    disable_cuda_graph: bool = False
-    disable_overlap_schedule: bool = False
-    enable_mixed_chunk: bool = False
+    mem_fraction_static: float | None = Field(
+        default=None, gt=0.0, lt=1.0, description="--mem-fraction-static"
+    )
+    cuda_graph_max_bs: int | None = Field(default=None, ge=1, description="--cuda-graph-max-bs")
+    disable_cuda_graph: bool = Field(default=False, description="--disable-cuda-graph (decode runs eagerly)")
+    disable_overlap_schedule: bool = Field(default=False, description="--disable-overlap-schedule")
+    enable_mixed_chunk: bool = Field(default=False, description="--enable-mixed-chunk")
     schedule_policy: Literal["fcfs", "lpm"] = "fcfs"
     disable_radix_cache: bool = Field(default=False, description="--disable-radix-cache: no prefix reuse")
-    schedule_conservativeness: float = Field(default=1.0, gt=0.0)
+    schedule_conservativeness: float = Field(default=1.0, gt=0.0, description="--schedule-conservativeness")
     load_balance_method: Literal["round_robin", "total_requests"] = "round_robin"
-    speculative: SpeculativeSpec | None = None
+    dsa_prefill_dense_attn_kv_len_threshold: int = Field(
+        default=2048,
+        ge=0,
+        description="SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD (DeepSeek-V3.2): extends whose longest sequence "
+        "is at most this many tokens run dense MHA; 0 = never (the sparse-only prefill before sglang PR 12788 on B200)",
+    )
+    speculative: SpeculativeSpec | None = Field(
+        default=None, description="speculative decoding (EAGLE / MTP)"
+    )
 
     @field_validator("chunked_prefill_size")
     @classmethod
@@ -115,12 +139,20 @@ class RandomDataset(_Strict):
     input_len: int = Field(ge=1, description="--random-input-len")
     output_len: int = Field(ge=1, description="--random-output-len")
     range_ratio: float = Field(default=0.0, ge=0.0, le=1.0, description="--random-range-ratio (1 = fixed)")
+    length_rule: Literal["compute_random_lens", "sample_random_requests"] = Field(
+        default="compute_random_lens",
+        description="bench_serving's sampling rule: compute_random_lens (datasets/common.py, recent versions: "
+        "outputs >= 1) or sample_random_requests (bench_serving.py of 0.4.x-0.5.5: outputs from int(L*r), "
+        "so 0 with the default ratio; prompt lengths not shortened by the tokenizer's special tokens)",
+    )
 
 
 class FixedDataset(_Strict):
+    """Every request the same lengths (bench_serving's random with --random-range-ratio 1)."""
+
     kind: Literal["fixed"] = "fixed"
-    input_len: int = Field(ge=1)
-    output_len: int = Field(ge=1)
+    input_len: int = Field(ge=1, description="prompt tokens")
+    output_len: int = Field(ge=1, description="output tokens")
 
 
 class TraceDataset(_Strict):
@@ -200,7 +232,7 @@ class MultiTurnDataset(_Strict):
     """Conversations whose every turn re-sends the previous context (prompts and answers) plus a new message."""
 
     kind: Literal["multi_turn"] = "multi_turn"
-    num_conversations: int = Field(default=100, ge=1)
+    num_conversations: int = Field(default=100, ge=1, description="conversations")
     turns: int = Field(default=5, ge=1, description="requests per conversation")
     system_prompt_len: int = Field(
         default=0, ge=0, description="a system prompt shared by every conversation"
@@ -223,7 +255,7 @@ Dataset = Annotated[
 
 
 class WorkloadSpec(_Strict):
-    dataset: Dataset
+    dataset: Dataset = Field(description="bench_serving's dataset: one of the kinds below, chosen by `kind`")
     num_prompts: int = Field(default=1000, ge=1, description="--num-prompts")
     request_rate: float | Literal["inf"] = Field(default="inf", description="mean rate in req/s, or 'inf'")
     arrival_process: Literal["poisson", "gamma"] = Field(
@@ -241,8 +273,10 @@ class WorkloadSpec(_Strict):
     )
     max_concurrency: int | None = Field(default=None, ge=1, description="--max-concurrency")
     seed: int = Field(default=42, description="--seed (bench_serving uses random.seed and np.random.seed)")
-    warmup_requests: int = Field(default=1, ge=0)
-    ignore_eos: bool = True
+    warmup_requests: int = Field(default=1, ge=0, description="--warmup-requests (not measured)")
+    ignore_eos: bool = Field(
+        default=True, description="every request generates its output_len (bench_serving)"
+    )
 
     @field_validator("request_rate")
     @classmethod
@@ -310,7 +344,7 @@ class DisaggregationSpec(_Strict):
 
 
 class Scenario(_Strict):
-    name: str = "scenario"
+    name: str = Field(default="scenario", description="a label for outputs")
     model: ModelSpec
     hardware: HardwareSpec
     serving: ServingSpec = ServingSpec()

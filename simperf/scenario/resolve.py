@@ -208,6 +208,7 @@ def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing
         speculative=spec,
         sglang_version=s.sglang_version,
         disable_radix_cache=s.disable_radix_cache,
+        dsa_dense_prefill_threshold=s.dsa_prefill_dense_attn_kv_len_threshold,
         notes=tuple(notes),
     )
     return resolved, arch, gpu

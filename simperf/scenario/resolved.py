@@ -60,5 +60,6 @@ class ResolvedServing:
     speculative: SpecSettings | None
     sglang_version: str
     disable_radix_cache: bool = False
+    dsa_dense_prefill_threshold: int = 2048  # SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
     # how each number was obtained, for the report ("default rule", "user", "server log")
     notes: tuple[str, ...] = ()

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from simperf import strictjson
 from simperf.output_paths import check_output_dir, check_output_file
+from simperf.report.tables import stdout_console
 
 err = Console(stderr=True)
 
@@ -38,9 +39,9 @@ def _run(
     workers: int | None,
     ray_address: str | None,
     fresh: bool,
+    quiet: bool = False,
 ):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
+    from simperf.progress import bar
     from simperf.sweep.executors import EXECUTORS, ExecutorError
     from simperf.sweep.runner import run_sweep
     from simperf.sweep.spec import SweepError, load_sweep_file
@@ -53,29 +54,14 @@ def _run(
         _fail(str(e))
     out = out or default_table_path(sweep_file, spec.name)
     check_output_file(out, "--out", suffixes=(".parquet",), inputs=(sweep_file,), what="Parquet")
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeRemainingColumn(),
-        console=err,
-        transient=False,
-    )
-    state: dict[str, Any] = {"task": None, "counts": {}}
-
-    def on_start(total: int, done: int) -> None:
-        state["task"] = progress.add_task(f"sweep {spec.name}", total=total, completed=done, status="")
-
-    def on_row(row: dict[str, Any]) -> None:
-        counts = state["counts"]
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-        progress.update(
-            state["task"], advance=1, status=" ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
-        )
-
+    counts: dict[str, int] = {}
     try:
-        with progress:
+        with bar(f"sweep {spec.name}", None, quiet=quiet) as progress:
+
+            def on_row(row: dict[str, Any]) -> None:
+                counts[row["status"]] = counts.get(row["status"], 0) + 1
+                progress.advance(status=" ".join(f"{k}:{v}" for k, v in sorted(counts.items())))
+
             run = run_sweep(
                 spec,
                 base,
@@ -85,7 +71,7 @@ def _run(
                 workers=workers,
                 ray_address=ray_address,
                 fresh=fresh,
-                on_start=on_start,
+                on_start=progress.set_total,
                 on_row=on_row,
             )
     except ExecutorError as e:
@@ -107,9 +93,10 @@ def sweep_command(
         str | None, typer.Option(help="Ray cluster address (default: start a local Ray instance)")
     ] = None,
     fresh: Annotated[bool, typer.Option(help="ignore finished points of an earlier run")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> None:
     """Run every configuration of a sweep into one Parquet table (resumable)."""
-    spec, run = _run(sweep_file, out, executor, workers, ray_address, fresh)
+    spec, run = _run(sweep_file, out, executor, workers, ray_address, fresh, quiet)
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(run.status_counts.items()))
     Console().print(
         f"{run.table_path}: {run.frame.height} points ({counts}); computed {run.computed}, reused {run.reused}, "
@@ -119,12 +106,12 @@ def sweep_command(
     )
 
 
-def _load_table(results: Path, executor: str, workers: int | None):
+def _load_table(results: Path, executor: str, workers: int | None, quiet: bool = False):
     """A results table, or a sweep file (run or resumed first)."""
     from simperf.sweep.table import read_table
 
     if results.suffix in (".yaml", ".yml"):
-        _, run = _run(results, None, executor, workers, None, False)
+        _, run = _run(results, None, executor, workers, None, False, quiet)
         results = run.table_path
     if not results.exists():
         _fail(f"{results}: no such result table (run `simperf sweep` first)")
@@ -160,6 +147,19 @@ def plan_command(
     workers: Annotated[int | None, typer.Option(help="when given a sweep file: parallel workers")] = None,
 ) -> None:
     """How many replicas and GPUs serve RATE within the SLA, which configuration wins, and the runner-ups."""
+    plan_from_table(results, rate, sla, top, output, executor, workers)
+
+
+def plan_from_table(
+    results: Path,
+    rate: float | None,
+    sla: list[str] | None,
+    top: int | None,
+    output: str,
+    executor: str,
+    workers: int | None,
+) -> None:
+    """The table form of `simperf plan` (a sweep's results, or a sweep file run first)."""
     from simperf.sweep.plan import plan_capacity
 
     if output not in ("text", "json"):
@@ -172,7 +172,7 @@ def plan_command(
     if output == "json":
         sys.stdout.write(strictjson.dumps(plan_json(plan, top_n), indent=2, default=str) + "\n")
     else:
-        print_plan(plan, top_n, Console())
+        print_plan(plan, top_n, stdout_console())
     if plan.winner is None:
         raise typer.Exit(1)
 
@@ -275,20 +275,22 @@ def report_command(
         str, typer.Option(help="when given a sweep file: serial | process | ray")
     ] = "process",
     workers: Annotated[int | None, typer.Option(help="when given a sweep file: parallel workers")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> None:
     """One HTML page: the plan, Pareto front, latency-vs-load curves, latency CDFs, step breakdown, all points."""
+    from simperf.progress import phases
     from simperf.sweep.reporting import build_report
 
     # before the sweep file is run or the table read: a report that cannot be written loses no simulation
     check_output_file(out, "-o", suffixes=(".html", ".htm"), inputs=(results,), what="HTML")
     if charts is not None:
         check_output_dir(charts, "--charts")
-    table, meta = _load_table(results, executor, workers)
+    table, meta = _load_table(results, executor, workers, quiet)
     target, parsed, top_n = _plan_inputs(meta, rate, sla, top)
     try:
-        with err.status("building the report (charts)"):  # a spinner on terminals only
+        with phases(f"report {out.name}", quiet=quiet) as phase:
             report = build_report(
-                table, meta, out, target_rate=target, sla=parsed, top=top_n, charts_dir=charts
+                table, meta, out, target_rate=target, sla=parsed, top=top_n, charts_dir=charts, on_phase=phase
             )
     except RuntimeError as e:
         _fail(str(e))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,27 +113,37 @@ def recheck(candidate: Candidate, base_dir: str, sla: Sla) -> Recheck:
     )
 
 
+def _headroom(c: Candidate) -> str:
+    # a sustained rate that is only a lower bound makes the headroom one too
+    return ("≥ " if c.lower_bound else "") + f"{100 * c.headroom:.0f}%"
+
+
 def plan_table(plan: Plan, top: int) -> pl.DataFrame:
+    """The winner and runner-ups; metrics are at each one's sustained load (said once, in the caption)."""
     rows = []
     for rank, c in enumerate(plan.ranked[: top + 1], start=1):
         r = c.row
         rows.append(
             {
-                "rank": rank,
                 "configuration": c.config_label,
-                "gpu": c.gpu,
+                "rank": rank,
                 "GPUs per replica": c.gpus_per_replica,
-                "sustained req/s per replica": c.sustained_text,
+                "sustained per replica (req/s)": c.sustained_text,
                 "replicas": c.replicas,
                 "total GPUs": c.total_gpus,
-                "headroom": f"{100 * c.headroom:.0f}%",
-                "tok/s per GPU at sustained": r.get(THROUGHPUT_PER_GPU),
-                "tok/s per user at sustained": r.get(SPEED_PER_USER),
-                "p90 TTFT ms at sustained": r.get("p90_ttft_ms"),
-                "p90 TPOT ms at sustained": r.get("p90_tpot_ms"),
+                "headroom at target": _headroom(c),
+                "output per GPU (tok/s)": r.get(THROUGHPUT_PER_GPU),
+                "output per user (tok/s)": r.get(SPEED_PER_USER),
+                "p90 TTFT (ms)": r.get("p90_ttft_ms"),
+                "p90 TPOT (ms)": r.get("p90_tpot_ms"),
+                "step time measured": _percent(r.get("measured_share")),
             }
         )
     return pl.DataFrame(rows)
+
+
+def _percent(x: float | None) -> str | None:
+    return None if x is None else f"{100 * x:.0f}%"
 
 
 def recheck_table(rechecks: list[Recheck]) -> pl.DataFrame:
@@ -141,12 +152,14 @@ def recheck_table(rechecks: list[Recheck]) -> pl.DataFrame:
             {
                 "configuration": rc.candidate.config_label,
                 "replicas": rc.candidate.replicas,
-                "req/s per replica": rc.rate if rc.rate is not None else rc.result.get("request_throughput"),
-                "p90 TTFT ms": rc.result["p90_ttft_ms"],
-                "p99 TTFT ms": rc.result["p99_ttft_ms"],
-                "p90 TPOT ms": rc.result["p90_tpot_ms"],
-                "p99 TPOT ms": rc.result["p99_tpot_ms"],
-                "tok/s per user": rc.result["tokens_per_s_per_user"],
+                "per replica (req/s)": rc.rate
+                if rc.rate is not None
+                else rc.result.get("request_throughput"),
+                "p90 TTFT (ms)": rc.result["p90_ttft_ms"],
+                "p99 TTFT (ms)": rc.result["p99_ttft_ms"],
+                "p90 TPOT (ms)": rc.result["p90_tpot_ms"],
+                "p99 TPOT (ms)": rc.result["p99_tpot_ms"],
+                "output per user (tok/s)": rc.result["tokens_per_s_per_user"],
                 "meets SLA": "yes" if rc.meets_sla else "NO",
             }
             for rc in rechecks
@@ -154,27 +167,41 @@ def recheck_table(rechecks: list[Recheck]) -> pl.DataFrame:
     )
 
 
-def _results_table(table: pl.DataFrame, axis_columns: list[str], groups: list[str]) -> pl.DataFrame:
-    metric_cols = [
-        "request_rate",
-        "max_concurrency",
-        "num_gpus",
-        "status",
-        "output_throughput",
-        THROUGHPUT_PER_GPU,
-        SPEED_PER_USER,
-        "p90_ttft_ms",
-        "p99_ttft_ms",
-        "p90_tpot_ms",
-        "p99_tpot_ms",
-        "failed_requests",
-        "measured_share",
-        "reason",
-    ]
-    # group columns repeat config_label; the request rate has its own numeric column
-    hidden = {"workload.request_rate", *groups}
-    wanted = ["config_label", *[c for c in axis_columns if c not in hidden], *metric_cols]
-    return table.select([c for c in dict.fromkeys(wanted) if c in table.columns])
+# All points: result column -> header (units in the header, so cells are bare numbers)
+RESULT_HEADERS = {
+    "config_label": "configuration",
+    "request_rate": "rate (req/s)",
+    "max_concurrency": "max concurrency",
+    "num_gpus": "GPUs",
+    "status": "status",
+    "output_throughput": "output (tok/s)",
+    THROUGHPUT_PER_GPU: "output per GPU (tok/s)",
+    SPEED_PER_USER: "output per user (tok/s)",
+    "p90_ttft_ms": "p90 TTFT (ms)",
+    "p99_ttft_ms": "p99 TTFT (ms)",
+    "p90_tpot_ms": "p90 TPOT (ms)",
+    "p99_tpot_ms": "p99 TPOT (ms)",
+    "failed_requests": "failed requests",
+    "measured_share": "step time measured",
+    "reason": "reason",
+}
+
+
+def _results_table(table: pl.DataFrame) -> pl.DataFrame:
+    """Every point: its configuration (the label already names every configuration axis), its load, its metrics.
+    Columns that say nothing for this table (no concurrency cap anywhere, every point ok) are left out."""
+    wanted = [c for c in RESULT_HEADERS if c in table.columns]
+    frame = table.select(wanted)
+    for column in ("max_concurrency", "reason"):
+        if column in frame.columns and frame[column].is_null().all():
+            frame = frame.drop(column)
+    if "status" in frame.columns and (frame["status"] == "ok").all():
+        frame = frame.drop("status")
+    if "measured_share" in frame.columns:
+        frame = frame.with_columns(
+            pl.col("measured_share").map_elements(_percent, return_dtype=pl.Utf8).alias("measured_share")
+        )
+    return frame.rename({c: RESULT_HEADERS[c] for c in frame.columns})
 
 
 def _thresholds(sla: Sla) -> list[Threshold]:
@@ -201,6 +228,7 @@ def build_report(
     top: int = 5,
     charts_dir: Path | None = None,
     rechecks: int = 3,
+    on_phase: Callable[[str], None] = lambda _text: None,
 ) -> Report:
     ok = table.filter(pl.col("status") == "ok") if "status" in table.columns else table.clear()
     passing = sla.passing_ids(table)
@@ -231,10 +259,16 @@ def build_report(
                     "total GPUs, then sustained rate per GPU.",
                 ],
                 table=plan_table(plan, top),
+                table_caption="Metrics at each configuration's sustained load. ≥: the SLA held at every swept "
+                "load, so the sustained rate (marked +) and the headroom are lower bounds.",
                 highlight_first_row=True,
             )
         )
-        done = [recheck(c, meta.get("base_dir", "."), sla) for c in plan.ranked[:rechecks]]
+        done = []
+        for i, c in enumerate(plan.ranked[:rechecks], start=1):
+            on_phase(f"re-checking {i} of {min(rechecks, len(plan.ranked))}: {c.config_label}")
+            done.append(recheck(c, meta.get("base_dir", "."), sla))
+        on_phase("drawing charts")
         sections.append(
             Section(
                 "Check: the planned configurations simulated at their per-replica load",
@@ -298,15 +332,17 @@ def build_report(
         Section(
             "All points",
             [],
-            table=_results_table(table, meta.get("axis_columns", []), meta.get("group_axes", [])),
+            table=_results_table(table),
         )
     )
     title = f"simperf sweep report: {meta.get('name', 'sweep')}"
     out_html.parent.mkdir(parents=True, exist_ok=True)
+    on_phase("writing the page")
     out_html.write_text(render_page(title, sections, subtitle=_subtitle(meta)))
     files: list[Path] = []
     if charts_dir is not None:
         for name, chart in charts.items():
+            on_phase(f"saving chart {name}")
             files += save_chart(chart, charts_dir / name)
     return Report(out_html, plan, files, done)
 

@@ -76,8 +76,36 @@ def run_sweep(
     `on_start(total, already_done)` and `on_row(row)` drive a progress display. Interrupting leaves the
     finished rows in the journal; the next call with the same `out` picks up from there.
     """
-    started = time.perf_counter()
     points = expand(spec, base, str(base_dir))
+    return run_points_resumable(
+        points,
+        sweep_metadata(spec, base_dir, points),
+        out,
+        executor=executor,
+        workers=workers,
+        ray_address=ray_address,
+        fresh=fresh,
+        evaluate=evaluate,
+        on_start=on_start,
+        on_row=on_row,
+    )
+
+
+def run_points_resumable(
+    points: list[SweepPoint],
+    metadata: dict[str, Any],
+    out: Path,
+    *,
+    executor: str = "process",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    fresh: bool = False,
+    evaluate: Evaluate = evaluate_point,
+    on_start: Callable[[int, int], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> SweepRun:
+    """Points made elsewhere (a sweep's expansion, a plan's candidates) run with the sweep's journal and table."""
+    started = time.perf_counter()
     journal = Journal(journal_path(out))
     if fresh:
         journal.remove()
@@ -103,7 +131,7 @@ def run_sweep(
     finally:
         journal.close()
     frame = rows_to_frame(list(rows.values()))
-    write_table(frame, out, sweep_metadata(spec, base_dir, points))
+    write_table(frame, out, metadata)
     journal.remove()
     counts = Counter(r["status"] for r in rows.values())
     return SweepRun(

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from simperf.output_paths import check_output_dir
@@ -41,18 +40,25 @@ def validate_command(
     allow_gpu_mismatch: Annotated[
         bool, typer.Option(help="run on a GPU other than the scenario's (its times will not validate it)")
     ] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> None:
     """Re-run sampled simulated steps' kernels on this GPU and compare predicted with measured step time."""
+    from simperf.report.tables import stdout_console
     from simperf.validate.execute import ValidateError, done_samples
     from simperf.validate.report import format_rows, not_measured_notes, summarize, write_report
 
-    console = Console()
+    err = Console(stderr=True)
+    # with -o json, stdout carries only the JSON: the plan's and run's messages go to stderr
+    console = err if output == "json" else stdout_console()
 
     def fail(message: str) -> None:
         from simperf.cli_errors import fail as fail_cli
 
         fail_cli(message)
 
+    if output not in ("text", "json"):
+        fail(f"--output: got {output!r}; allowed values: text, json")
     if samples < 1 or replicas < 1:
         fail("--samples and --replicas must be at least 1")
     if num_prompts is not None and num_prompts < 1:
@@ -66,7 +72,11 @@ def validate_command(
         check_output_dir(out_dir, "--out")
         if not plan_only:
             _require_gpu()  # before the plan: a run without a GPU must not rewrite or set aside anything
-        _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail)
+        from simperf.progress import phases
+
+        with phases(f"validate {scenario.stem}", quiet=quiet) as phase:
+            phase("simulating and sampling steps")
+            _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail, phase)
     if plan_only:
         console.print(f"planned; run it on a GPU with: simperf validate {scenario} --out {out_dir}")
         return
@@ -74,7 +84,7 @@ def validate_command(
     rows = before
     if not report_only:
         try:
-            rows = _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, console)
+            rows = _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, quiet)
         except ValidateError as exc:
             fail(str(exc))
         except KeyboardInterrupt:
@@ -88,6 +98,15 @@ def validate_command(
         console.print(f"nothing new measured; {out_dir} left unchanged", highlight=False)
         return
     written = write_report(out_dir, rows, f"{scenario.stem}: predicted vs measured step time")
+    if output == "json":
+        import json
+        import sys
+
+        data = {"summary": summarize(rows), "samples": rows, "not_measured": not_measured_notes(rows)}
+        sys.stdout.write(
+            json.dumps({**data, "written": [str(p) for p in written]}, indent=2, default=str) + "\n"
+        )
+        return
     console.print(format_rows(rows), highlight=False)
     _print_summary(summarize(rows), console)
     for note in not_measured_notes(rows):
@@ -107,18 +126,20 @@ def _require_gpu() -> None:
         fail(f"{exc}; --plan-only writes the sampled steps without a GPU")
 
 
-def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail) -> None:
+def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail, phase=None) -> None:
     from simperf.pipeline import UnsupportedScenario
-    from simperf.progress import LazyProgress
     from simperf.scenario.load import ScenarioError
     from simperf.validate.build import UnsupportedStep
     from simperf.validate.plan import plan_validation
 
+    def finished(done: int, total: int) -> None:
+        if phase is not None:
+            phase(f"simulating: {done:,} of {total:,} requests finished")
+
     try:
-        with LazyProgress("simulating the scenario") as progress:
-            header, programs, reused = plan_validation(
-                scenario, out_dir, samples, seed, num_prompts, calibration, progress.update
-            )
+        header, programs, reused = plan_validation(
+            scenario, out_dir, samples, seed, num_prompts, calibration, finished
+        )
     except (ScenarioError, UnsupportedScenario, UnsupportedStep) as exc:
         fail(str(exc))
     except (ValueError, FileNotFoundError) as exc:
@@ -134,23 +155,17 @@ def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, f
     )
 
 
-def _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, console):
+def _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, quiet):
+    from simperf.progress import bar
     from simperf.validate.execute import run_validation
 
-    columns = (
-        TextColumn("validate"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-    )
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task("", total=None)
+    with bar("validate", None, quiet=quiet) as progress:
 
         def on_sample(done: int, total: int, row: dict) -> None:
             err = row.get("rel_error")
             what = f"{100 * err:+.1f}%" if err is not None else "failed"
-            progress.update(task, completed=done, total=total, description=f"last: {row['kind']} {what}")
+            progress.set_total(total, done)
+            progress.advance(0, status=f"last: {row['kind']} {what}")
 
         return run_validation(out_dir, replicas, allow_gpu_mismatch, on_sample, retry_failed)
 

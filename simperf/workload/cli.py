@@ -60,7 +60,9 @@ def inspect_command(
     if output == "json":
         sys.stdout.write(strictjson.dumps(asdict(summary), indent=2) + "\n")
     else:
-        print_summary(summary, str(path), Console())
+        from simperf.report.tables import stdout_console
+
+        print_summary(summary, str(path), stdout_console())  # complete when piped
 
 
 def convert_command(

@@ -22,6 +22,15 @@ def random_lengths(rng: np.random.RandomState, full_len: int, range_ratio: float
     return rng.randint(low, full_len + 1, size=num).astype(np.int64)
 
 
+def legacy_output_lengths(
+    rng: np.random.RandomState, full_len: int, range_ratio: float, num: int
+) -> np.ndarray:
+    """Output lengths as `sample_random_requests` drew them (sglang bench_serving.py, 0.4.10 to at least 0.5.5):
+    uniform on {int(L*r), ..., L}, so 0 is possible at the default ratio 0. Inputs used the same call as
+    `random_lengths` (floored at 1)."""
+    return rng.randint(int(full_len * range_ratio), full_len + 1, size=num).astype(np.int64)
+
+
 def subtract_special_tokens(input_lens: np.ndarray, num_special_tokens: int) -> np.ndarray:
     """bench_serving shortens text prompts by the tokens the server's tokenizer adds (BOS), floored at 0."""
     if num_special_tokens <= 0:

@@ -22,7 +22,12 @@ from simperf.scenario.models import (
 )
 from simperf.workload.arrivals import client_arrivals
 from simperf.workload.generators import multi_turn, shared_prefix
-from simperf.workload.lengths import cap_to_context, random_lengths, subtract_special_tokens
+from simperf.workload.lengths import (
+    cap_to_context,
+    legacy_output_lengths,
+    random_lengths,
+    subtract_special_tokens,
+)
 from simperf.workload.trace import Trace, TraceError, read_trace
 from simperf.workload.transforms import cap_lengths, choose, retime, truncate_hashes, window
 
@@ -107,9 +112,19 @@ def build_requests(
         ratio = dataset.range_ratio if isinstance(dataset, RandomDataset) else 1.0
         n = workload.num_prompts
         input_len = random_lengths(rng, dataset.input_len, ratio, n)
-        output_len = random_lengths(rng, dataset.output_len, ratio, n)
-        input_len = subtract_special_tokens(input_len, num_special_tokens)
-        special = max(num_special_tokens, 0)
+        legacy = isinstance(dataset, RandomDataset) and dataset.length_rule == "sample_random_requests"
+        if legacy:
+            output_len = legacy_output_lengths(rng, dataset.output_len, ratio, n)
+            zero = int(np.count_nonzero(output_len == 0))
+            if zero:
+                # max_new_tokens=0: SGLang still returns the token its prefill samples (the request finishes on
+                # its first output token), so the client counts one
+                output_len = np.maximum(output_len, 1)
+                notes = (f"{zero} requests drew output length 0 (sample_random_requests); priced as 1 token",)
+        else:
+            output_len = random_lengths(rng, dataset.output_len, ratio, n)
+            input_len = subtract_special_tokens(input_len, num_special_tokens)
+        special = 0 if legacy else max(num_special_tokens, 0)
         arrival_s, sender_done_s = client(n)
         source = f"{dataset.kind} {dataset.input_len}/{dataset.output_len}"
     elif isinstance(dataset, TraceDataset):

@@ -7,12 +7,14 @@ The format is recognised from the column names, not the file name, so a renamed 
 | simperf  | arrival_s (seconds)   | input_len       | output_len        | hash_ids (optional)  |
 | mooncake | timestamp (ms)        | input_length    | output_length     | hash_ids (optional)  |
 | azure    | TIMESTAMP (date-time) | ContextTokens   | GeneratedTokens   | -                    |
+| groundtruth | client_send_s (s)  | input_len       | output_len        | -                    |
 
 simperf rows may also carry `hash_block_tokens` (tokens per hash id, default 512, equal on every row) and
 `accept_len` (the request's mean accepted tokens per speculative verify step). simperf traces come as JSONL, CSV
 or Parquet; Mooncake as JSONL (or Parquet with its columns); Azure as CSV. A `sglang.bench_serving --output-file`
 JSONL written with `--output-details` (one line per run, per-request lists `input_lens`, `output_lens`, and in
-recent versions `start_times`) reads through `bench_serving.py`.
+recent versions `start_times`) reads through `bench_serving.py`. A ground-truth run's `requests.parquet` (simperf
+groundtruth, docs/groundtruth.md) replays its requests with the client's recorded send times.
 
 A bad row raises TraceError naming the file and its line (row for Parquet). Rows are replayed in time order,
 as bench_serving's trace replay sorts them, with times shifted so the first request is at 0 s.
@@ -53,6 +55,7 @@ FORMATS = (
     TraceFormat("simperf", "arrival_s", "input_len", "output_len", "hash_ids", 1.0),
     TraceFormat("mooncake", "timestamp", "input_length", "output_length", "hash_ids", 1e-3),
     TraceFormat("azure", "TIMESTAMP", "ContextTokens", "GeneratedTokens", None, None),
+    TraceFormat("groundtruth", "client_send_s", "input_len", "output_len", None, 1.0),
 )
 
 

@@ -1,7 +1,7 @@
 """flashinfer GQA paged decode (BatchDecodeWithPagedKVCacheWrapper) for the dense zoo models.
 
-Paged NHD cache [pages, 2, page_size, kv_heads, 128], pages scattered at random; tensor-core decode when
-the GQA group is 4 or more (as SGLang's flashinfer backend chooses). Timed by CUDA-graph replay.
+Paged NHD cache [pages, 2, page_size, kv_heads, 128], pages scattered at random; tensor-core decode exactly
+where SGLang's flashinfer backend chooses it (`use_tensor_cores`). Timed by CUDA-graph replay.
 """
 
 from __future__ import annotations
@@ -13,8 +13,15 @@ from simperf.calibrate.measure import Measurement
 from simperf.calibrate.timing import random_tensor, rotation_sets, time_graph_replay
 
 
+def use_tensor_cores(kv_dtype: str, num_heads: int, num_kv_heads: int) -> bool:
+    """SGLang 0.5.17 `should_use_tensor_core` (srt/layers/attention/flashinfer_backend.py, without its env
+    override): always for an fp8 KV cache, else when the GQA group (q heads per kv head) is 4 or more. The table
+    key (kv_dtype, num_heads, num_kv_heads) therefore says which kernel a row timed."""
+    return kv_dtype.startswith("fp8") or num_heads // num_kv_heads >= 4
+
+
 def _use_tensor_cores(point: dict[str, Any]) -> bool:
-    return int(point["num_heads"]) // int(point["num_kv_heads"]) >= 4
+    return use_tensor_cores(str(point["kv_dtype"]), int(point["num_heads"]), int(point["num_kv_heads"]))
 
 
 def compile_signature(point: dict[str, Any]) -> tuple[Any, ...]:

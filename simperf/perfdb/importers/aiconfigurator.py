@@ -28,6 +28,7 @@ import simperf
 from simperf.perfdb.importers.aiconfigurator_tables import (
     SOURCE_TABLES,
     AIConfiguratorImportError,
+    SourceTable,
 )
 from simperf.perfdb.importers.frames import write_frame
 
@@ -117,10 +118,17 @@ def version_key(version: str) -> tuple:
 
 def newest_version_with(directory: Path, file: str) -> Path | None:
     """The newest version directory under `directory` that holds `file` (reuse-only versions hold none)."""
+    found = versions_with(directory, file)
+    return found[-1] if found else None
+
+
+def versions_with(directory: Path, file: str) -> list[Path]:
+    """Every version directory under `directory` that holds `file`, oldest first (reuse-only versions hold
+    none): each is one data vintage of the table."""
     if not directory.is_dir():
-        return None
+        return []
     candidates = [d for d in directory.iterdir() if d.is_dir() and (d / file).is_file()]
-    return max(candidates, key=lambda d: version_key(d.name)) if candidates else None
+    return sorted(candidates, key=lambda d: version_key(d.name))
 
 
 def system_sm(root: Path, system: str) -> str | None:
@@ -163,28 +171,13 @@ def import_system(
 
     by_op: dict[str, list[pl.DataFrame]] = {}
     for table in SOURCE_TABLES:
-        directory = newest_version_with(data / table.family / table.framework, table.file)
-        if directory is None:
+        vintages = versions_with(data / table.family / table.framework, table.file)
+        if not vintages:
             report.missing.append(f"{table.family}/{table.framework}/*/{table.file}")
-            continue
-        raw = pl.read_parquet(directory / table.file)
-        converted = table.convert(raw)
-        gpu_name = raw["device"].drop_nulls().first() if "device" in raw.columns else None
-        frame = converted.frame.filter(pl.col("time_us") > 0).with_columns(
-            status=pl.lit("ok"),
-            sample=pl.lit("grid"),
-            timing_method=pl.lit("third-party"),
-            source=pl.lit(f"third-party:{TOOL} {version}"),
-            gpu=pl.lit(gpu_key),
-            gpu_name=pl.lit(gpu_name),
-            sm=pl.lit(sm),
-            simperf_version=pl.lit(getattr(simperf, "__version__", None)),
-        )
-        relative = str((directory / table.file).relative_to(data))
-        ops = {str(op): int(n) for op, n in frame.group_by("op").len().iter_rows()}
-        report.tables.append(ImportedTable(relative, directory.name, ops, dict(converted.dropped)))
-        for op in ops:
-            by_op.setdefault(op, []).append(frame.filter(pl.col("op") == op))
+        for directory in vintages:
+            frame = _import_vintage(table, directory, version, gpu_key, sm, data, report)
+            for op in sorted(set(frame["op"].to_list())):
+                by_op.setdefault(op, []).append(frame.filter(pl.col("op") == op))
 
     out = Path(out)
     for op, frames in sorted(by_op.items()):
@@ -193,3 +186,33 @@ def import_system(
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{TOOL}_import.json").write_text(report.to_json() + "\n", encoding="utf-8")
     return report
+
+
+def _import_vintage(
+    table: SourceTable,
+    directory: Path,
+    version: str,
+    gpu_key: str,
+    sm: str | None,
+    data: Path,
+    report: ImportReport,
+) -> pl.DataFrame:
+    """One published version of one table, in simperf's schema, every row tagged with its vintage."""
+    raw = pl.read_parquet(directory / table.file)
+    converted = table.convert(raw)
+    gpu_name = raw["device"].drop_nulls().first() if "device" in raw.columns else None
+    frame = converted.frame.filter(pl.col("time_us") > 0).with_columns(
+        status=pl.lit("ok"),
+        sample=pl.lit("grid"),
+        timing_method=pl.lit("third-party"),
+        # the vintage rides in the source: "third-party:aiconfigurator 0.12.0 (sglang 0.5.14)" (perfdb/vintage.py)
+        source=pl.lit(f"third-party:{TOOL} {version} ({table.framework} {directory.name})"),
+        gpu=pl.lit(gpu_key),
+        gpu_name=pl.lit(gpu_name),
+        sm=pl.lit(sm),
+        simperf_version=pl.lit(getattr(simperf, "__version__", None)),
+    )
+    relative = str((directory / table.file).relative_to(data))
+    ops = {str(op): int(n) for op, n in frame.group_by("op").len().iter_rows()}
+    report.tables.append(ImportedTable(relative, directory.name, ops, dict(converted.dropped)))
+    return frame

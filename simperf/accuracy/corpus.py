@@ -1,0 +1,414 @@
+"""`simperf accuracy groundtruth/`: predict every run of a ground-truth corpus from what it recorded, and compare.
+
+Each recorded run becomes a scenario with no hand-written YAML:
+- model: the zoo entry the server served (the model directory's name);
+- hardware: the GPU directory the run sits in (h100, h200, ...), as many GPUs as the layout uses;
+- serving: the server's own launch_server flags (server_cmd.txt) mapped to the scenario's keys; a flag simperf does
+  not model refuses the run (listed with the reason), never silently dropped; `sglang_version` from env.json;
+- workload: the run's own requests (requests.parquet) — exact input and output lengths; open-loop runs (a request
+  rate) replay the client's recorded send times, closed-loop runs (max concurrency) send in the recorded order
+  through the same concurrency limit; shared-prefix runs use the generated-shared-prefix dataset with the run's
+  flags, since prefix identity is what they measure.
+
+Nothing is tuned here: every setting comes from the recording, every time from the tables.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simperf.accuracy.stats import Summary, signed_error, summarize_errors
+from simperf.scenario.models import Scenario
+
+# launch_server flags (SGLang 0.5.x spelling) -> scenario `serving` keys
+_SERVING_FLAGS: dict[str, str] = {
+    "attention-backend": "attention_backend",
+    "prefill-attention-backend": "prefill_attention_backend",
+    "decode-attention-backend": "decode_attention_backend",
+    "tp-size": "tp",
+    "tp": "tp",
+    "ep-size": "ep",
+    "page-size": "page_size",
+    "kv-cache-dtype": "kv_cache_dtype",
+    "chunked-prefill-size": "chunked_prefill_size",
+    "max-running-requests": "max_running_requests",
+    "max-prefill-tokens": "max_prefill_tokens",
+    "max-total-tokens": "max_total_tokens",
+    "mem-fraction-static": "mem_fraction_static",
+    "cuda-graph-max-bs": "cuda_graph_max_bs",
+    "disable-cuda-graph": "disable_cuda_graph",
+    "disable-overlap-schedule": "disable_overlap_schedule",
+    "enable-mixed-chunk": "enable_mixed_chunk",
+    "schedule-policy": "schedule_policy",
+    "disable-radix-cache": "disable_radix_cache",
+    "schedule-conservativeness": "schedule_conservativeness",
+}
+# Flags that locate files, name endpoints or switch on logging: they do not change what the server computes.
+_NEUTRAL_FLAGS = frozenset(
+    {
+        "model-path",
+        "tokenizer-path",
+        "host",
+        "port",
+        "load-format",
+        "enable-metrics",
+        "export-metrics-to-file",
+        "export-metrics-to-file-dir",
+        "log-level",
+        "log-requests",
+        "trust-remote-code",
+        "served-model-name",
+        "random-seed",
+        "decode-log-interval",
+        "enable-request-time-stats-logging",
+    }
+)
+_BOOL_FLAGS = frozenset(
+    {
+        "disable-cuda-graph",
+        "disable-overlap-schedule",
+        "enable-mixed-chunk",
+        "disable-radix-cache",
+        "enable-metrics",
+        "export-metrics-to-file",
+        "trust-remote-code",
+        "log-requests",
+        "enable-request-time-stats-logging",
+        "enable-dp-attention",
+    }
+)
+# Per-run metrics compared (bench_serving's keys), and the families the summary groups them in.
+COMPARED = (
+    "median_ttft_ms",
+    "mean_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "mean_tpot_ms",
+    "p99_tpot_ms",
+    "median_itl_ms",
+    "mean_itl_ms",
+    "median_e2e_latency_ms",
+    "output_throughput",
+)
+TARGET_METRICS = {
+    "median_ttft_ms": "ttft",
+    "median_tpot_ms": "tpot",
+    "output_throughput": "output_throughput",
+}
+DOC_BEGIN = "<!-- simperf accuracy groundtruth: begin (generated; do not edit by hand) -->"
+DOC_END = "<!-- simperf accuracy groundtruth: end -->"
+
+
+class CorpusError(ValueError):
+    """A corpus directory or run that cannot be read; the message names the path."""
+
+
+class Unmodelled(ValueError):
+    """A recorded run uses a setting simperf does not model; the message says which."""
+
+
+@dataclass
+class RunResult:
+    run: str  # gpu/server/run
+    gpu: str
+    model: str
+    load: str  # closed-loop concurrency "c16", open-loop "r8", or "gsp"
+    measured: dict[str, float]
+    predicted: dict[str, float]
+    kv_measured: int | None
+    kv_predicted: int | None
+    measured_share: float
+    wall_s: float
+
+
+@dataclass
+class CorpusReport:
+    runs: list[RunResult] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (run, reason)
+    wall_s: float = 0.0
+
+    def summaries(self, key: Callable[[RunResult], str] | None = None) -> list[Summary]:
+        items = []
+        for r in self.runs:
+            for metric in COMPARED:
+                m, p = r.measured.get(metric), r.predicted.get(metric)
+                if m is None or p is None or m == 0:
+                    continue
+                group = metric if key is None else f"{TARGET_METRICS.get(metric, metric)}: {key(r)}"
+                if key is not None and metric not in TARGET_METRICS:
+                    continue
+                items.append((group, p, m))
+        return summarize_errors(items)
+
+    def kv_errors(self) -> list[float]:
+        return [
+            signed_error(r.kv_predicted, r.kv_measured) for r in self.runs if r.kv_measured and r.kv_predicted
+        ]
+
+
+# ------------------------------------------------------------------------------------------------ the scenario
+
+
+def server_flags(server_cmd: Path) -> dict[str, str | bool]:
+    """The launch_server flags of a recorded server (the command line in server_cmd.txt)."""
+    line = next(
+        (ln for ln in server_cmd.read_text(encoding="utf-8").splitlines() if "sglang.launch_server" in ln),
+        None,
+    )
+    if line is None:
+        raise CorpusError(f"{server_cmd}: no launch_server command line")
+    argv = shlex.split(line.split("sglang.launch_server", 1)[1])
+    flags: dict[str, str | bool] = {}
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if not token.startswith("--"):
+            raise CorpusError(f"{server_cmd}: unexpected argument {token!r}")
+        name = token[2:]
+        if name in _BOOL_FLAGS or i + 1 >= len(argv) or argv[i + 1].startswith("--"):
+            flags[name] = True
+            i += 1
+        else:
+            flags[name] = argv[i + 1]
+            i += 2
+    return flags
+
+
+def serving_from_flags(flags: dict[str, str | bool], sglang_version: str | None) -> dict[str, Any]:
+    serving: dict[str, Any] = {}
+    for name, value in flags.items():
+        if name in _NEUTRAL_FLAGS:
+            continue
+        key = _SERVING_FLAGS.get(name)
+        if key is None:
+            raise Unmodelled(f"launch_server flag --{name} is not modelled by simperf")
+        serving[key] = value
+    if sglang_version:
+        serving["sglang_version"] = sglang_version
+    return serving
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise CorpusError(f"{path}: {e}") from None
+
+
+def workload_of(run_dir: Path, bench: dict[str, Any]) -> dict[str, Any]:
+    """The scenario workload that replays a recorded run (see the module docstring)."""
+    concurrency = bench.get("max_concurrency")
+    rate = bench.get("request_rate")
+    open_loop = (
+        rate is not None and rate != float("inf") and not (isinstance(rate, str) and rate.lower() == "inf")
+    )
+    if bench.get("dataset_name") == "generated-shared-prefix":
+        cmd = (run_dir / "bench_cmd.txt").read_text(encoding="utf-8")
+        flags = _bench_flags(cmd)
+        dataset: dict[str, Any] = {
+            "kind": "shared_prefix",
+            "num_groups": int(flags.get("gsp-num-groups", 64)),
+            "prompts_per_group": int(flags.get("gsp-prompts-per-group", 16)),
+            "system_prompt_len": int(flags.get("gsp-system-prompt-len", 2048)),
+            "question_len": int(flags.get("gsp-question-len", 128)),
+            "output_len": int(flags.get("gsp-output-len", 256)),
+            "range_ratio": float(flags.get("gsp-range-ratio", 1.0)),
+        }
+        return {
+            "dataset": dataset,
+            "request_rate": float(rate) if open_loop else "inf",
+            "max_concurrency": concurrency,
+            "seed": int(flags.get("seed", 1)),
+        }
+    requests = run_dir / "requests.parquet"
+    dataset = {"kind": "trace", "path": str(requests.resolve()), "use_timestamps": open_loop}
+    return {
+        "dataset": dataset,
+        "num_prompts": int(bench["completed"]) + int(bench.get("failed") or 0),
+        "request_rate": "inf",
+        "max_concurrency": concurrency,
+    }
+
+
+def _bench_flags(cmd: str) -> dict[str, str]:
+    line = next(ln for ln in cmd.splitlines() if "bench_serving" in ln)
+    argv = shlex.split(line.split("bench_serving", 1)[1])
+    out, i = {}, 0
+    while i < len(argv):
+        if argv[i].startswith("--") and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            out[argv[i][2:]] = argv[i + 1]
+            i += 2
+        else:
+            i += 1
+    return out
+
+
+def scenario_of(run_dir: Path) -> Scenario:
+    """The scenario that predicts one recorded run (raises Unmodelled or CorpusError with the reason)."""
+    server_dir, gpu_dir = run_dir.parent, run_dir.parent.parent
+    env = _json(gpu_dir / "env.json")
+    facts = _json(server_dir / "server_facts.json")
+    bench = _json(run_dir / "bench.json")
+    flags = server_flags(server_dir / "server_cmd.txt")
+    model = facts.get("model") or Path(str((facts.get("server_info") or {}).get("model_path", ""))).name
+    serving = serving_from_flags(flags, (env.get("packages") or {}).get("sglang"))
+    data = {
+        "name": f"{gpu_dir.name}/{server_dir.name}/{run_dir.name}",
+        "model": {"name": model},
+        "hardware": {"gpu": gpu_dir.name, "count": int(serving.get("tp", 1))},
+        "serving": serving,
+        "workload": workload_of(run_dir, bench),
+    }
+    return Scenario.model_validate(data)
+
+
+def load_class(bench: dict[str, Any]) -> str:
+    if bench.get("dataset_name") == "generated-shared-prefix":
+        return "shared-prefix"
+    concurrency = bench.get("max_concurrency")
+    if concurrency:
+        return "c1" if concurrency == 1 else ("c4-16" if concurrency <= 16 else "c64+")
+    return "poisson"
+
+
+# ------------------------------------------------------------------------------------------------ the report
+
+
+def run_dirs(corpus: Path) -> list[Path]:
+    if not (corpus / "index.parquet").exists():
+        raise CorpusError(f"{corpus}: not a ground-truth corpus (no index.parquet; see docs/groundtruth.md)")
+    return sorted(p.parent for p in corpus.glob("*/*/*/run.json"))
+
+
+def predict_run(run_dir: Path) -> RunResult:
+    from simperf.pipeline import predict
+
+    scenario = scenario_of(run_dir)
+    bench = _json(run_dir / "bench.json")
+    facts = _json(run_dir.parent / "server_facts.json")
+    t0 = time.perf_counter()
+    prediction = predict(scenario)
+    extra = prediction.extra()
+    return RunResult(
+        run=scenario.name,
+        gpu=run_dir.parent.parent.name,
+        model=scenario.model.name,
+        load=load_class(bench),
+        measured={k: float(bench[k]) for k in COMPARED if isinstance(bench.get(k), int | float)},
+        predicted={
+            k: float(prediction.result[k])
+            for k in COMPARED
+            if isinstance(prediction.result.get(k), int | float)
+        },
+        kv_measured=(facts.get("startup") or {}).get("max_total_num_tokens"),
+        kv_predicted=extra.get("kv_capacity_tokens_per_rank"),
+        measured_share=float(extra["measured_share"]),
+        wall_s=time.perf_counter() - t0,
+    )
+
+
+def run_corpus(corpus: Path, on_run: Callable[[str], None] | None = None) -> CorpusReport:
+    started = time.perf_counter()
+    report = CorpusReport()
+    for run_dir in run_dirs(corpus):
+        name = "/".join(run_dir.parts[-3:])
+        status = _json(run_dir / "run.json").get("status")
+        if status != "ok":
+            report.skipped.append((name, f"recorded as {status}"))
+        else:
+            try:
+                report.runs.append(predict_run(run_dir))
+            except (Unmodelled, CorpusError) as e:
+                report.skipped.append((name, str(e)))
+        if on_run is not None:
+            on_run(name)
+    report.wall_s = time.perf_counter() - started
+    return report
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f}%"
+
+
+def markdown(report: CorpusReport) -> str:
+    lines = [
+        f"{len(report.runs)} runs predicted, {len(report.skipped)} not "
+        f"(`simperf accuracy groundtruth/`, {report.wall_s:.0f} s on the machine that wrote this).",
+        "",
+        "| metric | runs | median abs error | p90 abs error | median signed |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for s in report.summaries():
+        lines.append(
+            f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
+            f"{_pct(s.median_signed)} |"
+        )
+    kv = report.kv_errors()
+    if kv:
+        kv_sorted = sorted(abs(x) for x in kv)
+        lines.append(
+            f"| KV pool tokens (max_total_num_tokens) | {len(kv)} | {100 * kv_sorted[len(kv) // 2]:.1f}% | "
+            f"{100 * kv_sorted[int(0.9 * (len(kv) - 1))]:.1f}% | {_pct(sorted(kv)[len(kv) // 2])} |"
+        )
+    for title, key in (("model × GPU", lambda r: f"{r.model} on {r.gpu}"), ("load", lambda r: r.load)):
+        lines += [
+            "",
+            f"By {title} (median TTFT, median TPOT, output throughput):",
+            "",
+            "| group | runs | median abs error | p90 abs error | median signed |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for s in report.summaries(key):
+            lines.append(
+                f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
+                f"{_pct(s.median_signed)} |"
+            )
+    lines += [
+        "",
+        "Per run (measured → predicted):",
+        "",
+        "| run | median TTFT ms | median TPOT ms | output tok/s | KV pool tokens | measured share |",
+        "|---|---|---|---|---|---:|",
+    ]
+    for r in report.runs:
+        cells = []
+        for k, fmt in (
+            ("median_ttft_ms", "{:.1f}"),
+            ("median_tpot_ms", "{:.2f}"),
+            ("output_throughput", "{:.0f}"),
+        ):
+            m, p = r.measured.get(k), r.predicted.get(k)
+            cells.append(
+                "—"
+                if m is None or p is None
+                else f"{fmt.format(m)} → {fmt.format(p)} ({_pct(signed_error(p, m))})"
+            )
+        kv = (
+            "—"
+            if not (r.kv_measured and r.kv_predicted)
+            else (
+                f"{r.kv_measured:,} → {r.kv_predicted:,} ({_pct(signed_error(r.kv_predicted, r.kv_measured))})"
+            )
+        )
+        lines.append(f"| {r.run} | {' | '.join(cells)} | {kv} | {100 * r.measured_share:.0f}% |")
+    if report.skipped:
+        lines += ["", "Not predicted:", ""] + [f"- {name}: {why}" for name, why in report.skipped]
+    return "\n".join(lines) + "\n"
+
+
+def report_json(report: CorpusReport) -> str:
+    return json.dumps(
+        {
+            "summary": [s.as_dict() for s in report.summaries()],
+            "kv_pool_signed_errors": report.kv_errors(),
+            "runs": [r.__dict__ for r in report.runs],
+            "skipped": [{"run": n, "reason": w} for n, w in report.skipped],
+        },
+        indent=1,
+    )

@@ -1,0 +1,42 @@
+"""The corpus branch of `simperf accuracy`: progress, output formats, the generated docs block."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from simperf.accuracy.corpus import (
+    DOC_BEGIN,
+    DOC_END,
+    CorpusError,
+    markdown,
+    report_json,
+    run_corpus,
+    run_dirs,
+)
+from simperf.accuracy.run import replace_generated_block
+from simperf.progress import bar
+
+
+def corpus_accuracy(
+    corpus: Path, output: str, update_doc: Path | None, err: Console, quiet: bool = False
+) -> int:
+    try:
+        total = len(run_dirs(corpus))
+    except CorpusError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        raise typer.Exit(2) from None
+    with bar("predicting runs", total, quiet=quiet) as progress:
+        report = run_corpus(corpus, on_run=lambda name: progress.advance(1, status=name))
+    text = markdown(report)
+    if update_doc is not None:
+        try:
+            replace_generated_block(update_doc, text, DOC_BEGIN, DOC_END)
+        except (OSError, ValueError) as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False)
+            raise typer.Exit(2) from None
+    sys.stdout.write(report_json(report) + "\n" if output == "json" else text)
+    return 0

@@ -1,0 +1,70 @@
+"""`python -m simperf.perfdb.offgrid`: generate the off-grid set (CPU), time it (GPU), report its error (CPU).
+
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/samples.jsonl
+    python -m simperf.perfdb.offgrid time calibration/offgrid/samples.jsonl --out results.jsonl [--time-budget-s S]
+    python -m simperf.perfdb.offgrid docs [--check]     # regenerate the numbers in docs/accuracy.md, docs/perfdb.md
+
+The GPU side needs neither typer, polars nor numpy (the calibration runner's dependencies only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from simperf.perfdb.db import shipped_calibration_dir
+    from simperf.perfdb.offgrid.grids import measured_grid
+    from simperf.perfdb.offgrid.io import write_samples
+    from simperf.perfdb.offgrid.samples import OFFGRID_SEED, generate, set_header
+
+    directories = [d for d in (shipped_calibration_dir(g) for g in ("h100", "h200")) if d is not None]
+    samples = generate(measured_grid(directories), seed=args.seed or OFFGRID_SEED)
+    write_samples(args.path, set_header(args.seed or OFFGRID_SEED), samples)
+    ragged = sum(1 for s in samples if s["ragged"])
+    print(f"{args.path}: {len(samples)} samples, {ragged} ragged", file=sys.stderr)
+    return 0
+
+
+def _time(args: argparse.Namespace) -> int:
+    from simperf.perfdb.offgrid.timing import time_samples
+
+    def stop(signum: int, frame: object) -> None:  # results are fsynced per sample: nothing to fold
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    return time_samples(args.samples, args.out, args.time_budget_s)
+
+
+def _docs(args: argparse.Namespace) -> int:
+    from simperf.perfdb.offgrid.docs import update_docs
+
+    changed = update_docs(check=args.check)
+    verb = "stale" if args.check else "rewritten"
+    print(f"{verb}: {', '.join(changed) or 'nothing'}", file=sys.stderr)
+    return 1 if args.check and changed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m simperf.perfdb.offgrid", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate", help="write the seeded off-grid set (CPU)")
+    gen.add_argument("path", type=Path)
+    gen.add_argument("--seed", type=int, help="another seed than the fixed one (a new set, not a rerun)")
+    tim = sub.add_parser("time", help="time the set on this GPU, resumably (GPU)")
+    tim.add_argument("samples", type=Path)
+    tim.add_argument("--out", type=Path, required=True, help="results file (appended; rerun continues)")
+    tim.add_argument("--time-budget-s", type=float, help="stop starting samples after this many seconds")
+    doc = sub.add_parser(
+        "docs", help="regenerate the tables' numbers in docs/accuracy.md and docs/perfdb.md (CPU)"
+    )
+    doc.add_argument("--check", action="store_true", help="only say whether they are stale (exit 1 if so)")
+    args = parser.parse_args(argv)
+    return {"generate": _generate, "time": _time, "docs": _docs}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The off-grid files: the sample set (written once, before any timing) and a GPU's results (appended while
+timing). Plain JSON lines, readable without numpy or polars (the GPU host reads the set)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from simperf.jsonl import read_journal_lines
+
+SET_FORMAT = "simperf-offgrid-samples/1"
+RESULT_FORMAT = "simperf-offgrid-results/1"
+
+
+def write_samples(path: Path, header: dict[str, Any], samples: list[dict[str, Any]]) -> None:
+    """A header line (format, seed, counts), then one sample per line; never over an existing file."""
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(
+            f"{path} exists: an off-grid set is written once, before any result (delete it first)"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"format": SET_FORMAT, **header})]
+    lines += [json.dumps(s, separators=(",", ":")) for s in samples]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def read_samples(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, samples) of a set written by write_samples; a one-line error for anything else."""
+    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    header = json.loads(lines[0]) if lines else {}
+    if not isinstance(header, dict) or header.get("format") != SET_FORMAT:
+        raise ValueError(f"{path}: not an off-grid sample set (line 1 must carry format {SET_FORMAT!r})")
+    return header, [json.loads(line) for line in lines[1:]]
+
+
+def read_results(path: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """(header, result by sample id) of a results file; the last row of an id wins (a retried sample)."""
+    rows = read_journal_lines(Path(path))
+    if not rows or rows[0].get("format") != RESULT_FORMAT:
+        raise ValueError(f"{path}: not an off-grid results file (line 1 must carry format {RESULT_FORMAT!r})")
+    return rows[0], {int(r["id"]): r for r in rows[1:] if "id" in r}

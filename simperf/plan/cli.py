@@ -1,0 +1,184 @@
+"""`simperf plan`: from a sweep's table, or one-shot from a model, a GPU kind and a GPU budget.
+
+    simperf plan results.sweep.parquet --rate 30 --sla "ttft.p90<=2s"                # a sweep's table
+    simperf plan --model deepseek-r1 --gpu h200 --total-gpus 16 --isl 1024 --osl 1024 \\
+        --rate 10 --sla "ttft.p90<=2s" --sla "tpot.p90<=50ms" --save-dir out/           # one-shot
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from simperf import strictjson
+
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    from simperf.cli_errors import fail
+
+    fail(message, code)  # simperf's one error line
+
+
+def plan_command(
+    results: Annotated[
+        Path | None,
+        typer.Argument(help="sweep result table (.parquet) or sweep file (.yaml); or use --model"),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="one-shot: zoo model (`simperf models`)")] = None,
+    gpu: Annotated[str | None, typer.Option(help="one-shot: GPU kind (h100 | h200 | b200)")] = None,
+    total_gpus: Annotated[int | None, typer.Option(help="one-shot: GPUs to spend", min=1)] = None,
+    isl: Annotated[int, typer.Option(help="one-shot: input tokens per request", min=1)] = 1024,
+    osl: Annotated[int, typer.Option(help="one-shot: output tokens per request", min=1)] = 1024,
+    range_ratio: Annotated[
+        float, typer.Option(help="one-shot: lengths ~ U{int(L*r)..L} as bench_serving's random (1 = fixed)")
+    ] = 1.0,
+    rate: Annotated[
+        float | None, typer.Option(help="target request rate, req/s (one-shot: omit to maximise it)")
+    ] = None,
+    sla: Annotated[
+        list[str] | None, typer.Option(help="latency bound, repeatable: 'ttft.p90 <= 2s', 'tpot.p90 <= 50ms'")
+    ] = None,
+    top: Annotated[int | None, typer.Option(help="runner-ups to show")] = None,
+    save_dir: Annotated[
+        Path | None, typer.Option(help="one-shot: write launch/bench commands and scenario YAML per winner")
+    ] = None,
+    mtp_accept_length: Annotated[
+        float,
+        typer.Option(help="one-shot: accept length assumed for MTP candidates (SGLang logs `accept len`)"),
+    ] = 2.4,
+    num_prompts: Annotated[
+        int | None, typer.Option(help="one-shot: requests per point (default: 60 s of the planned load)")
+    ] = None,
+    disaggregation: Annotated[
+        bool, typer.Option(help="one-shot: also try one prefill + one decode server")
+    ] = True,
+    table: Annotated[
+        Path | None, typer.Option(help="one-shot: result table (default: ./<plan name>.sweep.parquet)")
+    ] = None,
+    fresh: Annotated[bool, typer.Option(help="one-shot: ignore finished points of an earlier run")] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+    executor: Annotated[str, typer.Option(help="serial | process | ray")] = "process",
+    workers: Annotated[int | None, typer.Option(help="parallel workers (default: all local cores)")] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster address (default: a local Ray)")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
+) -> None:
+    """Which configuration serves the load within the SLA on the fewest GPUs, and the runner-ups.
+
+    Given a sweep table, plan from its rows. Given --model --gpu --total-gpus (AIConfigurator's question), generate
+    the candidate layouts (TP / DP attention / EP, attention backends, MTP on/off, PD pairs), simulate them, and rank.
+    """
+    if results is not None:
+        if model is not None:
+            _fail("give either a sweep table/file or --model (one-shot), not both")
+        from simperf.sweep.cli import plan_from_table
+
+        plan_from_table(results, rate, sla, top, output, executor, workers)
+        return
+    missing = [f for f, v in (("--model", model), ("--gpu", gpu), ("--total-gpus", total_gpus)) if v is None]
+    if missing:
+        _fail(f"{', '.join(missing)}: required for a one-shot plan (or give a sweep table)")
+    if output not in ("text", "json"):
+        _fail(f"--output: got {output!r}; allowed values: text, json")
+    request = _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla or [], mtp_accept_length,
+                       num_prompts, disaggregation)  # fmt: skip
+    run_oneshot(request, top if top is not None else 3, save_dir, table, fresh, output, executor, workers,
+                ray_address, quiet)  # fmt: skip
+
+
+def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, num_prompts, disagg):
+    from simperf.hardware.catalog import gpu_keys
+    from simperf.models.zoo import zoo_names
+    from simperf.plan.oneshot import PlanRequest
+    from simperf.sweep.sla import SlaError, parse_sla
+
+    if model not in zoo_names():
+        _fail(f"--model: got {model!r}; the zoo has {', '.join(zoo_names())}")
+    if gpu not in gpu_keys():
+        _fail(f"--gpu: got {gpu!r}; allowed values: {', '.join(gpu_keys())}")
+    if rate is not None and rate <= 0:
+        _fail(f"--rate: got {rate}; give a positive request rate (req/s)")
+    if not 0.0 <= range_ratio <= 1.0:
+        _fail(f"--range-ratio: got {range_ratio}; allowed: 0 to 1")
+    if accept <= 1.0:
+        _fail(f"--mtp-accept-length: got {accept}; it counts the bonus token, so it is > 1")
+    try:
+        parse_sla(sla)
+    except SlaError as e:
+        _fail(f"--sla: {e}")
+    return PlanRequest(model, gpu, total_gpus, isl, osl, range_ratio, rate, tuple(sla), accept, num_prompts,
+                       disaggregation=disagg)  # fmt: skip
+
+
+def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers, ray_address, quiet) -> None:
+    from simperf.models.zoo import load_arch
+    from simperf.output_paths import check_output_dir, check_output_file
+    from simperf.plan.candidates import generate_candidates
+    from simperf.plan.oneshot import base_scenario, build_points, plan_metadata, rank
+    from simperf.plan.report import plan_json, print_oneshot
+    from simperf.sweep.executors import EXECUTORS, ExecutorError
+    from simperf.sweep.sla import parse_sla
+
+    if executor not in EXECUTORS:
+        _fail(f"--executor: got {executor!r}; allowed values: {', '.join(EXECUTORS)}")
+    arch = load_arch(request.model)
+    candidates = generate_candidates(arch, request.gpu, request.total_gpus, base_scenario(request),
+                                     request.mtp_accept_length, request.disaggregation)  # fmt: skip
+    if not candidates.candidates:
+        reasons = "; ".join(f"{a}: {b}" for a, b in candidates.skipped[:5])
+        _fail(f"no configuration of {request.model} fits {request.total_gpus} x {request.gpu}: {reasons}", 1)
+    base_dir = Path.cwd()
+    points = build_points(request, candidates.candidates, base_dir)
+    out = table or (
+        save_dir / "plan.sweep.parquet" if save_dir else Path.cwd() / f"{request.name}.sweep.parquet"
+    )
+    if save_dir is not None:  # before any point is simulated
+        check_output_dir(save_dir, "--save-dir")
+    if table is not None or save_dir is None:
+        check_output_file(out, "--table", suffixes=(".parquet",), what="Parquet")
+    try:
+        run = _run_points(points, plan_metadata(request, points, base_dir, top), out, executor, workers,
+                          ray_address, fresh, quiet, request.name)  # fmt: skip
+    except ExecutorError as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        err.print(f"interrupted: finished points are kept; run the same command again to resume ({out})")
+        raise typer.Exit(130) from None
+    plan = rank(request, run.frame, parse_sla(list(request.sla)), candidates)
+    data = plan_json(plan, top, out)
+    if save_dir is not None:
+        from simperf.plan.save import save_plan
+
+        written = save_plan(save_dir, plan, data, top)
+        data["saved"] = [str(p) for p in written]
+    if output == "json":
+        sys.stdout.write(strictjson.dumps(data, indent=2, default=str) + "\n")
+    else:
+        print_oneshot(plan, top, out, data.get("saved", []))
+    if plan.winner is None:
+        raise typer.Exit(1)
+
+
+def _run_points(points, metadata, out, executor, workers, ray_address, fresh, quiet, name):
+    from simperf.progress import bar
+    from simperf.sweep.runner import run_points_resumable
+
+    counts: dict[str, int] = {}
+    with bar(f"plan {name}", len(points), quiet=quiet) as progress:
+
+        def on_start(total: int, done: int) -> None:
+            progress.set_total(total, done)
+
+        def on_row(row: dict[str, Any]) -> None:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+            progress.advance(status=" ".join(f"{k}:{v}" for k, v in sorted(counts.items())))
+
+        return run_points_resumable(points, metadata, out, executor=executor, workers=workers,
+                                    ray_address=ray_address, fresh=fresh, on_start=on_start, on_row=on_row)  # fmt: skip

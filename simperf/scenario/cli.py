@@ -1,0 +1,50 @@
+"""`simperf backends`: a typer command, registered on the main app by simperf/cli.py."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def backends_command(
+    gpu: Annotated[
+        list[str] | None, typer.Option(help="GPU kind, repeatable (default: every catalogued GPU)")
+    ] = None,
+    model: Annotated[
+        list[str] | None, typer.Option(help="zoo model, repeatable (default: the whole zoo)")
+    ] = None,
+    refused: Annotated[bool, typer.Option(help="also list refused combinations, with the reason")] = True,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json | tsv")] = "text",
+) -> None:
+    """Which attention backends each model can use on each GPU, SGLang's default, and why the others are refused."""
+    from simperf.hardware.catalog import gpu_keys
+    from simperf.models.zoo import zoo_names
+    from simperf.report.tables import Col, TableData, check_output, print_tables
+    from simperf.scenario.backend_matrix import backend_matrix
+
+    problem = check_output(output)
+    unknown = [g for g in gpu or [] if g not in gpu_keys()] + [m for m in model or [] if m not in zoo_names()]
+    if problem or unknown:
+        message = problem or (
+            f"unknown {', '.join(unknown)}; GPUs: {', '.join(gpu_keys())}; models: {', '.join(zoo_names())}"
+        )
+        from simperf.cli_errors import fail
+
+        fail(message)
+    rows = backend_matrix(gpu or gpu_keys(), model or zoo_names())
+    columns = [
+        Col("gpu", "gpu"),
+        Col("model", "model"),
+        Col("backend", "backend"),
+        Col("usable", "usable", lambda v: "yes" if v else "no"),
+        Col("default_for", "SGLang default for"),
+        Col("needs", "needs"),
+        Col("decode_table", "decode attention priced from"),
+        Col("reason", "why refused"),
+    ]
+    table = TableData("attention backends", columns)
+    for r in rows:
+        if r.usable or refused:
+            table.add(**{c.key: getattr(r, c.key) for c in columns})
+    print_tables([table], output)

@@ -1,0 +1,372 @@
+"""A scenario from a command line: a scenario file (optional), bench_serving/launch_server flags, --set overrides.
+
+Precedence: the file's values, then flags in the order given, then `--set FIELD=VALUE`. The result is an ordinary
+scenario mapping, validated by the same pydantic models as a file, so `--save-scenario` can write it and
+`simperf predict saved.yaml` runs exactly the same scenario.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simperf.scenario.flags import (
+    BENCH_RANDOM_INPUT_LEN,
+    BENCH_RANDOM_OUTPUT_LEN,
+    DATASET_KINDS,
+    DSA_ATTENTION_BACKENDS,
+    SGLANG_ATTENTION_BACKENDS,
+    SGLANG_DSA_KERNELS,
+    SPECULATIVE_ALGORITHMS,
+    FlagError,
+    FlagSettings,
+    parse_flags,
+    parse_set_values,
+)
+from simperf.scenario.load import ScenarioError, load_scenario_mapping, parse_scenario
+from simperf.scenario.models import Scenario
+
+
+@dataclass
+class CommandLineScenario:
+    scenario: Scenario
+    mapping: dict[str, Any]  # what --save-scenario writes
+    base_dir: Path  # relative paths in `mapping` are relative to this (as parse_scenario resolves them)
+    source: str  # the scenario file, or "command line": what error messages start with
+    notes: list[str] = field(default_factory=list)  # defaults taken, flags ignored
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    node = data
+    parts = path.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = copy.deepcopy(value)
+
+
+def _get(data: dict[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def resolve_model_path(text: str) -> dict[str, Any]:
+    """--model-path: a zoo name, a HF repo id of a zoo model, or a local directory (or file) with config.json."""
+    from simperf.models.hf_names import zoo_entry_for_repo
+    from simperf.models.zoo import zoo_names
+
+    names = zoo_names()
+    if text in names or text.lower() in names:
+        return {"name": text.lower()}
+    local = Path(text).expanduser()
+    config = local / "config.json" if local.is_dir() else local
+    if config.is_file() and config.suffix == ".json":
+        label = (config.parent.name if config.name == "config.json" else config.stem) or "model"
+        return {"name": label.lower(), "config": str(config.resolve())}
+    known = zoo_entry_for_repo(text)
+    if known is not None:
+        name, dtype = known
+        return {"name": name, "weight_dtype": dtype}
+    base = text.rstrip("/").rsplit("/", 1)[-1].lower()
+    if base in names:
+        return {"name": base}
+    import difflib
+
+    close = difflib.get_close_matches(base, names, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise FlagError(
+        f"--model-path {text}: not a zoo model, a HF repo id of one, or a directory with config.json{hint} "
+        f"(zoo: {', '.join(names)})"
+    )
+
+
+def _choose(flag: str, text: str, table: dict[str, str], what: str) -> str:
+    if text in table:
+        return table[text]
+    if text in table.values():  # simperf's own spelling is accepted too
+        return text
+    raise FlagError(f"{flag}: got {text!r}; simperf models these {what}: {', '.join(sorted(table))}")
+
+
+def _apply_backends(settings: FlagSettings, data: dict[str, Any], origin: dict[str, str]) -> None:
+    both = settings.given("--attention-backend")
+    dsa = both in DSA_ATTENTION_BACKENDS
+    if both is not None and not dsa:
+        kernels = {**SGLANG_ATTENTION_BACKENDS, **{k: k for k in ("flashmla_sparse", "flashmla_kv")}}
+        _set(data, "serving.attention_backend", _choose("--attention-backend", both, kernels, "backends"))
+        origin["serving.attention_backend"] = "--attention-backend"
+    for role in ("prefill", "decode"):
+        text = settings.given(f"--{role}-attention-backend")
+        if text is not None:
+            path = f"serving.{role}_attention_backend"
+            _set(
+                data,
+                path,
+                _choose(f"--{role}-attention-backend", text, SGLANG_ATTENTION_BACKENDS, "backends"),
+            )
+            origin[path] = f"--{role}-attention-backend"
+        kernel = settings.given(f"--nsa-{role}-backend")
+        if kernel is not None:
+            path = f"serving.{role}_attention_backend"
+            _set(data, path, _choose(f"--nsa-{role}-backend", kernel, SGLANG_DSA_KERNELS, "DSA kernels"))
+            origin[path] = f"--nsa-{role}-backend"
+
+
+def _apply_layout(
+    settings: FlagSettings, data: dict[str, Any], origin: dict[str, str], notes: list[str]
+) -> None:
+    dp = settings.given("--dp-size")
+    if settings.has("--enable-dp-attention"):
+        _set(data, "serving.dp_attention", dp or 1)
+        origin["serving.dp_attention"] = "--enable-dp-attention --dp-size"
+    elif dp is not None and dp > 1:
+        raise FlagError(
+            "--dp-size without --enable-dp-attention runs several data-parallel replicas in one server, which a "
+            "scenario does not model; predict one replica (--tp-size), or use --enable-dp-attention"
+        )
+    if data.get("disaggregation") is None and settings.given("--gpus") is None and settings.has("--tp-size"):
+        tp = int(_get(data, "serving.tp") or 1)
+        if _get(data, "hardware.count") not in (None, tp):
+            notes.append(
+                f"hardware.count = {tp}, the --tp-size (the file said {_get(data, 'hardware.count')})"
+            )
+        _set(data, "hardware.count", tp)
+    elif _get(data, "hardware.count") is None and data.get("disaggregation") is None:
+        _set(data, "hardware.count", int(_get(data, "serving.tp") or 1))
+
+
+def _apply_enums(settings: FlagSettings, data: dict[str, Any], origin: dict[str, str]) -> None:
+    quant = settings.given("--quantization")
+    if quant is not None:
+        if quant not in ("fp8", "w8a8_fp8"):
+            raise FlagError(f"--quantization: got {quant!r}; simperf models fp8 weights (fp8, w8a8_fp8)")
+        _set(data, "model.weight_dtype", "fp8")
+        origin["model.weight_dtype"] = "--quantization"
+    kv = settings.given("--kv-cache-dtype")
+    if kv is not None:
+        table = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp8_e4m3": "fp8_e4m3"}
+        _set(data, "serving.kv_cache_dtype", _choose("--kv-cache-dtype", kv, table, "KV dtypes"))
+        origin["serving.kv_cache_dtype"] = "--kv-cache-dtype"
+    balance = settings.given("--load-balance-method")
+    if balance not in (None, "auto"):
+        table = {"round_robin": "round_robin", "total_requests": "total_requests"}
+        _set(data, "serving.load_balance_method", _choose("--load-balance-method", balance, table, "methods"))
+        origin["serving.load_balance_method"] = "--load-balance-method"
+    if settings.has("--disaggregation-mode"):
+        raise FlagError(
+            "--disaggregation-mode: a prefill and a decode server are two servers; describe them in a scenario "
+            "file's `disaggregation` block (docs/disaggregation.md), or let `simperf plan` propose one"
+        )
+
+
+def _apply_speculative(settings: FlagSettings, data: dict[str, Any], origin: dict[str, str]) -> None:
+    algorithm = settings.given("--speculative-algorithm")
+    if algorithm is not None:
+        name = SPECULATIVE_ALGORITHMS.get(algorithm.lower())
+        if name is None:
+            raise FlagError(
+                f"--speculative-algorithm: got {algorithm!r}; simperf models EAGLE, EAGLE3 and NEXTN (MTP)"
+            )
+        _set(data, "serving.speculative.algorithm", name)
+        origin["serving.speculative.algorithm"] = "--speculative-algorithm"
+    accept = settings.given("--accept-length")
+    if accept is not None:
+        _set(data, "serving.speculative.accept_length", {"mean": accept})
+        origin["serving.speculative.accept_length.mean"] = "--accept-length"
+    if algorithm is not None and _get(data, "serving.speculative.accept_length") is None:
+        raise FlagError(
+            "--speculative-algorithm: give --accept-length too (mean accepted tokens per verify step, bonus "
+            "token included; SGLang's log prints it as `accept len`, e.g. 2.4 for DeepSeek-R1 MTP)"
+        )
+    used = [f.name for f, _, _ in settings.values if f.name.startswith("--speculative-")]
+    if used and _get(data, "serving.speculative.algorithm") is None:
+        raise FlagError(f"{', '.join(used)}: give --speculative-algorithm too (EAGLE, EAGLE3 or NEXTN)")
+
+
+def _dataset_kind(settings: FlagSettings, data: dict[str, Any], from_file: bool) -> None:
+    """Choose the dataset block the client flags fill in (before they are set)."""
+    name = settings.given("--dataset-name")
+    dataset = _get(data, "workload.dataset")
+    kind = dataset.get("kind") if isinstance(dataset, dict) else None
+    random_flags = [f.name for f, _, _ in settings.values if f.name.startswith("--random-")]
+    if name is not None:
+        wanted = DATASET_KINDS.get(name)
+        if wanted is None:
+            raise FlagError(
+                f"--dataset-name: got {name!r}; simperf models {', '.join(DATASET_KINDS)} "
+                "(other datasets: convert them to a trace with `simperf trace convert`)"
+            )
+        if kind != wanted:
+            _set(data, "workload.dataset", {"kind": wanted})
+    elif random_flags:
+        if kind == "fixed":  # bench_serving's random with range ratio 1
+            _set(data, "workload.dataset", {**dataset, "kind": "random", "range_ratio": 1.0})
+        elif kind is None:
+            _set(data, "workload.dataset", {"kind": "random"})
+        elif kind != "random":
+            raise FlagError(
+                f"{random_flags[0]} applies to --dataset-name random; the scenario's dataset is {kind}"
+            )
+    elif dataset is None and not from_file:  # a file without a workload gets the schema's field-path message
+        raise FlagError(
+            "no workload: give --dataset-name random --random-input-len N --random-output-len M (bench_serving's "
+            "default dataset, sharegpt, is not modelled), or a scenario file"
+        )
+
+
+def _dataset_fill(
+    settings: FlagSettings, data: dict[str, Any], origin: dict[str, str], notes: list[str]
+) -> None:
+    """bench_serving's defaults for lengths left out, and the trace file and timing flags."""
+    dataset = _get(data, "workload.dataset")
+    if not isinstance(dataset, dict):
+        return  # the schema reports what is missing
+    if dataset.get("kind") == "random":
+        for key, default, flag in (
+            ("input_len", BENCH_RANDOM_INPUT_LEN, "--random-input-len"),
+            ("output_len", BENCH_RANDOM_OUTPUT_LEN, "--random-output-len"),
+        ):
+            if key not in dataset:
+                _set(data, f"workload.dataset.{key}", default)
+                notes.append(f"{flag} {default} (bench_serving's default)")
+    if dataset.get("kind") == "trace":
+        path = settings.given("--dataset-path")
+        if path is not None:
+            _set(data, "workload.dataset.path", str(Path(path).expanduser().resolve()))
+            origin["workload.dataset.path"] = "--dataset-path"
+        if settings.has("--dataset-name"):  # bench_serving replays timestamps only when asked to
+            _set(data, "workload.dataset.use_timestamps", settings.has("--use-trace-timestamps"))
+    elif settings.has("--dataset-path") or settings.has("--use-trace-timestamps"):
+        raise FlagError("--dataset-path / --use-trace-timestamps apply to --dataset-name mooncake (a trace)")
+
+
+def _apply_paths(settings: FlagSettings, data: dict[str, Any], origin: dict[str, str]) -> None:
+    for flag, value, _ in settings.values:
+        if flag.path is None:
+            continue
+        if flag.path.startswith("serving.") and data.get("disaggregation") is not None:
+            raise FlagError(
+                f"{flag.name}: this scenario has prefill and decode servers; set their fields with "
+                f"--set disaggregation.prefill.{flag.path.removeprefix('serving.')}=... (or .decode.)"
+            )
+        _set(data, flag.path, value)
+        origin[flag.path] = flag.name
+    if settings.has("--disable-ignore-eos"):
+        _set(data, "workload.ignore_eos", False)
+        origin["workload.ignore_eos"] = "--disable-ignore-eos"
+
+
+def _default_name(data: dict[str, Any]) -> str:
+    model = _get(data, "model.name") or "model"
+    gpu = _get(data, "hardware.gpu") or "gpu"
+    count = _get(data, "hardware.count") or 1
+    dataset = _get(data, "workload.dataset") or {}
+    what = dataset.get("kind", "")
+    if what == "random":
+        what = f"random-{dataset.get('input_len')}-{dataset.get('output_len')}"
+    return f"{model}-{count}x{gpu}-{what}".strip("-")
+
+
+def build_mapping(
+    settings: FlagSettings, base: dict[str, Any] | None, set_values: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """(scenario mapping, field path -> the flag that set it, notes)."""
+    data = copy.deepcopy(base) if base else {}
+    origin: dict[str, str] = {}
+    notes = [f"{name}: no effect on the prediction (ignored)" for name in settings.ignored]
+    model_path = settings.given("--model-path")
+    if model_path is not None:
+        model = resolve_model_path(model_path)
+        if "weight_dtype" not in model and isinstance(data.get("model"), dict) and "config" not in model:
+            model = {**model, **{k: v for k, v in data["model"].items() if k == "weight_dtype"}}
+        data["model"] = model
+        origin["model.name"] = "--model-path"
+    _dataset_kind(settings, data, bool(base))
+    _apply_paths(settings, data, origin)
+    _apply_enums(settings, data, origin)
+    _apply_backends(settings, data, origin)
+    _apply_speculative(settings, data, origin)
+    _dataset_fill(settings, data, origin, notes)
+    _apply_layout(settings, data, origin, notes)
+    for path, value in set_values.items():
+        _set(data, path, value)
+        origin[path] = f"--set {path}"
+    if not base or "name" not in data:
+        data = {"name": _default_name(data), **data}
+    order = list(
+        Scenario.model_fields
+    )  # the file reads in the schema's order; unknown keys stay (to be refused)
+    data = dict(sorted(data.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+    return data, origin, notes
+
+
+def _annotate(message: str, origin: dict[str, str]) -> str:
+    """Name the flag behind each field path of a validation message."""
+    lines = message.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("  "):  # one problem of several: "  field: reason"
+            path = line.strip().split(":", 1)[0]
+        else:  # a single problem is one line: "source: field: reason"
+            path = line.split(": ", 2)[1] if line.count(": ") >= 2 else ""
+        if path in origin:
+            lines[i] = f"{line} [from {origin[path]}]"
+    return "\n".join(lines)
+
+
+def scenario_from_command_line(tokens: list[str], set_items: list[str] | None = None) -> CommandLineScenario:
+    """The scenario `simperf predict [SCENARIO] [flags] [--set F=V ...]` asks for."""
+    settings = parse_flags(tokens)
+    set_values = parse_set_values(set_items or [])
+    base, base_dir = None, Path.cwd()
+    if settings.scenario_path is not None:
+        path = Path(settings.scenario_path)
+        base = load_scenario_mapping(path)
+        base_dir = path.parent
+        if not isinstance(base, dict):
+            parse_scenario(base, str(path))  # raises the schema's message for a file that is not a mapping
+    if base is None and not settings.values and not set_values:
+        raise FlagError("give a scenario file, or flags (`simperf predict --help` lists them)")
+    data, origin, notes = build_mapping(settings, base, set_values)
+    if base is None:
+        for path, flag in (("model", "--model-path"), ("hardware.gpu", "--gpu")):
+            if _get(data, path) is None:
+                raise FlagError(f"{flag}: required without a scenario file")
+    source = settings.scenario_path or "command line"
+    try:
+        scenario = parse_scenario(data, source, base_dir=base_dir)
+    except ScenarioError as e:
+        raise ScenarioError(_annotate(str(e), origin)) from None
+    return CommandLineScenario(scenario, data, base_dir, source, notes)
+
+
+def _scenario_paths(scenario: Scenario) -> dict[str, Path | None]:
+    dataset = scenario.workload.dataset
+    return {
+        "model.config": scenario.model.config,
+        "workload.dataset.path": getattr(dataset, "path", None),
+        "calibration_dir": scenario.calibration_dir,
+    }
+
+
+def write_scenario_yaml(mapping: dict[str, Any], scenario: Scenario, path: Path, command: str) -> None:
+    """A scenario mapping as a YAML file that `simperf predict` runs identically: its paths are the ones the
+    scenario resolved to, written relative to the new file."""
+    import os
+
+    data = copy.deepcopy(mapping)
+    target_dir = Path(path).resolve().parent
+    for key, actual in _scenario_paths(scenario).items():
+        if actual is not None and _get(data, key) is not None:
+            _set(data, key, os.path.relpath(Path(actual).resolve(), target_dir))
+    Path(path).write_text(f"# written by: {command}\n" + yaml.safe_dump(data, sort_keys=False))

@@ -1,0 +1,209 @@
+"""`simperf predict` with bench_serving / launch_server flags: names as SGLang spells them, values mapped onto the
+scenario, files and flags combined, --set, --save-scenario, --output-file like bench_serving."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from simperf.cli import app
+from simperf.scenario.cmdline import scenario_from_command_line
+from simperf.scenario.flags import (
+    BY_NAME,
+    DATASET_KINDS,
+    DSA_ATTENTION_BACKENDS,
+    FLAGS,
+    SGLANG_ATTENTION_BACKENDS,
+    SGLANG_DSA_KERNELS,
+    FlagError,
+    parse_flags,
+)
+
+runner = CliRunner()
+SGLANG_FLAGS = json.loads((Path(__file__).parent / "fixtures" / "sglang" / "flags-0.5.17.json").read_text())
+
+QWEN_FLAGS = [
+    "--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-name", "random", "--random-input-len", "512",
+    "--random-output-len", "64", "--max-concurrency", "16", "--num-prompts", "48",
+]  # fmt: skip
+
+
+def sglang_flag(origin: str, name: str) -> dict | None:
+    """SGLang's spec for a flag name, allowing argparse's unique-prefix abbreviation (`--tp` for `--tp-size`)."""
+    flags = SGLANG_FLAGS[origin]
+    if name in flags:
+        return flags[name]
+    matches = [f for f in flags if f.startswith(name)]
+    return flags[matches[0]] if len(matches) == 1 else None
+
+
+@pytest.mark.parametrize("flag", [f for f in FLAGS if f.origin != "simperf"], ids=lambda f: f.name)
+def test_every_sglang_flag_name_exists_in_sglang_with_the_same_arity(flag):
+    origin = flag.origin
+    for name in (flag.name, *flag.aliases):
+        spec = sglang_flag(origin, name)
+        assert spec is not None, f"{name} is not a {origin} flag of SGLang {SGLANG_FLAGS['sglang_version']}"
+        assert spec["value"] == flag.takes_value, f"{name}: SGLang says value={spec['value']}"
+
+
+def test_simperf_own_flags_do_not_shadow_sglang_flags():
+    for flag in FLAGS:
+        if flag.origin == "simperf":
+            assert (
+                flag.name not in SGLANG_FLAGS["launch_server"]
+                and flag.name not in SGLANG_FLAGS["bench_serving"]
+            )
+
+
+def test_translated_values_are_values_sglang_accepts():
+    server = SGLANG_FLAGS["launch_server"]
+    attention = set(server["--attention-backend"]["choices"])
+    assert set(SGLANG_ATTENTION_BACKENDS) <= attention and set(DSA_ATTENTION_BACKENDS) <= attention
+    assert set(SGLANG_DSA_KERNELS) <= set(server["--nsa-prefill-backend"]["choices"])
+    assert {"auto", "bf16", "bfloat16", "fp8_e4m3"} <= set(server["--kv-cache-dtype"]["choices"])
+    assert {"fcfs", "lpm"} <= set(server["--schedule-policy"]["choices"])
+    assert {"round_robin", "total_requests", "auto"} <= set(server["--load-balance-method"]["choices"])
+    assert "fp8" in server["--quantization"]["choices"]
+    bench = set(SGLANG_FLAGS["bench_serving"]["--dataset-name"]["choices"])
+    assert set(DATASET_KINDS) - {"trace"} <= bench  # "trace" is simperf's own name for any trace file
+
+
+def test_flags_map_onto_scenario_fields_and_flags_win_over_the_file(tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text(
+        "name: base\nmodel: {name: qwen3-8b}\nhardware: {gpu: h100, count: 1}\nserving: {tp: 1, page_size: 16}\n"
+        "workload:\n  dataset: {kind: random, input_len: 100, output_len: 10}\n  num_prompts: 10\n"
+    )
+    built = scenario_from_command_line(
+        [
+            str(base),
+            "--tp-size",
+            "2",
+            "--random-input-len=300",
+            "--disable-radix-cache",
+            "--request-rate",
+            "4",
+        ],
+        ["serving.page_size=32", "workload.seed=7"],
+    )
+    sc = built.scenario
+    assert sc.name == "base" and sc.serving.tp == 2 and sc.hardware.count == 2  # count follows --tp-size
+    assert sc.workload.dataset.input_len == 300 and sc.workload.dataset.output_len == 10  # the file's, kept
+    assert sc.serving.disable_radix_cache and sc.workload.request_rate == 4.0
+    assert sc.serving.page_size == 32 and sc.workload.seed == 7  # --set wins last
+
+
+def test_sglang_backend_and_speculative_names_are_translated():
+    sc = scenario_from_command_line(
+        ["--model-path", "deepseek-v3.2", "--gpu", "h200", "--tp", "8", "--dataset-name", "random",
+         "--attention-backend", "nsa", "--nsa-prefill-backend", "flashmla_sparse", "--nsa-decode-backend",
+         "flashmla_kv", "--kv-cache-dtype", "fp8_e4m3", "--enable-dp-attention", "--dp-size", "8",
+         "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "2", "--accept-length", "2.1"]
+    ).scenario  # fmt: skip
+    s = sc.serving
+    assert (s.prefill_attention_backend, s.decode_attention_backend) == ("flashmla_sparse", "flashmla_kv")
+    assert s.dp_attention == 8 and s.tp == 8 and s.kv_cache_dtype == "fp8_e4m3"
+    assert s.speculative.algorithm == "mtp" and s.speculative.num_steps == 2
+    assert s.speculative.accept_length.mean == 2.1
+
+
+def test_model_path_takes_zoo_names_hf_repo_ids_and_local_config_dirs(tmp_path):
+    from importlib import resources
+
+    def model_of(path: str):
+        return scenario_from_command_line(
+            ["--model-path", path, "--gpu", "h100", "--dataset-name", "random"]
+        ).scenario.model
+
+    assert model_of("qwen3-8b").name == "qwen3-8b"
+    fp8 = model_of("Qwen/Qwen3-8B-FP8")
+    assert (fp8.name, fp8.weight_dtype) == ("qwen3-8b", "fp8")
+    local = tmp_path / "My-Model"
+    local.mkdir()
+    (local / "config.json").write_text(
+        (resources.files("simperf.models") / "zoo" / "qwen3-8b.json").read_text()
+    )
+    mine = model_of(str(local))
+    assert mine.name == "my-model" and mine.config == (local / "config.json").resolve()
+
+
+@pytest.mark.parametrize(
+    "tokens, message",
+    [
+        (["--datset-name", "random"], "did you mean --dataset-name"),
+        (["--model-path", "qwen3-9b", "--gpu", "h100"], "did you mean qwen3-8b"),
+        (["--tp-size"], "--tp-size needs a value"),
+        (["--tp-size", "two"], "--tp-size: got 'two'; expected int"),
+        (["--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-name", "sharegpt"], "simperf models random"),
+        (["--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-name", "random", "--dp-size", "2"],
+         "--dp-size without --enable-dp-attention"),
+        (["--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-name", "random", "--attention-backend", "triton"],
+         "--attention-backend: got 'triton'"),
+        (["--model-path", "qwen3-8b", "--dataset-name", "random"], "--gpu: required without a scenario file"),
+        (["--model-path", "deepseek-r1", "--gpu", "h200", "--dataset-name", "random", "--speculative-algorithm",
+          "EAGLE"], "give --accept-length"),
+        (["--disable-radix-cache=1"], "is a switch and takes no value"),
+    ],
+)  # fmt: skip
+def test_bad_flags_fail_with_one_clear_message(tokens, message):
+    with pytest.raises(FlagError, match=None) as e:
+        scenario_from_command_line(tokens)
+    assert message in str(e.value)
+
+
+def test_set_rejects_unknown_fields_with_the_closest_names():
+    with pytest.raises(FlagError, match="did you mean serving.page_size"):
+        scenario_from_command_line(QWEN_FLAGS, ["serving.pagesize=16"])
+
+
+def test_validation_errors_name_the_flag_that_set_the_field():
+    from simperf.scenario.load import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"serving.page_size: .* \[from --page-size\]"):
+        scenario_from_command_line([*QWEN_FLAGS, "--page-size", "0"])
+
+
+def test_ignored_flags_are_accepted_and_reported():
+    settings = parse_flags(["--host", "0.0.0.0", "--port", "30000", "--trust-remote-code", "--tp", "2"])
+    assert (
+        settings.ignored == ["--host", "--port", "--trust-remote-code"] and settings.given("--tp-size") == 2
+    )
+    assert BY_NAME["--tp"].name == "--tp-size"
+
+
+def test_flags_and_saved_yaml_give_identical_json(tmp_path, monkeypatch):
+    """The issue's first "done when": a flag-driven run and the same run from a YAML file agree exactly."""
+    monkeypatch.chdir(tmp_path)
+    saved = tmp_path / "s.yaml"
+    first = runner.invoke(app, ["predict", *QWEN_FLAGS, "-o", "json", "--save-scenario", str(saved), "-q"])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["predict", str(saved), "-o", "json", "-q"])
+    assert second.exit_code == 0, second.output
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    for run in (a, b):
+        run["simperf"].pop("simulation_wall_s")  # how long this machine took, not a prediction
+    assert a == b and a["completed"] == 48 and a["max_concurrency"] == 16
+    assert yaml.safe_load(saved.read_text())["workload"]["max_concurrency"] == 16
+
+
+def test_output_file_appends_bench_serving_lines_with_details(tmp_path):
+    from simperf.accuracy.bench_import import read_bench_result
+
+    out = tmp_path / "runs.jsonl"
+    for extra in ([], ["--output-details"]):
+        result = runner.invoke(app, ["predict", *QWEN_FLAGS, "--output-file", str(out), "-q", *extra])
+        assert result.exit_code == 0, result.output
+    lines = out.read_text().splitlines()
+    assert len(lines) == 2  # appended, as bench_serving does
+    plain, detailed = (json.loads(line) for line in lines)
+    assert "input_lens" not in plain and plain["completed"] == 48
+    n = detailed["completed"]
+    assert len(detailed["input_lens"]) == len(detailed["ttfts"]) == len(detailed["itls"]) == n
+    # without speculative decoding every token after the first has one ITL entry
+    assert sum(len(x) for x in detailed["itls"]) == detailed["total_output_tokens"] - n
+    assert sum(detailed["output_lens"]) == detailed["total_output_tokens"]
+    assert read_bench_result(out, run=1)["median_ttft_ms"] == pytest.approx(detailed["median_ttft_ms"])
