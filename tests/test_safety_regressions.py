@@ -327,3 +327,24 @@ def test_closed_loop_runs_report_the_concurrency_they_kept(tmp_path):
     held = json.loads(runner.invoke(app, ["predict", str(path), "-o", "json"]).stdout)["simperf"]
     assert held["achieved_concurrency"]["max_in_flight"] == 4
     assert np.isclose(held["achieved_concurrency"]["mean_in_flight_while_sending"], 4.0)
+
+
+# ---------------------------------------------------------------------------------------------- the error path
+
+
+def test_a_bug_is_reported_as_an_internal_error_and_debug_shows_the_traceback(tmp_path, monkeypatch):
+    import simperf.pipeline as pipeline
+
+    def broken(*args, **kwargs):
+        raise TypeError("unsupported operand")
+
+    monkeypatch.setattr(pipeline, "predict", broken)
+    path = scenario_file(tmp_path)
+    result = runner.invoke(app, ["predict", str(path)])
+    assert result.exit_code == 70 and "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "internal error (TypeError: unsupported operand)" in lines[0]
+    debug = runner.invoke(app, ["--debug", "predict", str(path)])
+    assert isinstance(debug.exception, TypeError)
+    monkeypatch.setenv("SIMPERF_DEBUG", "1")
+    assert isinstance(runner.invoke(app, ["predict", str(path)]).exception, TypeError)
