@@ -68,14 +68,21 @@ def _register_backends_command() -> None:
     app.command("backends")(backends_command)
 
 
+def _register_fleet_commands() -> None:
+    from simperf.fleet.cli import fleet_app
+
+    app.add_typer(fleet_app, name="fleet")
+
+
 _register_trace_commands()
 _register_backends_command()
+_register_fleet_commands()
 _register_validate_command()
 _register_groundtruth_commands()
 _register_sweep_commands()
 _register_accuracy_commands()
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the terminal width
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -209,6 +216,11 @@ def _write_prediction(prediction, output, requests, breakdown, output_file, outp
     from simperf.report.tables import stdout_console
     from simperf.report.text import print_bench_block
 
+    if prediction.scenario.fleet is not None:
+        from simperf.fleet.report import emit_fleet
+
+        emit_fleet(prediction, output, requests, breakdown, output_file, output_details)
+        return
     if requests is not None:
         write_requests_parquet(prediction.records, requests)
     extra = prediction.extra()

@@ -206,6 +206,15 @@ def predict(
     roofline_only: price every kernel from the roofline, reading no tables (open_perfdb).
     guards: the memory limit (a run estimated beyond it is refused before anything is simulated) and a progress
     callback. on_phase: told the stage the prediction is in (a progress display)."""
+    if scenario.fleet is not None:
+        if step_log is not None:
+            raise UnsupportedScenario("fleet: step logging covers one server, not a fleet")
+        if roofline_only:
+            raise UnsupportedScenario("fleet: --roofline-only covers one server's prediction, not a fleet's")
+        from simperf.fleet.predict import predict_fleet
+
+        on_phase("simulating the fleet")
+        return predict_fleet(scenario, calibration_dir)
     guards = guards or RunGuards()
     check_supported(scenario)
     expected = expected_size(scenario.workload)

@@ -234,7 +234,13 @@ SCENARIO_CASES = [
     ),  # fmt: skip
     scenario_case("calibration-dir-nowhere", "calibration_dir", calibration_dir="nowhere"),
     scenario_case("name-list", "name", name=[1, 2]),
-    scenario_case("unknown-section", "fleet: unknown key", fleet={"replicas": 2}),
+    scenario_case("unknown-section", "router: unknown key", router={"policy": "random"}),
+    scenario_case("fleet-count-0", "fleet.replicas", fleet={"replicas": [{"count": 0}]}),
+    scenario_case(
+        "fleet-policy",
+        "fleet.router.policy",
+        fleet={"replicas": [{"count": 2}], "router": {"policy": "psychic"}},
+    ),  # fmt: skip
 ]
 
 FILE_CASES = [
@@ -752,6 +758,14 @@ NEWER_COMMAND_CASES = [
         "--output-file /proc",
     ),  # fmt: skip
     Case("predict-flag-bad-value", ("predict", "{ws}/s.yaml", "--page-size", "0"), "[from --page-size]"),
+    Case(
+        "predict-fleet-roofline-only",
+        ("predict", "{ws}/fleet.yaml", "--roofline-only"),
+        "fleet: --roofline-only",
+        {
+            "fleet.yaml": scenario_text(fleet={"replicas": [{"count": 2}]}),
+        },
+    ),  # fmt: skip
     Case("predict-set-unknown-field", ("predict", "{ws}/s.yaml", "--set", "serving.tpp=2"), "serving.tpp"),
 ]
 

@@ -353,12 +353,20 @@ class Scenario(_Strict):
     disaggregation: DisaggregationSpec | None = Field(
         default=None, description="PD disaggregation: prefill and decode servers (then `serving` is not used)"
     )
+    fleet: FleetSpec | None = Field(
+        default=None,
+        description="many servers behind SGLang's router (docs/fleet.md); `hardware` and `serving` are then "
+        "each replica group's defaults",
+    )
     calibration_dir: Path | None = Field(
         default=None, description="calibration tables; default: the shipped calibration/<gpu>/"
     )
 
     @model_validator(mode="after")
     def _gpus_match_layout(self) -> Scenario:
+        if self.fleet is not None:
+            check_fleet_layout(self)
+            return self
         if self.disaggregation is not None:
             need = self.disaggregation.prefill.tp + self.disaggregation.decode.tp
             if need > self.hardware.count:
@@ -372,3 +380,9 @@ class Scenario(_Strict):
                 f"serving.tp ({self.serving.tp}) needs at least that many GPUs; hardware.count is {self.hardware.count}"
             )
         return self
+
+
+# the fleet section refers to the server models above, so it is defined in its own module and attached last
+from simperf.scenario.fleet import FleetSpec, check_fleet_layout  # noqa: E402
+
+Scenario.model_rebuild()

@@ -23,9 +23,31 @@ import simpy
 IdleWait = tuple[simpy.Event, float] | None
 
 
-class Client:
-    dropped = 0  # the client itself never withholds a request
+class RequestSource:
+    """The protocol's defaults, for sources that know every request's time once it is theirs: nothing dropped,
+    an idle scheduler sleeps until the next request can reach it, releases and rejections ask nothing back."""
 
+    dropped = 0  # requests that will never come (another server rejected them)
+
+    def next_ready_time(self) -> float:
+        raise NotImplementedError
+
+    @property
+    def all_sent(self) -> bool:
+        return math.isinf(self.next_ready_time())
+
+    def idle_wait(self, env: simpy.Environment) -> IdleWait:
+        nxt = self.next_ready_time()
+        return None if math.isinf(nxt) else (env.timeout(nxt - env.now), nxt)
+
+    def release(self, at_s: float, request: int = -1) -> None:
+        return None
+
+    def reject(self, at_s: float, request: int = -1) -> None:
+        self.release(at_s, request)
+
+
+class Client(RequestSource):
     def __init__(self, arrival_s: np.ndarray, max_concurrency: int | None, ingress_s: float) -> None:
         self._arrival = [float(a) for a in arrival_s]
         self._n = len(self._arrival)

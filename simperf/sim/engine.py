@@ -134,13 +134,14 @@ class Simulator:
         order = np.argsort(arrival_s, kind="stable")
         if not np.array_equal(order, np.arange(n)):
             raise ValueError("requests must be given in arrival order")
+        table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
         client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
-        self.setup(input_len, output_len, client, ignore_eos, seed, block_hashes, block_tokens)
+        self._prepare(table, client, n, seed, block_hashes, block_tokens)
         env = simpy.Environment()
         self.start(env)
         with _cyclic_gc_paused():
             env.run()
-        return self.finish()
+        return self._collect()
 
     def setup(
         self,
@@ -153,9 +154,22 @@ class Simulator:
         block_tokens: int | None = None,
     ) -> None:
         """State for one run whose requests reach the scheduler through `client` (sim/client.py's protocol:
-        the benchmark client, or, for a PD decode server, the feed of KV transfers)."""
-        n = len(input_len)
-        self.table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
+        the benchmark client, or, for a PD decode server, the feed of KV transfers); then `start(env)` and,
+        once the environment has run out, `finish()`."""
+        table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
+        self._prepare(table, client, len(input_len), seed, block_hashes, block_tokens)
+
+    def _prepare(
+        self,
+        table: RequestTable,
+        client: Client,
+        n: int,
+        seed: int,
+        block_hashes: list[np.ndarray | None] | None,
+        block_tokens: int | None,
+    ) -> None:
+        """State of a run over `n` requests (the fleet's step-wise replicas grow `table` and `n` as they go)."""
+        self.table = table
         self.client = client
         dp = self.s.layout.dp_attention
         spec = self.s.speculative
@@ -195,6 +209,7 @@ class Simulator:
         self.n = n
         # SGLang's max_req_input_len (0.5.17 managers/tp_worker.py); prompts of at least that many are rejected
         self._max_len_limit = min(self.s.context_len - 1, self.s.max_total_tokens - 1) - 5
+        self._use_cache = bool(use_cache)
         # when this server's process runs next (PD disaggregation: the decode server's look-ahead bound)
         self.next_wakeup = 0.0
 
@@ -205,6 +220,9 @@ class Simulator:
 
     def finish(self) -> tuple[RequestRecords, SimStats]:
         """Statistics and per-request records once `env` has run out."""
+        return self._collect()
+
+    def _collect(self) -> tuple[RequestRecords, SimStats]:
         self.stats.time_by_source_us = np.asarray(self._source_us)
         for rank in self.ranks:
             self.stats.retractions += rank.retracted_total

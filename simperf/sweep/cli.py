@@ -159,8 +159,15 @@ def plan_from_table(
     executor: str,
     workers: int | None,
 ) -> None:
-    """The table form of `simperf plan` (a sweep's results, or a sweep file run first)."""
+    """The table form of `simperf plan` (a sweep's results, or a sweep file run first). Given a fleet scenario
+    (a `fleet:` section) instead, the fleet is simulated at the rate (`simperf fleet plan`)."""
+    from simperf.fleet.cli import is_fleet_scenario, plan_fleet_command
     from simperf.sweep.plan import plan_capacity
+
+    if is_fleet_scenario(results):
+        if rate is None:
+            _fail("--rate: give the request rate the fleet must serve")
+        return plan_fleet_command(results, rate, sla, None, 64, None, None, output)
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")

@@ -11,6 +11,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from simperf.scenario.fleet import fleet_gpus
 from simperf.sweep.expand import SweepPoint, canonical_json
 
 # Row status values. Only "failed" (an unexpected exception) is retried when a sweep resumes: the others are
@@ -27,7 +28,7 @@ def _scenario_columns(scenario) -> dict[str, Any]:
     w = scenario.workload
     return {
         "gpu": scenario.hardware.gpu,
-        "num_gpus": scenario.hardware.count,
+        "num_gpus": fleet_gpus(scenario) if scenario.fleet is not None else scenario.hardware.count,
         "model": scenario.model.name,
         "request_rate": w.rate,
         "max_concurrency": w.max_concurrency,
@@ -44,7 +45,9 @@ def _metric_columns(prediction) -> dict[str, Any]:
         and not isinstance(v, bool)
         and k not in ("request_rate", "max_concurrency")
     }
-    num_gpus = prediction.scenario.hardware.count
+    num_gpus = getattr(
+        prediction, "num_gpus", prediction.scenario.hardware.count
+    )  # a fleet's: every server's
     extra = prediction.extra()
     metrics.update(
         failed_requests=int(prediction.scenario.workload.num_prompts - result["completed"]),

@@ -1,0 +1,258 @@
+"""`simperf fleet compare|plan`: router policies side by side, and capacity planning by simulating the fleet."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """`a.b.c=VALUE` (VALUE read as YAML) set in the scenario mapping before it is validated."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {item!r}: write KEY.PATH=VALUE, e.g. fleet.router.policy=round_robin")
+        parts = key.strip().split(".")
+        node = data
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ValueError(f"--set {item!r}: {part} is not a mapping in the scenario")
+            node = child
+        node[parts[-1]] = yaml.safe_load(text)
+    return data
+
+
+def load_fleet_scenario(path: Path, overrides: list[str]):
+    from simperf.scenario.load import ScenarioError, parse_scenario
+
+    if not path.is_file():
+        _fail(f"{path}: no such scenario file")
+    try:
+        data = apply_overrides(yaml.safe_load(path.read_text()) or {}, overrides)
+        scenario = parse_scenario(data, str(path), base_dir=path.parent)
+    except (ScenarioError, ValueError, yaml.YAMLError) as e:
+        _fail(str(e))
+    if scenario.fleet is None:
+        _fail(f"{path}: no fleet: section (docs/fleet.md shows one)")
+    return scenario
+
+
+def compare_command(
+    scenario: Annotated[Path, typer.Argument(help="fleet scenario YAML")],
+    policy: Annotated[
+        list[str] | None, typer.Option(help="router policy, repeatable (default: round_robin, cache_aware)")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="override KEY.PATH=VALUE (YAML), repeatable")
+    ] = None,
+    charts: Annotated[
+        Path | None, typer.Option(help="write hit-rate and per-policy load charts here")
+    ] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+) -> None:
+    """Simulate the same fleet and traffic under each router policy; print TTFT, TPOT, cache hits and imbalance."""
+    from simperf.fleet.predict import predict_fleet
+
+    if output not in ("text", "json"):
+        _fail(f"--output: got {output!r}; allowed values: text, json")
+    base = load_fleet_scenario(scenario, set_ or [])
+    rows: list[dict[str, Any]] = []
+    predictions = {}
+    for name in policy or ["round_robin", "cache_aware"]:
+        try:
+            router = base.fleet.router.model_validate({**base.fleet.router.model_dump(), "policy": name})
+        except ValueError as e:
+            _fail(f"--policy {name!r}: {str(e).splitlines()[-1].strip()}")
+        sc = base.model_copy(update={"fleet": base.fleet.model_copy(update={"router": router})})
+        try:
+            prediction = predict_fleet(sc)
+        except (ValueError, FileNotFoundError) as e:
+            _fail(f"{scenario}: {e}")
+        predictions[name] = prediction
+        rows.append(_compare_row(name, prediction))
+    if output == "json":
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    else:
+        _print_compare(rows, base.name)
+    if charts is not None:
+        _write_compare_charts(predictions, charts)
+
+
+def _compare_row(name: str, prediction) -> dict[str, Any]:
+    r = prediction.result
+    routed = [s["routed"] for s in prediction.servers if s["kind"] != "prefill"]
+    scaled = prediction.autoscale
+    server_s = scaled["replica_seconds"] if scaled else len(prediction.outcomes) * float(r["duration"])
+    return {
+        "policy": name,
+        "prefix_hit_rate": prediction.extra()["fleet"]["prefix_hit_rate"],
+        "median_ttft_ms": r["median_ttft_ms"],
+        "p90_ttft_ms": r["p90_ttft_ms"],
+        "mean_ttft_ms": r["mean_ttft_ms"],
+        "median_tpot_ms": r["median_tpot_ms"],
+        "p90_tpot_ms": r["p90_tpot_ms"],
+        "output_throughput": r["output_throughput"],
+        "requests_per_server_min": min(routed) if routed else 0,
+        "requests_per_server_max": max(routed) if routed else 0,
+        "server_hours": server_s / 3600,
+        "router": prediction.policy,
+    }
+
+
+def _print_compare(rows: list[dict[str, Any]], name: str) -> None:
+    table = Table(
+        "policy", "prefix hit", "TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90", "out tok/s", "req/server", "server-h",
+        title=f"{name}: router policies (ms)",
+    )  # fmt: skip
+    for r in rows:
+        hit = r["prefix_hit_rate"]
+        table.add_row(
+            r["policy"],
+            "-" if hit is None else f"{100 * hit:.1f}%",
+            f"{r['median_ttft_ms']:.0f}",
+            f"{r['p90_ttft_ms']:.0f}",
+            f"{r['median_tpot_ms']:.1f}",
+            f"{r['p90_tpot_ms']:.1f}",
+            f"{r['output_throughput']:.0f}",
+            f"{r['requests_per_server_min']}-{r['requests_per_server_max']}",
+            f"{r['server_hours']:.2f}",
+        )
+    Console().print(table)
+
+
+def _write_compare_charts(predictions: dict, directory: Path) -> None:
+    from simperf.fleet.charts import hit_rate_chart, replica_load_chart
+    from simperf.report.charts import save_chart
+
+    hits = {p: pred.extra()["fleet"]["prefix_hit_rate"] for p, pred in predictions.items()}
+    written = save_chart(hit_rate_chart(hits), directory / "hit-rate-per-policy")
+    for name, pred in predictions.items():
+        chart = replica_load_chart(pred.timelines, title=f"Requests in flight per replica, {name}")
+        written += save_chart(chart, directory / f"replica-load-{name}")
+    err.print(f"charts written to {directory} ({len(written)} files)")
+
+
+def plan_fleet_command(
+    scenario: Annotated[Path, typer.Argument(help="fleet scenario YAML (one replica group)")],
+    rate: Annotated[float, typer.Option(help="target request rate, req/s")],
+    sla: Annotated[list[str] | None, typer.Option(help="latency bound, repeatable: 'ttft.p90 <= 2s'")] = None,
+    policy: Annotated[list[str] | None, typer.Option(help="router policy to plan with, repeatable")] = None,
+    max_replicas: Annotated[int, typer.Option(help="give up above this many replicas")] = 64,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="override KEY.PATH=VALUE (YAML), repeatable")
+    ] = None,
+    charts: Annotated[Path | None, typer.Option(help="write the SLA-attainment chart here")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+) -> None:
+    """Fewest replicas that serve RATE within the SLA under each router policy, found by simulating the fleet."""
+    from simperf.fleet.plan import PLAN_POLICIES, FleetPlanError, plan_fleet
+    from simperf.sweep.sla import SlaError, parse_sla
+
+    if output not in ("text", "json"):
+        _fail(f"--output: got {output!r}; allowed values: text, json")
+    base = load_fleet_scenario(scenario, set_ or [])
+    try:
+        parsed = parse_sla(sla or [])
+    except SlaError as e:
+        _fail(f"--sla: {e}")
+    try:
+        plan = plan_fleet(
+            base, rate, parsed, tuple(policy or PLAN_POLICIES), max_replicas, on_trial=_show_trial
+        )
+    except (FleetPlanError, ValueError) as e:
+        _fail(str(e))
+    if output == "json":
+        sys.stdout.write(json.dumps(plan_json(plan), indent=2, default=str) + "\n")
+    else:
+        _print_plan(plan)
+    if charts is not None:
+        from simperf.fleet.charts import attainment_chart
+        from simperf.report.charts import save_chart
+
+        written = save_chart(attainment_chart(plan), charts / "sla-attainment-vs-replicas")
+        err.print(f"charts written to {charts} ({len(written)} files)")
+    if plan.winner is None:
+        raise typer.Exit(1)
+
+
+def _show_trial(trial) -> None:
+    verdict = "meets" if trial.meets_sla else "misses"
+    err.print(f"  {trial.policy}: {trial.replicas} replicas {verdict} the SLA", highlight=False)
+
+
+def plan_json(plan) -> dict[str, Any]:
+    winner = plan.winner
+    return {
+        "target_rate": plan.target_rate,
+        "sla": [str(b) for b in plan.sla.bounds],
+        "winner": None if winner is None else {"policy": winner.policy, "replicas": winner.replicas,
+                                               "gpus": winner.chosen.gpus},
+        "policies": [
+            {
+                "policy": p.policy,
+                "replicas": p.replicas,
+                "trials": [
+                    {"replicas": t.replicas, "gpus": t.gpus, "meets_sla": t.meets_sla, "attainment": t.attainment,
+                     "prefix_hit_rate": t.prefix_hit_rate,
+                     **{k: t.metrics.get(k) for k in ("p90_ttft_ms", "p90_tpot_ms", "median_ttft_ms")}}
+                    for t in p.trials
+                ],
+            }
+            for p in plan.policies
+        ],
+    }  # fmt: skip
+
+
+def _print_plan(plan) -> None:
+    table = Table("policy", "replicas", "GPUs", "TTFT p90", "TPOT p90", "attainment", "prefix hit",
+                  title=f"fewest replicas for {plan.target_rate:g} req/s within {plan.sla}")  # fmt: skip
+    for p in plan.policies:
+        t = p.chosen
+        if t is None:
+            table.add_row(p.policy, "none found", "-", "-", "-", "-", "-")
+            continue
+        hit = "-" if t.prefix_hit_rate is None else f"{100 * t.prefix_hit_rate:.1f}%"
+        table.add_row(p.policy, str(t.replicas), str(t.gpus), f"{t.metrics['p90_ttft_ms']:.0f} ms",
+                      f"{t.metrics['p90_tpot_ms']:.1f} ms", f"{100 * t.attainment:.1f}%", hit)  # fmt: skip
+    console = Console()
+    console.print(table)
+    winner = plan.winner
+    if winner is None:
+        console.print("no policy met the SLA within the replica limit")
+    else:
+        console.print(f"winner: {winner.policy} with {winner.replicas} replicas ({winner.chosen.gpus} GPUs)")
+
+
+def is_fleet_scenario(path: Path) -> bool:
+    """A YAML file with a top-level fleet: section next to a model: (not a sweep file or a result table)."""
+    if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        return False
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError:
+        return False
+    return isinstance(data, dict) and "fleet" in data and "model" in data
+
+
+fleet_app = typer.Typer(
+    no_args_is_help=True, help="Fleets of servers behind SGLang's router (docs/fleet.md)."
+)
+fleet_app.command("compare")(compare_command)
+fleet_app.command("plan")(plan_fleet_command)

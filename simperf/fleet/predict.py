@@ -1,0 +1,260 @@
+"""`predict` for a scenario with a `fleet:` section: the router and every server, simulated together."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from simperf.fleet.autoscale import Membership, membership, registered_over_time, replica_seconds
+from simperf.fleet.coupled import DecisionObserver
+from simperf.fleet.digest import Rows
+from simperf.fleet.outcome import EXACT_TOKEN_LIMIT, ServerOutcome
+from simperf.fleet.policies import make_policy
+from simperf.fleet.regular import RunSettings, run_regular
+from simperf.fleet.servers import ServerGroup, build_groups, expand
+from simperf.fleet.stream import RouteStream
+from simperf.fleet.summary import fleet_metrics, per_server, source_shares, timelines
+from simperf.hardware.catalog import GpuSpec
+from simperf.models.arch import ModelArch
+from simperf.report.arguments import bench_arguments
+from simperf.scenario.models import Scenario
+from simperf.scenario.resolved import ResolvedServing
+from simperf.sim.engine import SimStats
+from simperf.sim.records import RequestRecords
+from simperf.workload.requests import RequestSet, build_requests
+
+
+class UnsupportedFleet(ValueError):
+    """A fleet scenario asks for something the fleet model does not cover yet."""
+
+
+@dataclass
+class FleetPrediction:
+    scenario: Scenario
+    groups: list[ServerGroup]
+    result: dict  # bench_serving's keys over the whole fleet
+    rows: Rows  # one row per completed request
+    records: RequestRecords | None  # every streamed chunk, when the run was small enough to keep them
+    outcomes: list[ServerOutcome]
+    assignment: np.ndarray  # worker per request (the client-facing worker: decode server in PD fleets)
+    policy: dict  # policy name(s) and what they did
+    wall_s: float
+    notes: dict[str, str] = field(default_factory=dict)
+    timelines: dict = field(default_factory=dict)
+    servers: list[dict] = field(default_factory=list)
+    prefill_assignment: np.ndarray | None = None  # PD fleets
+    autoscale: dict | None = (
+        None  # what an autoscaling schedule did (registered servers, server time paid for)
+    )
+
+    @property
+    def arch(self) -> ModelArch:
+        return self.groups[0].arch
+
+    @property
+    def gpu(self) -> GpuSpec:
+        return self.groups[0].gpu
+
+    @property
+    def num_gpus(self) -> int:
+        return sum(g.count * g.gpus_per_server for g in self.groups)
+
+    @property
+    def serving(self) -> ResolvedServing:
+        """The first group's server settings (callers written for one server, e.g. sweep rows)."""
+        return self.groups[0].serving
+
+    @property
+    def stats(self) -> SimStats:
+        """Every server's counters added up (iterations, retractions, GPU busy time, time by source)."""
+        total = SimStats()
+        for o in self.outcomes:
+            for name in ("iterations", "extend_iterations", "decode_iterations", "retractions", "gpu_busy_s"):
+                setattr(total, name, getattr(total, name) + getattr(o.stats, name))
+            total.time_by_source_us = total.time_by_source_us + np.asarray(
+                o.stats.time_by_source_us, dtype=float
+            )
+        return total
+
+    def extra(self) -> dict:
+        shares = source_shares(self.outcomes)
+        return {
+            "scenario": self.scenario.name,
+            "model": self.arch.name,
+            "fleet": {
+                "servers": len(self.outcomes),
+                "num_gpus": self.num_gpus,
+                "groups": [
+                    {
+                        "kind": g.kind,
+                        "label": g.label,
+                        "count": g.count,
+                        "gpu": g.gpu.key,
+                        "gpus_per_server": g.gpus_per_server,
+                        "tp": g.serving.layout.tp,
+                        "dp_attention": g.serving.layout.dp_attention,
+                        "kv_capacity_tokens_per_rank": g.serving.max_total_tokens,
+                    }
+                    for g in self.groups
+                ],  # fmt: skip
+                "router": self.policy,
+                "per_server": self.servers,
+                "timelines": self.timelines,
+                "prefix_hit_rate": _hit_rate(self.rows),
+                "records_kept": self.records is not None,
+                "autoscale": self.autoscale,
+            },
+            "step_time_share_by_source": shares,
+            "measured_share": shares["measured"] + shares["interpolated"],
+            "rejected": [{"request": r, "reason": why} for o in self.outcomes for r, why in o.rejected],
+            "simulation_wall_s": self.wall_s,
+        }
+
+
+def _hit_rate(rows: Rows) -> float | None:
+    prompt = int(rows.input_len.sum())
+    return float(rows.cached_tokens.sum()) / prompt if prompt else None
+
+
+def check_fleet_supported(scenario: Scenario) -> None:
+    if scenario.workload.max_concurrency is not None:
+        raise UnsupportedFleet(
+            "workload.max_concurrency: not modelled for fleets yet (the client's semaphore couples every server); "
+            "give a request_rate or replay a trace's timestamps"
+        )
+
+
+def predict_fleet(
+    scenario: Scenario, calibration_dir: Path | None = None, observer: DecisionObserver | None = None
+) -> FleetPrediction:
+    check_fleet_supported(scenario)
+    fleet = scenario.fleet
+    if fleet.is_pd:
+        from simperf.fleet.pd import predict_pd_fleet
+
+        return predict_pd_fleet(scenario, calibration_dir, observer)
+    groups = build_groups(scenario, "replicas", fleet.replicas, calibration_dir)
+    _check_groups(groups)
+    slots = expand(groups)
+    requests = build_requests(scenario.workload, context_len=groups[0].arch.context_len)
+    stream = RouteStream(requests)
+    seed = fleet.router.seed if fleet.router.seed is not None else scenario.workload.seed
+    policy = make_policy(fleet.router.policy, fleet.router, len(slots), stream.block_tokens, seed)
+    settings = run_settings(scenario, calibration_dir, requests)
+    scaling = membership(fleet.autoscale) if fleet.autoscale is not None else None
+    started = time.perf_counter()
+    assignment, outcomes = run_regular(slots, groups, policy, stream, settings, observer, scaling)
+    wall = time.perf_counter() - started
+    policy_info = {"policy": policy.name, **policy.summary()}
+    prediction = assemble(scenario, groups, requests, outcomes, assignment, policy_info, wall)
+    if scaling is not None:
+        add_autoscaling(prediction, scaling, len(slots))
+    return prediction
+
+
+def run_settings(scenario: Scenario, calibration_dir: Path | None, requests: RequestSet) -> RunSettings:
+    return RunSettings(
+        scenario=scenario,
+        calibration_dir=calibration_dir,
+        seed=scenario.workload.seed,
+        ignore_eos=scenario.workload.ignore_eos,
+        keep_records=int(requests.output_len.sum()) <= EXACT_TOKEN_LIMIT,
+        t0=float(requests.arrival_s[0]) if len(requests) else 0.0,
+    )
+
+
+def _check_groups(groups: list[ServerGroup]) -> None:
+    from simperf.pipeline import check_supported
+
+    for group in groups:
+        check_supported(group.scenario)
+
+
+def assemble(
+    scenario: Scenario,
+    groups: list[ServerGroup],
+    requests: RequestSet,
+    outcomes: list[ServerOutcome],
+    assignment: np.ndarray,
+    policy_info: dict,
+    wall: float,
+    client_kind: str = "replicas",
+    extra_notes: dict[str, str] | None = None,
+) -> FleetPrediction:
+    facing = [o for o in outcomes if o.kind == client_kind]
+    result, rows, records = fleet_metrics(facing, requests.sender_done_s)
+    result = {**bench_arguments(scenario.workload), **result}
+    fleet = scenario.fleet
+    prediction = FleetPrediction(
+        scenario, groups, result, rows, records, outcomes, assignment, policy_info, wall
+    )
+    prediction.timelines = timelines(
+        rows, [o.server for o in facing], fleet.timeline_bins, float(result["duration"])
+    )
+    prediction.servers = per_server(facing, rows, float(result["duration"])) + [
+        per_server([o], Rows.concat([]), float(result["duration"]))[0]
+        for o in outcomes
+        if o.kind != client_kind
+    ]
+    prediction.notes = fleet_notes(prediction, requests, extra_notes or {})
+    from simperf.pipeline import vintage_notes
+
+    for group in groups:  # third-party table vintages, as a single server reports them
+        prediction.notes.update(vintage_notes(group.db, group.scenario.serving.sglang_version))
+    return prediction
+
+
+def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[str, str]) -> dict[str, str]:
+    shares = source_shares(prediction.outcomes)
+    counts = np.bincount(
+        prediction.assignment[prediction.assignment >= 0],
+        minlength=len([o for o in prediction.outcomes if o.kind in ("replicas", "decode")]),
+    )
+    notes = {
+        "Router policy": _policy_text(prediction.policy),
+        "Servers (GPUs)": f"{len(prediction.outcomes)} ({prediction.num_gpus})",
+        "Requests per server (min/max)": f"{int(counts.min()) if counts.size else 0} / {int(counts.max()) if counts.size else 0}",
+        "Step time from measured tables": f"{100 * (shares['measured'] + shares['interpolated']):.1f}%",
+        "Step time from roofline estimates": f"{100 * shares['roofline']:.1f}%",
+        "Rejected requests": str(sum(len(o.rejected) for o in prediction.outcomes)),
+        "Retractions": str(sum(o.stats.retractions for o in prediction.outcomes)),
+        **extra,
+    }
+    hit = _hit_rate(prediction.rows)
+    if requests.block_hashes is not None and hit is not None:
+        notes["Prefix cache (fleet)"] = f"{100 * hit:.1f}% of prompt tokens hit"
+    if requests.num_capped:
+        notes["Requests capped to the context length"] = str(requests.num_capped)
+    if prediction.records is None:
+        notes["Per-token records"] = "not kept (large run): ITL mean/std from sums, percentiles exact"
+    return notes
+
+
+def _policy_text(policy: dict) -> str:
+    branches = policy.get("branches")
+    text = policy.get("policy", "")
+    if branches:
+        text += " (" + ", ".join(f"{k} {v}" for k, v in branches.items()) + ")"
+    return text
+
+
+def add_autoscaling(prediction: FleetPrediction, scaling: Membership, pool: int) -> None:
+    """Servers registered over time, and server time paid for against the whole pool for the whole run."""
+    rows = prediction.rows
+    duration = float(prediction.result["duration"])
+    paid = replica_seconds(scaling, rows.server, rows.send_s, rows.send_s + rows.latency_s, duration)
+    prediction.timelines["registered"] = registered_over_time(scaling, prediction.timelines["bin_edges_s"])
+    prediction.autoscale = {
+        "changes": [
+            {"at_s": t, "registered": len(r)}
+            for t, r in zip(scaling.change_s, scaling.registered, strict=True)
+        ],
+        "replica_seconds": paid,
+        "static_replica_seconds": pool * duration,
+    }
+    prediction.notes["Autoscaling (replica-hours)"] = (
+        f"{paid / 3600:.2f} against {pool * duration / 3600:.2f} for {pool} replicas throughout"
+    )

@@ -1,0 +1,99 @@
+"""A fleet's server groups: each group is an ordinary single-server scenario (its hardware, its server arguments),
+resolved and priced exactly as `simperf predict` would price it alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from simperf.costmodel.step import SGLangStepCost
+from simperf.hardware.catalog import GpuSpec
+from simperf.models.arch import ModelArch
+from simperf.perfdb.db import PerfDB, shipped_calibration_dir
+from simperf.scenario.fleet import ReplicaGroup
+from simperf.scenario.models import Overheads, Scenario
+from simperf.scenario.resolve import resolve
+from simperf.scenario.resolved import ResolvedServing
+from simperf.sim.engine import Simulator
+
+
+@dataclass
+class ServerGroup:
+    kind: str  # replicas | prefill | decode
+    index: int  # within its kind
+    label: str
+    count: int
+    scenario: Scenario  # the group as a single-server scenario
+    serving: ResolvedServing
+    arch: ModelArch
+    gpu: GpuSpec
+    cost: SGLangStepCost
+    db: PerfDB
+    calibration_dir: Path | None
+
+    @property
+    def gpus_per_server(self) -> int:
+        return self.scenario.hardware.count
+
+
+def group_scenario(scenario: Scenario, group: ReplicaGroup, kind: str = "replicas") -> Scenario:
+    """The single-server scenario one server of `group` runs."""
+    update = {"fleet": None, "disaggregation": None}
+    serving = group.serving or scenario.serving
+    update["serving"] = serving
+    if group.hardware is not None:
+        update["hardware"] = group.hardware
+    elif kind != "replicas":
+        # as a PD pair's servers (pipeline._pool_scenario): one server spans serving.tp GPUs
+        update["hardware"] = scenario.hardware.model_copy(update={"count": serving.tp})
+    return scenario.model_copy(update=update)
+
+
+def build_groups(
+    scenario: Scenario, kind: str, groups: list[ReplicaGroup], calibration_dir: Path | None
+) -> list[ServerGroup]:
+    from simperf.pipeline import open_perfdb  # the single-server pipeline's own table loading
+
+    databases: dict[tuple[str, str, str], tuple[PerfDB, Path | None]] = {}
+    built = []
+    for i, group in enumerate(groups):
+        single = group_scenario(scenario, group, kind)
+        serving, arch, gpu = resolve(single)
+        directory = calibration_dir or single.calibration_dir or shipped_calibration_dir(gpu.key)
+        key = (str(directory), gpu.key, single.serving.sglang_version)
+        if key not in databases:
+            databases[key] = open_perfdb(single, gpu, calibration_dir)
+        db, directory = databases[key]
+        cost = SGLangStepCost(arch, serving, db, single.overheads)
+        label = group.name or (f"{kind}[{i}]" if len(groups) > 1 else kind)
+        built.append(
+            ServerGroup(kind, i, label, group.count, single, serving, arch, gpu, cost, db, directory)
+        )
+    return built
+
+
+def configure(simulator: Simulator, group: ServerGroup) -> Simulator:
+    """The per-server switches `pipeline.predict` sets on a single-server simulator."""
+    if group.scenario.serving.load_balance_method == "total_requests":
+        simulator.balance_by_load = True
+    return simulator
+
+
+def new_simulator(group: ServerGroup, overheads: Overheads, cls: type[Simulator] = Simulator) -> Simulator:
+    return configure(cls(group.serving, group.cost, overheads), group)
+
+
+@dataclass(frozen=True)
+class ServerSlot:
+    """One server of the fleet: its position, its group."""
+
+    index: int  # 0-based over the fleet's servers of one kind (the router's worker index)
+    group: ServerGroup
+
+
+def expand(groups: list[ServerGroup]) -> list[ServerSlot]:
+    slots: list[ServerSlot] = []
+    for group in groups:
+        for _ in range(group.count):
+            slots.append(ServerSlot(len(slots), group))
+    return slots

@@ -1,0 +1,216 @@
+"""What a user writes for a fleet: replica groups behind SGLang's model gateway (sgl-model-gateway, the router).
+
+Parameter names and defaults are the gateway's (`sglang_router/router_args.py`, `RouterArgs`, at sglang commit
+61c660a3); docs/fleet.md cites the policy files each rule comes from. A fleet without `prefill`/`decode` is a
+regular one (every replica serves whole requests); with them it is a PD fleet (`--pd-disaggregation`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from simperf.scenario.models import HardwareSpec, ServingSpec, _Strict
+
+Policy = Literal["round_robin", "random", "power_of_two", "cache_aware", "consistent_hashing", "prefix_hash"]
+PrefillPolicy = Literal[
+    "round_robin", "random", "power_of_two", "cache_aware", "consistent_hashing", "prefix_hash", "bucket"
+]
+# policies whose choice never looks at the replicas (only at the request and the router's own history): their
+# routing can be decided for the whole stream first and the replicas simulated independently, in parallel
+STATE_INDEPENDENT = frozenset({"round_robin", "random", "consistent_hashing", "bucket"})
+
+
+class RouterSpec(_Strict):
+    """The gateway's routing policy and its parameters (RouterArgs names and defaults)."""
+
+    policy: Policy = Field(default="cache_aware", description="--policy (the gateway's default: cache_aware)")
+    prefill_policy: PrefillPolicy | None = Field(
+        default=None, description="--prefill-policy (PD fleets); default: `policy`"
+    )
+    decode_policy: Policy | None = Field(
+        default=None, description="--decode-policy (PD fleets); default: `policy`"
+    )
+    cache_threshold: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description="--cache-threshold: prefix match rate above which cache_aware "
+        "routes to the best-matching worker",
+    )
+    balance_abs_threshold: int = Field(
+        default=64, ge=0, description="--balance-abs-threshold: load imbalance if max - min exceeds this ..."
+    )
+    balance_rel_threshold: float = Field(
+        default=1.5, gt=0.0, description="--balance-rel-threshold: ... and max exceeds min times this"
+    )
+    eviction_interval_secs: int = Field(
+        default=120,
+        ge=0,
+        description="--eviction-interval-secs: period of the approximate trees' eviction (0: never)",
+    )
+    max_tree_size: int = Field(
+        default=2**26, ge=1, description="--max-tree-size: characters each worker's approximate tree keeps"
+    )
+    bucket_adjust_interval_secs: int = Field(
+        default=5,
+        ge=1,
+        description="--bucket-adjust-interval-secs: bucket policy's load window and re-split period",
+    )
+    prefix_token_count: int = Field(
+        default=256, ge=1, description="prefix_hash: leading tokens hashed (PrefixHashConfig default)"
+    )
+    load_factor: float = Field(
+        default=1.25, gt=0.0, description="prefix_hash: a worker above load_factor x the mean load is skipped"
+    )
+    chars_per_token: float = Field(
+        default=4.0,
+        gt=0.0,
+        description="ESTIMATE: characters per token of the request text; the gateway measures text in characters "
+        "(max_tree_size, bucket boundaries), simperf's requests in tokens",
+    )
+    seed: int | None = Field(
+        default=None, description="seed of random and power_of_two; default: workload.seed"
+    )
+
+    def prefill(self) -> str:
+        return self.prefill_policy or self.policy
+
+    def decode(self) -> str:
+        return self.decode_policy or self.policy
+
+
+class ReplicaGroup(_Strict):
+    """`count` identical servers; `hardware` and `serving` default to the scenario's own."""
+
+    count: int = Field(default=1, ge=1, le=4096, description="servers in this group")
+    hardware: HardwareSpec | None = Field(
+        default=None, description="GPUs of one server; default: scenario.hardware"
+    )
+    serving: ServingSpec | None = Field(
+        default=None, description="server arguments; default: scenario.serving"
+    )
+    name: str | None = Field(default=None, description="label in reports; default: group index")
+
+
+class ScaleStep(_Strict):
+    at_s: float = Field(ge=0.0, description="from this time (seconds after the first request) ...")
+    replicas: int = Field(ge=1, description="... the fleet should have this many servers")
+
+
+class AutoscaleSpec(_Strict):
+    """A what-if replica-count schedule: servers 0..n-1 are the fleet while n is scheduled. A scale-up registers new
+    servers with the router `startup_s` later (booting: weights, CUDA graphs); a scale-down removes the
+    highest-numbered servers from the router at once, and they finish what they hold."""
+
+    schedule: list[ScaleStep] = Field(min_length=1, description="steps in time order, the first at_s: 0")
+    startup_s: float = Field(
+        default=0.0, ge=0.0, description="ESTIMATE you give: scale-up decision to first request served"
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AutoscaleSpec:
+        if self.schedule[0].at_s != 0.0:
+            raise ValueError("schedule: the first step is the fleet at the start, at_s: 0")
+        times = [s.at_s for s in self.schedule]
+        if any(b <= a for a, b in zip(times, times[1:], strict=False)):
+            raise ValueError("schedule: steps must be in strictly increasing at_s")
+        return self
+
+
+class FleetSpec(_Strict):
+    """Many SGLang servers behind the gateway: regular `replicas`, or PD `prefill` + `decode` pools."""
+
+    replicas: list[ReplicaGroup] | None = Field(default=None, description="regular servers (whole requests)")
+    prefill: list[ReplicaGroup] | None = Field(default=None, description="PD: prefill servers")
+    decode: list[ReplicaGroup] | None = Field(default=None, description="PD: decode servers")
+    router: RouterSpec = RouterSpec()
+    kv_link_gbytes_per_s: float = Field(default=50.0, gt=0, description="PD: KV link bandwidth per GPU, GB/s")
+    kv_link_latency_us: float = Field(default=50.0, ge=0, description="PD: per-transfer latency")
+    executor: Literal["auto", "serial", "process", "ray"] = Field(
+        default="auto",
+        description="where replicas of a state-independent policy run (identical results): auto = processes "
+        "for large fleets, else this process",
+    )
+    workers: int | None = Field(
+        default=None, ge=1, description="processes (or Ray tasks in flight); default: CPUs"
+    )
+    ray_address: str | None = Field(default=None, description="Ray cluster address; default: a local Ray")
+    timeline_bins: int = Field(default=60, ge=1, le=10_000, description="bins of the per-replica timelines")
+    autoscale: AutoscaleSpec | None = Field(
+        default=None, description="replica-count schedule over time (regular fleets); the groups are the pool"
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> FleetSpec:
+        pd = self.prefill is not None or self.decode is not None
+        if pd and self.replicas is not None:
+            raise ValueError(
+                "give either replicas (a regular fleet) or prefill + decode (a PD fleet), not both"
+            )
+        if pd and (not self.prefill or not self.decode):
+            raise ValueError("a PD fleet needs both prefill and decode groups (at least one server each)")
+        if not pd and not self.replicas:
+            raise ValueError("replicas: give at least one group, e.g. [{count: 8}]")
+        if not pd and self.router.prefill_policy is not None:
+            raise ValueError(
+                "router.prefill_policy applies to PD fleets (prefill + decode); use router.policy"
+            )
+        if not pd and self.router.decode_policy is not None:
+            raise ValueError(
+                "router.decode_policy applies to PD fleets (prefill + decode); use router.policy"
+            )
+        if self.autoscale is not None:
+            if pd:
+                raise ValueError("autoscale: schedules apply to regular fleets (replicas), not PD fleets yet")
+            pool = self.num_servers()
+            most = max(s.replicas for s in self.autoscale.schedule)
+            if most > pool:
+                raise ValueError(
+                    f"autoscale.schedule asks for {most} replicas; the replica groups hold {pool} "
+                    "(the pool it scales in)"
+                )
+        return self
+
+    @property
+    def is_pd(self) -> bool:
+        return self.prefill is not None
+
+    def num_servers(self) -> int:
+        groups = (self.prefill or []) + (self.decode or []) if self.is_pd else (self.replicas or [])
+        return sum(g.count for g in groups)
+
+
+def check_fleet_layout(scenario) -> None:
+    """Every group's layout fits its GPUs; a fleet is not combined with the single-pair `disaggregation`."""
+    fleet: FleetSpec = scenario.fleet
+    if scenario.disaggregation is not None:
+        raise ValueError("fleet and disaggregation: describe a PD fleet with fleet.prefill and fleet.decode")
+    for kind in ("replicas", "prefill", "decode"):
+        for i, group in enumerate(getattr(fleet, kind) or []):
+            if kind != "replicas" and group.hardware is None:
+                continue  # a PD server without its own hardware gets serving.tp GPUs of the scenario's kind
+            hardware = group.hardware or scenario.hardware
+            serving = group.serving or scenario.serving
+            if serving.tp > hardware.count:
+                raise ValueError(
+                    f"fleet.{kind}[{i}]: serving.tp ({serving.tp}) needs at least that many GPUs; "
+                    f"hardware.count is {hardware.count}"
+                )
+
+
+def fleet_gpus(scenario) -> int:
+    """GPUs of every server of the scenario's fleet (a PD server without its own hardware spans serving.tp)."""
+    fleet: FleetSpec = scenario.fleet
+    total = 0
+    for kind in ("replicas", "prefill", "decode"):
+        for group in getattr(fleet, kind) or []:
+            if group.hardware is not None:
+                per_server = group.hardware.count
+            elif kind == "replicas":
+                per_server = scenario.hardware.count
+            else:
+                per_server = (group.serving or scenario.serving).tp
+            total += group.count * per_server
+    return total

@@ -1,0 +1,155 @@
+"""Fleets through the CLI: predict (text, JSON, per-request rows), policy comparison, planning by simulation."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from simperf.cli import app
+from simperf.fleet.plan import Trial, _fewest
+
+runner = CliRunner()
+
+FLEET = """
+name: tiny-fleet
+model: {name: qwen3-8b}
+hardware: {gpu: h100, count: 1}
+fleet:
+  replicas: [{count: 3}]
+  router: {policy: cache_aware}
+workload:
+  dataset: {kind: multi_turn, num_conversations: 12, turns: 3, system_prompt_len: 512, input_len: 200,
+            output_len: 40, turn_interval_s: 2}
+  request_rate: 6
+"""
+
+
+@pytest.fixture
+def fleet_file(tmp_path):
+    path = tmp_path / "fleet.yaml"
+    path.write_text(FLEET)
+    return path
+
+
+def test_predict_prints_the_fleet_block_and_a_row_per_server(fleet_file):
+    result = runner.invoke(app, ["predict", str(fleet_file)])
+    assert result.exit_code == 0, result.output
+    assert "Serving Benchmark Result (fleet)" in result.output
+    assert "Router policy:" in result.output and "cache_aware" in result.output
+    assert "per server" in result.output and "Successful requests:" in result.output
+
+
+def test_predict_json_and_rows_agree(fleet_file, tmp_path):
+    rows_path = tmp_path / "rows.parquet"
+    result = runner.invoke(app, ["predict", str(fleet_file), "-o", "json", "--requests", str(rows_path)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    fleet = data["simperf"]["fleet"]
+    assert data["completed"] == 36 and fleet["servers"] == 3 and fleet["router"]["policy"] == "cache_aware"
+    assert len(fleet["timelines"]["in_flight"]) == 3
+    rows = pq.read_table(rows_path).to_pydict()
+    assert sorted(rows["request_id"]) == list(range(36))
+    assert sum(s["routed"] for s in fleet["per_server"]) == 36
+    ttft_ms = sorted(1000 * t for t in rows["ttft_s"])
+    assert ttft_ms[len(ttft_ms) // 2] == pytest.approx(data["median_ttft_ms"], rel=0.05)
+
+
+def test_compare_lists_each_policy(fleet_file, tmp_path):
+    result = runner.invoke(
+        app,
+        [
+            "fleet",
+            "compare",
+            str(fleet_file),
+            "--policy",
+            "round_robin",
+            "--policy",
+            "cache_aware",
+            "-o",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["policy"] for r in rows] == ["round_robin", "cache_aware"]
+    assert all(0 <= r["prefix_hit_rate"] <= 1 for r in rows)
+
+
+def test_compare_names_a_bad_override_and_a_bad_policy(fleet_file):
+    result = runner.invoke(app, ["fleet", "compare", str(fleet_file), "--set", "fleet.router.policy"])
+    assert result.exit_code == 2 and "KEY.PATH=VALUE" in result.output
+    result = runner.invoke(
+        app, ["fleet", "compare", str(fleet_file), "--set", "fleet.router.policy=least_work"]
+    )
+    assert result.exit_code == 2 and "fleet.router.policy" in result.output
+    result = runner.invoke(app, ["fleet", "compare", str(fleet_file), "--policy", "bucket"])
+    assert result.exit_code == 2 and "--policy 'bucket'" in result.output
+
+
+def test_plan_on_a_fleet_scenario_simulates_the_fleet(fleet_file):
+    result = runner.invoke(
+        app, ["plan", str(fleet_file), "--rate", "6", "--sla", "ttft.p90 <= 5s", "-o", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["winner"]["replicas"] >= 1
+    for policy in data["policies"]:
+        found = policy["replicas"]
+        if found is not None:
+            by_n = {t["replicas"]: t["meets_sla"] for t in policy["trials"]}
+            assert by_n[found] and (found == 1 or not by_n[found - 1])
+
+
+def _trials(meets_from: int | None, attainment=lambda n: min(n / 10, 1.0)):
+    calls = []  # distinct replica counts simulated, in order (plan_fleet memoises trials the same way)
+
+    def trial(n):
+        if n not in calls:
+            calls.append(n)
+        ok = meets_from is not None and n >= meets_from
+        return Trial("p", n, n, ok, attainment(n), {}, None)
+
+    return trial, calls
+
+
+def test_search_finds_the_fewest_replicas_meeting_the_sla():
+    trial, calls = _trials(meets_from=11)
+    assert _fewest(trial, 64) == 11
+    assert calls == [1, 2, 4, 8, 16, 12, 10, 11]  # doubling, then bisection between 8 and 16
+
+
+def test_search_gives_up_when_more_replicas_stop_helping():
+    trial, calls = _trials(meets_from=None, attainment=lambda n: 0.6)
+    assert _fewest(trial, 64) is None
+    assert max(calls) < 64  # stopped on the plateau, not at the limit
+
+
+def test_a_sweep_over_router_policies_counts_every_servers_gpus(tmp_path):
+    import polars as pl
+
+    sweep = tmp_path / "policies.yaml"
+    sweep.write_text(
+        """
+name: policies
+base:
+  model: {name: qwen3-8b}
+  hardware: {gpu: h100, count: 2}
+  serving: {tp: 2}
+  fleet: {replicas: [{count: 3}]}
+  workload:
+    dataset: {kind: multi_turn, num_conversations: 8, turns: 2, input_len: 100, output_len: 20, turn_interval_s: 1}
+    request_rate: 4
+axes:
+  fleet.router.policy: [round_robin, cache_aware]
+"""
+    )
+    out = tmp_path / "policies.parquet"
+    result = runner.invoke(app, ["sweep", str(sweep), "--executor", "serial", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pl.read_parquet(out)
+    assert table["status"].to_list() == ["ok", "ok"]
+    assert table["num_gpus"].to_list() == [6, 6]  # 3 servers x TP2
+    assert (table["output_throughput_per_gpu"] * 6 - table["output_throughput"]).abs().max() < 1e-9
