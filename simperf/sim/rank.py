@@ -120,7 +120,16 @@ class RankState:
         self.kv_base_sum = 0  # Σ (kv_at_join - join_idx) over running
         self.finish_sum = 0  # Σ finish_idx over running (for the clipped output reservation)
         self._long: set[int] = set()  # running requests whose remaining output may exceed the 4096 clip
-        self.ratio_applies = not (table.ignore_eos and version_tuple(serving.sglang_version) >= (0, 5, 6))
+        # SGLang >= 0.5.6 reserves ignore_eos requests' whole remaining output (ρ = 1, add_one_req_ignore_eos) only
+        # when the radix cache is disabled; with the cache on (the default) running requests reserve
+        # x new_token_ratio like any other (0.5.6 and 0.5.17 managers/schedule_policy.py, PrefillAdder.add_one_req
+        # and _get_running_request_total_token_offset). Seen on the ground truth: 207 requests admitted at C = 256
+        # on a 363,119-token pool (groundtruth/h100/qwen3-8b-flashinfer/c256-1k-1k), as x 0.7 gives and x 1 does not.
+        self.ratio_applies = not (
+            table.ignore_eos
+            and version_tuple(serving.sglang_version) >= (0, 5, 6)
+            and serving.disable_radix_cache
+        )
         self.timeline_len = 0
         self.timeline_emit = np.zeros(1024)
         self.new_token_ratio = serving.init_new_token_ratio
@@ -225,7 +234,8 @@ class RankState:
         self.max_used = max(self.max_used, in_pool)
 
     def running_output_reservation(self) -> float:
-        """Σ over running of min(max_new - out, 4096)·ρ_r (model doc §1.4; ρ_r = 1 for ignore_eos in 0.5.23)."""
+        """Σ over running of min(max_new - out, 4096)·ρ_r (model doc §1.4; ρ_r = 1 for ignore_eos requests when
+        the radix cache is disabled, SGLang >= 0.5.6; new_token_ratio otherwise)."""
         bs = len(self.running)
         if not bs:
             return 0.0
