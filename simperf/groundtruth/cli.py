@@ -17,8 +17,9 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
-    raise typer.Exit(code)
+    from simperf.cli_errors import fail
+
+    fail(message, code)  # simperf's one error line: unwrapped, markup in paths printed as is
 
 
 @groundtruth_app.command("run")

@@ -36,6 +36,7 @@ from simperf.sim.spec import AcceptSampler
 US = 1e-6
 # decode segments up to this many iterations are costed on Python floats, longer ones on arrays
 SMALL_SEGMENT = 16
+PROGRESS_STEPS = 200  # progress reports over a run (on_progress)
 
 
 class Batch:
@@ -125,6 +126,7 @@ class Simulator:
         # PD disaggregation decode server: admitted requests already hold their prompt's KV (shipped from the
         # prefill server), so their "extend" is a PREBUILT batch with no forward pass (model doc §5)
         self.prebuilt = False
+        self.on_progress = None  # called with (finished, total) every 1/PROGRESS_STEPS of the requests
 
     # ------------------------------------------------------------------ public
     def run(
@@ -148,11 +150,26 @@ class Simulator:
         client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
         self._prepare(table, client, n, seed, block_hashes, block_tokens)
         env = simpy.Environment()
-        self.env = env
-        env.process(self._server())
+        self.start(env)
         with _cyclic_gc_paused():
             env.run()
         return self._collect()
+
+    def setup(
+        self,
+        input_len: np.ndarray,
+        output_len: np.ndarray,
+        client: Client,
+        ignore_eos: bool = True,
+        seed: int = 0,
+        block_hashes: list[np.ndarray | None] | None = None,
+        block_tokens: int | None = None,
+    ) -> None:
+        """State for one run whose requests reach the scheduler through `client` (sim/client.py's protocol:
+        the benchmark client, or, for a PD decode server, the feed of KV transfers); then `start(env)` and,
+        once the environment has run out, `finish()`."""
+        table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
+        self._prepare(table, client, len(input_len), seed, block_hashes, block_tokens)
 
     def _prepare(
         self,
@@ -202,8 +219,20 @@ class Simulator:
         self.finish_s = np.full(n, math.nan)
         self.done = 0
         self.n = n
+        # SGLang's max_req_input_len (0.5.17 managers/tp_worker.py); prompts of at least that many are rejected
         self._max_len_limit = min(self.s.context_len - 1, self.s.max_total_tokens - 1) - 5
         self._use_cache = bool(use_cache)
+        # when this server's process runs next (PD disaggregation: the decode server's look-ahead bound)
+        self.next_wakeup = 0.0
+
+    def start(self, env: simpy.Environment) -> None:
+        """Add this server's scheduler loop to `env` (two servers can share one environment)."""
+        self.env = env
+        env.process(self._server())
+
+    def finish(self) -> tuple[RequestRecords, SimStats]:
+        """Statistics and per-request records once `env` has run out."""
+        return self._collect()
 
     def _collect(self) -> tuple[RequestRecords, SimStats]:
         self.stats.time_by_source_us = np.asarray(self._source_us)
@@ -216,14 +245,15 @@ class Simulator:
     def _reject(self, r: int, reason: str) -> None:
         self.stats.rejected.append((r, reason))
         self.done += 1
-        self.client.reject(self.env.now)
+        self.client.reject(self.env.now, r)
 
     def _ingest(self, now: float) -> None:
         for r in self.client.pop_ready(now):
-            if self.table.input_len[r] > self._max_len_limit:
+            if self.table.input_len[r] >= self._max_len_limit:  # managers/utils.py::validate_input_length
                 self._reject(
                     r,
-                    f"prompt of {self.table.input_len[r]} tokens exceeds max_req_input_len {self._max_len_limit}",
+                    f"prompt of {self.table.input_len[r]} tokens is not below max_req_input_len "
+                    f"{self._max_len_limit}",
                 )
                 continue
             if self.s.layout.dp_attention == 1:
@@ -247,8 +277,14 @@ class Simulator:
         env = self.env
         client = self.client
         single = self.ranks[0] if len(self.ranks) == 1 else None
-        while self.done < self.n:
+        progress = self.on_progress
+        reported = 0
+        every = max(1, self.n // PROGRESS_STEPS)
+        while self.done + client.dropped < self.n:
             now = env.now
+            if progress is not None and self.done - reported >= every:
+                reported = self.done
+                progress(self.done, self.n)
             if client.next_ready_time() <= now:
                 self._ingest(now)
             if single is not None:
@@ -272,21 +308,31 @@ class Simulator:
             else:
                 for rank in self.ranks:
                     rank.on_idle()
-                nxt = self.client.next_ready_time()
-                if math.isinf(nxt):
-                    if self.done < self.n:
-                        self._reject_stuck()
+                wait = client.idle_wait(env)
+                if (
+                    wait is None
+                ):  # nothing will reach the scheduler unless a stuck request lets go of its slot
+                    if self._reject_stuck() and not client.all_sent:
+                        continue
                     break
-                yield env.timeout(nxt - now)
+                event, self.next_wakeup = wait
+                yield event
                 continue
-            yield env.timeout(max(cpu_next - now, 0.0))
+            self.next_wakeup = max(cpu_next, now)
+            yield env.timeout(self.next_wakeup - now)
+        if progress is not None:
+            progress(self.done, self.n)
 
-    def _reject_stuck(self) -> None:
+    def _reject_stuck(self) -> int:
+        """Reject waiting requests that can never be admitted; returns how many."""
+        count = 0
         for rank in self.ranks:
             while rank.waiting:
                 self._reject(
                     rank.waiting.popleft(), "could not be admitted: KV pool exhausted with nothing running"
                 )
+                count += 1
+        return count
 
     # ------------------------------------------------------------------ timing
     def _launch(self, batch: Batch, step_us: float) -> float:
@@ -315,7 +361,7 @@ class Simulator:
         for rank_id, r in batch.finished:
             self.finish_s[r] = emit + self.egress_s
             self.ranks[rank_id].free(r, finished=True)
-            self.client.release(emit + self.egress_s)
+            self.client.release(emit + self.egress_s, r)
             self.done += 1
         for rank_id, r in batch.prefilled:
             self.ranks[rank_id].cache_unfinished(r)
@@ -497,7 +543,7 @@ class Simulator:
         k_eval = k_max
         if k_max > 8 and next_ready != math.inf:
             per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
-            k_eval = min(k_max, int((next_ready - c) / per_iter * 1.25) + 4)
+            k_eval = max(1, min(k_max, int((next_ready - c) / per_iter * 1.25) + 4))
         rank0 = ranks[0]
         kv0 = rank0.decode_kv_now()
         if self._fast_totals is not None and len(ranks) == 1:
