@@ -104,3 +104,10 @@ def test_a_launch_flag_simperf_does_not_model_refuses_the_run_with_the_reason():
         "tp": "2",
         "sglang_version": "0.5.17",
     }
+
+
+def test_the_kv_pool_is_within_three_percent_of_what_every_server_logged(report):
+    """simperf's KV pool (SGLang's memory accounting, scenario/resolve.py) against `max_total_num_tokens` from
+    each recorded server's start-up log."""
+    for r in report.runs:
+        assert abs(r.kv_predicted - r.kv_measured) <= 0.03 * r.kv_measured, (r.run, r.kv_predicted, r.kv_measured)
