@@ -10,12 +10,16 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from simperf.cli_errors import SafeGroup, debug_option, fail
+
 app = typer.Typer(
+    cls=SafeGroup,
     add_completion=False,
     no_args_is_help=True,
     help="Predict SGLang serving performance from measured kernel timings.",
 )
 perfdb_app = typer.Typer(no_args_is_help=True, help="Inspect calibration tables.")
+app.callback()(debug_option)
 app.add_typer(perfdb_app, name="perfdb")
 trace_app = typer.Typer(no_args_is_help=True, help="Read, summarise and convert request traces.")
 app.add_typer(trace_app, name="trace")
@@ -82,8 +86,7 @@ err = Console(stderr=True, soft_wrap=True)  # an error stays one line, whatever 
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
+    fail(message, code)
 
 
 def _register_predict_command() -> None:
@@ -115,7 +118,16 @@ def predict(
         ),
     ] = None,
     like_run: Annotated[
-        int | None, typer.Option(help="which run of a multi-run --like file (0-based)")
+        int | None, typer.Option(min=0, help="which run of a multi-run --like file (0-based)")
+    ] = None,
+    roofline_only: Annotated[
+        bool, typer.Option(help="read no calibration tables: every kernel time a datasheet-roofline estimate")
+    ] = False,
+    max_memory_gb: Annotated[
+        float | None,
+        typer.Option(
+            min=0, help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)"
+        ),
     ] = None,
     set_values: Annotated[
         list[str] | None,
@@ -142,9 +154,11 @@ def predict(
     ] = None,
 ) -> None:
     """Simulate a scenario file, or bench_serving / launch_server flags, and print bench_serving's metrics."""
-    from simperf.pipeline import UnsupportedScenario
+    from simperf.perfdb.locate import CalibrationError
+    from simperf.pipeline import RunGuards, UnsupportedScenario
     from simperf.pipeline import predict as run_predict
     from simperf.progress import phases
+    from simperf.runsize import memory_limit_bytes
     from simperf.scenario.cmdline import scenario_from_command_line, write_scenario_yaml
     from simperf.scenario.flags import FlagError
     from simperf.scenario.load import ScenarioError
@@ -163,17 +177,30 @@ def predict(
                 sc = scenario_like(sc, like, run=like_run)
             except BenchImportError as e:
                 _fail(f"--like {like}: {e}")
+        _check_predict_outputs(built.source, like, requests, output_file, save_scenario)  # before any work
         if save_scenario is not None:
             # --like changed the workload: save the scenario it produced, every field written out
             mapping = built.mapping if like is None else sc.model_dump(mode="json", exclude_none=True)
             command = "simperf predict " + shlex.join(sys.argv[2:])
             write_scenario_yaml(mapping, sc, save_scenario, command)
         with phases(f"predict {sc.name}", quiet=quiet) as phase:
+
+            def finished(done: int, total: int) -> None:
+                phase(f"simulating: {done:,} of {total:,} requests finished")
+
+            guards = RunGuards(memory_limit_bytes(max_memory_gb), finished)
             prediction = run_predict(
-                sc, calibration_dir=calibration, on_phase=phase, trace_requests=trace_request
+                sc,
+                calibration,
+                roofline_only=roofline_only,
+                guards=guards,
+                on_phase=phase,
+                trace_requests=trace_request,
             )
     except (FlagError, ScenarioError, UnsupportedScenario) as e:
         _fail(str(e))
+    except CalibrationError as e:  # names the option or the scenario field it came from
+        _fail(str(e) if str(e).startswith("--") else f"{where}: {e}")
     except (ValueError, FileNotFoundError) as e:
         _fail(f"{where}: {e}")
     for note in built.notes:
@@ -184,6 +211,22 @@ def predict(
         for rid in trace_request:
             err.print(format_trace(prediction.trace, rid, prediction.records), highlight=False, markup=False)
     _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
+
+
+def _check_predict_outputs(source: str, like, requests, output_file, save_scenario) -> None:
+    """Every file predict would write, checked before the simulation: a finished run is never lost to a path
+    that cannot be written, and no output overwrites the scenario or the --like file."""
+    from simperf.output_paths import check_output_file
+
+    inputs = (Path(source) if source != "command line" else None, like)
+    if requests is not None:
+        check_output_file(requests, "--requests", suffixes=(".parquet",), inputs=inputs, what="Parquet")
+    if output_file is not None:
+        check_output_file(output_file, "--output-file", inputs=inputs)
+    if save_scenario is not None:
+        check_output_file(
+            save_scenario, "--save-scenario", suffixes=(".yaml", ".yml"), inputs=inputs, what="YAML"
+        )
 
 
 def _write_prediction(prediction, output, requests, breakdown, output_file, output_details) -> None:
@@ -239,8 +282,11 @@ def schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of scenario files (or, with --markdown, its reference tables)."""
+    from simperf.output_paths import check_output_file
     from simperf.scenario.load import scenario_json_schema
 
+    if out is not None:
+        check_output_file(out, "--out", suffixes=(".json", ".md"), what="JSON Schema or Markdown")
     if markdown:
         from simperf.scenario.docs import reference_markdown, replace_block
 
@@ -345,10 +391,10 @@ def perfdb_check(
     with --offgrid, the error on the seeded off-grid set of real kernel calls (docs/perfdb.md "Off the grid")."""
     from simperf.costmodel.ragged import ragged_errors, ragged_summary
     from simperf.perfdb.check import heldout_errors, heldout_summary, resolve_gpu
+    from simperf.perfdb.locate import check_table_files
     from simperf.report.tables import frame_table, pct
 
-    if not directory.is_dir():
-        _fail(f"{directory}: not a directory")
+    check_table_files(directory)
     if offgrid is not None or offgrid_time is not None:
         _perfdb_offgrid(directory, offgrid, offgrid_time, samples, scaled_from)
         return
@@ -407,10 +453,10 @@ def perfdb_coverage(
 ) -> None:
     """What the tables in a calibration directory cover."""
     from simperf.perfdb.check import summarize_coverage
+    from simperf.perfdb.locate import check_table_files
     from simperf.report.tables import frame_table
 
-    if not directory.is_dir():
-        _fail(f"{directory}: not a directory")
+    check_table_files(directory)
     _print([frame_table(summarize_coverage(directory), str(directory))], output)
 
 

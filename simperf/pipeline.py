@@ -6,6 +6,7 @@ The one place where the pipeline's stages meet; the CLI, sweeps and tests call t
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +17,13 @@ from simperf.costmodel.step import SGLangStepCost
 from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
 from simperf.perfdb.db import PerfDB, shipped_calibration_dir
+from simperf.perfdb.locate import CalibrationError, check_directory, check_rows, choose_directory
 from simperf.records import RequestRecords
 from simperf.report.arguments import bench_arguments
+from simperf.report.inflight import InFlight, check_closed_loop, records_in_flight
 from simperf.report.metrics import summarize
+from simperf.runsize import RunSize, check_size, expected_size, memory_limit_bytes
+from simperf.scenario.layout import idle_gpus
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolve import resolve
 from simperf.scenario.resolved import ResolvedServing
@@ -26,12 +31,16 @@ from simperf.sim.disagg import Pool, simulate_disaggregated
 from simperf.sim.engine import SimStats, Simulator
 from simperf.sim.steplog import StepLog
 from simperf.sim.trace import RequestTrace
-from simperf.workload.requests import build_requests
+from simperf.workload.requests import RequestSet, build_requests
 from simperf.workload.summary import hit_rate_over_time
 
 
 class UnsupportedScenario(ValueError):
     """A scenario asks for something this version of the simulator does not model yet."""
+
+
+class NothingCompleted(ValueError):
+    """Every request was rejected: bench_serving's metrics of zero requests would be a silent wrong answer."""
 
 
 @dataclass
@@ -48,6 +57,7 @@ class Prediction:
     result: dict
     wall_s: float
     notes: dict[str, str] = field(default_factory=dict)
+    in_flight: InFlight | None = None  # closed-loop runs: what the client kept in flight (report/inflight.py)
     trace: RequestTrace | None = None  # the requests followed by --trace-request
 
     def extra(self) -> dict:
@@ -91,6 +101,8 @@ class Prediction:
             },
             "simulation_wall_s": self.wall_s,
             "prefix_hit_rate_over_time": _hit_rate_over_time(self.records),
+            "achieved_concurrency": self.in_flight.as_json() if self.in_flight is not None else None,
+            "idle_gpus": self.scenario.hardware.count - gpus_in_use(self.scenario),
         }
 
 
@@ -134,9 +146,22 @@ def check_supported(scenario: Scenario) -> None:
         )
 
 
-def open_perfdb(scenario: Scenario, gpu: GpuSpec, override: Path | None = None) -> tuple[PerfDB, Path | None]:
-    directory = override or scenario.calibration_dir or shipped_calibration_dir(gpu.key)
-    return PerfDB.load(directory, gpu, sglang_version=scenario.serving.sglang_version), directory
+def open_perfdb(
+    scenario: Scenario, gpu: GpuSpec, override: Path | None = None, roofline_only: bool = False
+) -> tuple[PerfDB, Path | None]:
+    """The tables a prediction reads (perfdb/locate.py refuses a missing, empty or other GPU's directory);
+    roofline_only: no tables at all, every kernel time a roofline estimate (asked for explicitly)."""
+    if roofline_only:
+        if override is not None:
+            raise CalibrationError("--roofline-only: reads no tables; leave out --calibration")
+        return PerfDB.empty(gpu), None
+    choice = choose_directory(override, scenario.calibration_dir, shipped_calibration_dir(gpu.key), gpu)
+    check_directory(choice)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PerfDB warns of another GPU's tables; check_rows refuses them
+        db = PerfDB.load(choice.directory, gpu, sglang_version=scenario.serving.sglang_version)
+    check_rows(choice, db.table_rows(), gpu)
+    return db, choice.directory
 
 
 def vintage_notes(db: PerfDB, sglang_version: str) -> dict[str, str]:
@@ -156,6 +181,17 @@ def _pool_scenario(scenario: Scenario, serving) -> Scenario:
     return scenario.model_copy(update={"serving": serving, "hardware": hardware, "disaggregation": None})
 
 
+@dataclass(frozen=True)
+class RunGuards:
+    """How big a run may get and who hears about its progress (runsize.py)."""
+
+    memory_limit_bytes: float | None = None  # None: the documented default (runsize.memory_limit_bytes)
+    on_progress: Callable[[int, int], None] | None = None  # (finished requests, total)
+
+    def limit(self) -> float:
+        return memory_limit_bytes() if self.memory_limit_bytes is None else self.memory_limit_bytes
+
+
 def _no_phase(_text: str) -> None:
     pass
 
@@ -164,12 +200,16 @@ def predict(
     scenario: Scenario,
     calibration_dir: Path | None = None,
     step_log: StepLog | None = None,
+    roofline_only: bool = False,
+    guards: RunGuards | None = None,
     on_phase: Callable[[str], None] = _no_phase,
     trace_requests: list[int] | None = None,
 ) -> Prediction:
     """step_log: when given, records what every iteration ran (simperf validate); not for disaggregated runs.
-    on_phase: told the stage the prediction is in (a progress display). trace_requests: request ids whose life
-    the simulator reports (`Prediction.trace`, `sim.trace.format_trace`); one server only."""
+    roofline_only: price every kernel from the roofline, reading no tables (open_perfdb).
+    guards: the memory limit (a run estimated beyond it is refused before anything is simulated) and a progress
+    callback. on_phase: told the stage the prediction is in (a progress display). trace_requests: request ids whose
+    life the simulator reports (`Prediction.trace`, `sim.trace.format_trace`); one server only."""
     if trace_requests and (scenario.fleet is not None or scenario.disaggregation is not None):
         raise UnsupportedScenario(
             "--trace-request follows a request through one server, not a fleet or PD pair"
@@ -177,27 +217,34 @@ def predict(
     if scenario.fleet is not None:
         if step_log is not None:
             raise UnsupportedScenario("fleet: step logging covers one server, not a fleet")
+        if roofline_only:
+            raise UnsupportedScenario("fleet: --roofline-only covers one server's prediction, not a fleet's")
         from simperf.fleet.predict import predict_fleet
 
         on_phase("simulating the fleet")
         return predict_fleet(scenario, calibration_dir)
+    guards = guards or RunGuards()
     check_supported(scenario)
+    expected = expected_size(scenario.workload)
+    if expected is not None:
+        check_size(expected, guards.limit())
     if scenario.disaggregation is not None:
         if step_log is not None:
             raise UnsupportedScenario(
                 "disaggregation: step logging covers one server, not a prefill/decode pair"
             )
-        return _predict_disaggregated(scenario, calibration_dir, on_phase)
+        return _predict_disaggregated(scenario, calibration_dir, roofline_only, guards, on_phase)
     on_phase("applying SGLang's defaults")
     serving, arch, gpu = resolve(scenario)
     on_phase("loading kernel tables")
-    db, directory = open_perfdb(scenario, gpu, calibration_dir)
+    db, directory = open_perfdb(scenario, gpu, calibration_dir, roofline_only)
     cost = SGLangStepCost(arch, serving, db, scenario.overheads)
     on_phase("building the workload")
-    requests = build_requests(scenario.workload, context_len=arch.context_len)
+    requests = _requests(scenario, arch, guards, serving.max_total_tokens)
     on_phase(f"simulating {len(requests.input_len):,} requests")
     trace = RequestTrace(frozenset(trace_requests)) if trace_requests else None
     simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log, trace=trace)
+    simulator.on_progress = guards.on_progress
     if scenario.serving.load_balance_method == "total_requests":
         simulator.balance_by_load = True
     started = time.perf_counter()
@@ -219,7 +266,22 @@ def predict(
     return prediction
 
 
+def _requests(scenario: Scenario, arch: ModelArch, guards: RunGuards, kv_pool_tokens: int) -> RequestSet:
+    """The workload's requests, capped to what the server would run, refused when their streamed tokens would
+    not fit the memory limit."""
+    requests = build_requests(scenario.workload, context_len=arch.context_len, kv_pool_tokens=kv_pool_tokens)
+    check_size(RunSize(len(requests), float(requests.output_len.sum())), guards.limit(), "workload")
+    return requests
+
+
+def nothing_completed(stats: SimStats, n: int) -> str:
+    first = f" (first: request {stats.rejected[0][0]}: {stats.rejected[0][1]})" if stats.rejected else ""
+    return f"workload: no request completed; {len(stats.rejected)} of {n} were rejected{first}"
+
+
 def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, extra_notes):
+    if len(requests) and not len(records):
+        raise NothingCompleted(nothing_completed(stats, len(requests)))
     # bench_serving's clock also waits out the sender's last sleep after the final request
     records.duration_s = max(records.duration_s, requests.sender_done_s)
     result = {**bench_arguments(scenario.workload), **summarize(records)}
@@ -234,6 +296,8 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         "Retractions": str(stats.retractions),
         **extra_notes,
     }
+    if directory is None:
+        notes["Calibration tables"] = "none (--roofline-only): every kernel time is a roofline estimate"
     if requests.num_capped:
         notes["Requests capped to the context length"] = str(requests.num_capped)
     if getattr(requests, "num_dropped", 0):
@@ -252,24 +316,57 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     bare = cost.bare_roofline_ops()
     if bare:  # no table of these ops on this GPU at all: say so loudly
         notes["WARNING: ops with no table on this GPU (bare roofline)"] = "; ".join(bare)
-    return Prediction(scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes)
+    idle = idle_gpus(scenario.hardware.count, gpus_in_use(scenario))
+    if idle is not None:
+        notes["Idle GPUs"] = idle
+    held = _closed_loop(scenario.workload, records, requests, stats)
+    if held is not None:
+        notes["Achieved concurrency (while sending)"] = held.describe()
+    return Prediction(
+        scenario, serving, arch, gpu, directory, cost, db, records, stats, result, wall, notes, held
+    )
+
+
+def gpus_in_use(scenario: Scenario) -> int:
+    """GPUs the predicted server (or prefill + decode pair) runs on; the rest of hardware.count is idle."""
+    if scenario.disaggregation is not None:
+        return scenario.disaggregation.prefill.tp + scenario.disaggregation.decode.tp
+    return scenario.serving.tp
+
+
+def _closed_loop(workload, records: RequestRecords, requests, stats: SimStats) -> InFlight | None:
+    """Requests in flight under --max-concurrency, checked: never above the limit, and at the limit while
+    sending when every request is ready from the start (rate inf) and none was rejected."""
+    if workload.max_concurrency is None:
+        return None
+    held = records_in_flight(records, workload.max_concurrency)
+    saturated = (
+        bool(len(requests)) and float(np.max(requests.arrival_s)) == 0.0 and not stats.rejected
+    ) and len(requests) > workload.max_concurrency
+    check_closed_loop(held, saturated)
+    return held
 
 
 def _predict_disaggregated(
-    scenario: Scenario, calibration_dir: Path | None, on_phase: Callable[[str], None]
+    scenario: Scenario,
+    calibration_dir: Path | None,
+    roofline_only: bool,
+    guards: RunGuards,
+    on_phase: Callable[[str], None],
 ) -> Prediction:
     spec = scenario.disaggregation
     pools = []
     on_phase("loading kernel tables")
-    for serving_spec in (spec.prefill, spec.decode):
-        resolved, arch, gpu = resolve(_pool_scenario(scenario, serving_spec))
-        db, directory = open_perfdb(scenario, gpu, calibration_dir)
+    for name, serving_spec in (("prefill", spec.prefill), ("decode", spec.decode)):
+        resolved, arch, gpu = resolve(_pool_scenario(scenario, serving_spec), f"disaggregation.{name}")
+        db, directory = open_perfdb(scenario, gpu, calibration_dir, roofline_only)
         cost = SGLangStepCost(arch, resolved, db, scenario.overheads)
         kv_bytes = arch.kv_bytes_per_token_per_rank(
             resolved.layout, resolved.kv_dtype, resolved.decode_backend
         )
         pools.append(Pool(resolved, cost, kv_bytes))
-    requests = build_requests(scenario.workload, context_len=arch.context_len)
+    pool_tokens = min(pool.serving.max_total_tokens for pool in pools)
+    requests = _requests(scenario, arch, guards, pool_tokens)
     on_phase(f"simulating {len(requests.input_len):,} requests on a prefill and a decode server")
     started = time.perf_counter()
     records, dstats = simulate_disaggregated(
@@ -284,6 +381,7 @@ def _predict_disaggregated(
         max_concurrency=scenario.workload.max_concurrency,
         ignore_eos=scenario.workload.ignore_eos,
         seed=scenario.workload.seed,
+        on_progress=guards.on_progress,
     )
     wall = time.perf_counter() - started
     stats = dstats.decode
@@ -295,7 +393,6 @@ def _predict_disaggregated(
         "Decode server": f"tp={pools[1].serving.layout.tp}, dp_attention={pools[1].serving.layout.dp_attention}, "
         f"{dstats.decode.decode_iterations} decode iterations",
         "Mean KV transfer (ms)": f"{dstats.mean_transfer_ms:.2f}",
-        "Client fixed-point rounds": str(dstats.rounds),
     }
     return _finish(
         scenario,

@@ -24,8 +24,8 @@ RETRACT_DECODE_STEPS = 20
 # srt/server_args.py (0.5.17, ServerArgs, the enable_dp_attention branch): DP attention scales
 # schedule_conservativeness by 0.3, so each rank admits against a smaller output reservation.
 DP_ATTENTION_CONSERVATIVENESS = 0.3
-# From SGLang 0.5.6 on, PrefillAdder reserves the whole remaining output (ratio 1) of ignore_eos requests
-# (docs/serving-model.md §1.4; 0.5.17 srt/managers/schedule_policy.py, _get_running_request_total_token_offset).
+# From SGLang 0.5.6 on, PrefillAdder reserves the whole remaining output (ratio 1) of ignore_eos requests when
+# the radix cache is disabled (0.5.17 srt/managers/schedule_policy.py, _get_running_request_total_token_offset).
 IGNORE_EOS_FULL_RESERVATION_SINCE = (0, 5, 6)
 
 # ---- max_running_requests (docs/serving-model.md §1.12, §3) --------------------------------------------------------

@@ -113,9 +113,10 @@ def test_result_json_keeps_bench_serving_keys_and_nests_extras():
         **summarize(SMALL),
     }
     text = result_json(result, {"measured_share": np.float64(0.831), "num_capped": np.int64(0)})
-    back = json.loads(text)
+    # strict JSON (issue 18): no Infinity token, an unlimited rate is the string a scenario accepts
+    back = json.loads(text, parse_constant=lambda token: pytest.fail(f"non-JSON token {token}"))
     assert back["mean_ttft_ms"] == pytest.approx(result["mean_ttft_ms"])
-    assert back["request_rate"] == math.inf  # bench_serving writes Infinity for --request-rate inf
+    assert back["request_rate"] == "inf"
     assert back["backend"] == "sglang" and back["random_range_ratio"] == 0.0
     assert back["simperf"] == {"measured_share": 0.831, "num_capped": 0}
     with pytest.raises(ValueError):

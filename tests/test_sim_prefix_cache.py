@@ -78,3 +78,30 @@ def test_disable_radix_cache_turns_hits_off():
     serving = make_serving(disable_radix_cache=True)
     _, rec, _ = run([48, 48], [4, 4], [0.0, 1.0], [[1, 2, 10], [1, 2, 20]], serving=serving)
     assert list(rec.cached_tokens) == [0, 0]
+
+
+def test_a_prompt_is_cached_when_its_prefill_is_processed_not_when_it_finishes(tmp_path):
+    """SGLang's cache_unfinished_req (0.5.17) inserts a prompt into the radix tree when its prefill result is
+    processed: a second request with the same prefix, sent while the first still decodes, hits it."""
+    import json
+
+    from simperf.pipeline import predict
+    from simperf.scenario.models import Scenario
+
+    trace = tmp_path / "t.jsonl"
+    rows = [
+        {"arrival_s": 0.0, "input_len": 2048, "output_len": 400, "hash_ids": [1, 2, 3, 4]},
+        {"arrival_s": 0.5, "input_len": 2048, "output_len": 8, "hash_ids": [1, 2, 3, 4]},
+    ]
+    trace.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    scenario = Scenario.model_validate(
+        {
+            "model": {"name": "qwen3-8b"},
+            "hardware": {"gpu": "h100"},
+            "workload": {"dataset": {"kind": "trace", "path": str(trace)}, "num_prompts": 2},
+        }
+    )
+    records = predict(scenario).records
+    # the first request decodes 400 tokens (~3 s): still running when the second arrives at 0.5 s
+    assert records.finish_s[0] > 1.0
+    assert records.cached_tokens[1] == 2047  # the whole prompt but its last token, recomputed

@@ -99,10 +99,13 @@ def test_capping_a_prompt_renames_the_block_it_cuts():
 def test_context_drop_leaves_out_and_counts_requests_that_do_not_fit(tmp_path):
     path = small_trace(tmp_path, [0.0, 1.0, 2.0])
     spec = WorkloadSpec(dataset={"kind": "trace", "path": path}, over_context="drop")
-    got = build_requests(spec, context_len=17)  # 10+5 and 11+5 fit under 16, 12+5 does not
+    # context 18: SGLang's max_req_len 17, prompts below 12, outputs <= 17 - prompt - 1: 10+5 and 11+5 run as
+    # they are, a 12-token prompt is rejected
+    got = build_requests(spec, context_len=18)
     assert got.input_len.tolist() == [10, 11] and got.num_dropped == 1 and got.num_capped == 0
-    capped = build_requests(trace_spec(path), context_len=17)
-    assert capped.num_capped == 1 and capped.output_len.tolist() == [5, 5, 4]
+    capped = build_requests(trace_spec(path), context_len=18)
+    assert capped.num_capped == 1 and capped.input_len.tolist() == [10, 11, 11]
+    assert capped.output_len.tolist() == [5, 5, 5]
 
 
 def test_a_file_without_times_needs_a_rate(tmp_path):

@@ -134,12 +134,19 @@ def test_warmup_is_the_first_request_with_at_most_32_outputs():
     assert build_requests(spec(num_prompts=10, warmup_requests=0)).warmup is None
 
 
-def test_context_cap_follows_sglangs_strict_total_limit_and_counts_changes():
+def test_context_cap_follows_sglangs_limits_and_counts_changes():
     capped = cap_to_context(np.array([100, 4000, 5000, 10, 4000]), np.array([50, 200, 10, 10, 95]), 4096)
-    # SGLang accepts input + max_new_tokens < context_len, i.e. a total of at most 4095
-    np.testing.assert_array_equal(capped.input_len, [100, 4000, 4094, 10, 4000])
-    np.testing.assert_array_equal(capped.output_len, [50, 95, 1, 10, 95])
-    assert capped.num_capped == 2
+    # max_req_len = 4095, max_req_input_len = 4090: prompts < 4090, outputs <= 4095 - prompt - 1
+    np.testing.assert_array_equal(capped.input_len, [100, 4000, 4089, 10, 4000])
+    np.testing.assert_array_equal(capped.output_len, [50, 94, 5, 10, 94])
+    assert capped.num_capped == 3
+
+
+def test_context_cap_also_keeps_below_a_small_kv_pool():
+    capped = cap_to_context(np.array([3000, 100]), np.array([500, 500]), 131072, kv_pool_tokens=2049)
+    # max_req_len = 2048 (pool - 1), max_req_input_len = 2043
+    np.testing.assert_array_equal(capped.input_len, [2042, 100])
+    np.testing.assert_array_equal(capped.output_len, [5, 500])
 
 
 def test_build_requests_caps_to_the_context_length():

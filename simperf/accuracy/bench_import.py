@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from simperf import strictjson
 from simperf.jsonl import json_object_lines
 from simperf.scenario.models import Scenario, WorkloadSpec
 
@@ -161,6 +161,7 @@ def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
             raise BenchImportError(f"{path}: a printed result block holds one run; got run {run}")
         return parse_text_block(text, str(path))
     runs = parse_json_runs(text, str(path))
+    _check_results(runs, path)
     if run is None:
         if len(runs) > 1:
             described = "; ".join(f"run {i}: {_describe(r)}" for i, r in enumerate(runs))
@@ -171,6 +172,34 @@ def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
     if not 0 <= run < len(runs):
         raise BenchImportError(f"{path}: run {run} does not exist (the file has {len(runs)})")
     return normalize_keys(runs[run])
+
+
+# keys every benchmark result (bench_serving, vLLM, simperf -o json) has at least one of
+_RESULT_KEYS = (
+    "completed",
+    "duration",
+    "mean_ttft_ms",
+    "request_throughput",
+    "output_throughput",
+    "input_lens",
+)
+# keys of one request in a trace (simperf, Mooncake, Azure): a trace line is not a benchmark run
+_TRACE_KEYS = ("arrival_s", "timestamp", "input_length", "output_length", "hash_ids", "ContextTokens")
+
+
+def _check_results(runs: list[dict[str, Any]], path: Path) -> None:
+    """Every line must be a benchmark result; a request trace (one request per line) is named as such."""
+    for index, r in enumerate(runs):
+        if any(key in r for key in _RESULT_KEYS):
+            continue
+        if any(key in r for key in _TRACE_KEYS) or {"input_len", "output_len"} <= r.keys():
+            raise BenchImportError(
+                f"{path}: line {index + 1} is one request of a trace, not a benchmark result; replay a trace "
+                "with `workload.dataset: {kind: trace, path: ...}` in the scenario"
+            )
+        raise BenchImportError(
+            f"{path}: line {index + 1} is not a benchmark result (none of {', '.join(_RESULT_KEYS)})"
+        )
 
 
 def _describe(r: dict[str, Any]) -> str:
@@ -353,20 +382,20 @@ def compare_command(
     output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
 ) -> int:
     """Print metric-by-metric deltas between a simperf prediction and a measured bench_serving run."""
-    err = Console(stderr=True)
+    from simperf.cli_errors import fail
+
     if output not in ("text", "json"):
-        err.print(f"[bold red]error:[/] --output: got {output!r}; allowed values: text, json")
-        raise typer.Exit(2)
+        fail(f"--output: got {output!r}; allowed values: text, json")
     try:
         pred = read_bench_result(predicted)
         meas = read_bench_result(measured, run)
     except BenchImportError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(str(e))
     rows = compare_results(pred, meas)
     warnings = setting_differences(pred, meas)
     if output == "json":
-        sys.stdout.write(json.dumps({"metrics": rows, "setting_differences": warnings}, indent=2) + "\n")
+        payload = {"metrics": rows, "setting_differences": warnings}
+        sys.stdout.write(strictjson.dumps(payload, indent=2) + "\n")
         return 0
     from simperf.report.tables import stdout_console
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from simperf.accuracy.stats import Summary, signed_error, summarize_errors
+from simperf.groundtruth.decompose import SERVICE_RUNS
 from simperf.scenario.models import Scenario
 
 # launch_server flags (SGLang 0.5.x spelling) -> scenario `serving` keys
@@ -133,9 +134,11 @@ class CorpusReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (run, reason)
     wall_s: float = 0.0
 
-    def summaries(self, key: Callable[[RunResult], str] | None = None) -> list[Summary]:
+    def summaries(
+        self, key: Callable[[RunResult], str] | None = None, runs: list[RunResult] | None = None
+    ) -> list[Summary]:
         items = []
-        for r in self.runs:
+        for r in self.runs if runs is None else runs:
             for metric in COMPARED:
                 m, p = r.measured.get(metric), r.predicted.get(metric)
                 if m is None or p is None or m == 0:
@@ -339,7 +342,7 @@ def _pct(x: float) -> str:
 def markdown(report: CorpusReport) -> str:
     lines = [
         f"{len(report.runs)} runs predicted, {len(report.skipped)} not "
-        f"(`simperf accuracy groundtruth/`, {report.wall_s:.0f} s on the machine that wrote this).",
+        "(`simperf accuracy groundtruth/ -o markdown --update-doc docs/accuracy.md`).",
         "",
         "| metric | runs | median abs error | p90 abs error | median signed |",
         "|---|---:|---:|---:|---:|",
@@ -355,6 +358,19 @@ def markdown(report: CorpusReport) -> str:
         lines.append(
             f"| KV pool tokens (max_total_num_tokens) | {len(kv)} | {100 * kv_sorted[len(kv) // 2]:.1f}% | "
             f"{100 * kv_sorted[int(0.9 * (len(kv) - 1))]:.1f}% | {_pct(sorted(kv)[len(kv) // 2])} |"
+        )
+    held_out = [r for r in report.runs if not r.run.split("/")[-1].startswith(SERVICE_RUNS)]
+    lines += [
+        "",
+        f"The {len(held_out)} runs no host cost was measured on (all but the concurrency-1 runs):",
+        "",
+        "| metric | runs | median abs error | p90 abs error | median signed |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for s in report.summaries(lambda r: "held-out runs", held_out):
+        lines.append(
+            f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
+            f"{_pct(s.median_signed)} |"
         )
     for title, key in (("model × GPU", lambda r: f"{r.model} on {r.gpu}"), ("load", lambda r: r.load)):
         lines += [

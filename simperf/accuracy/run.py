@@ -8,7 +8,6 @@ not predicted with its reason. Nothing is tuned here: the scenarios carry every 
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from simperf import strictjson
 from simperf.accuracy import kernels
 from simperf.accuracy.diagnose import FAMILIES, StepComposition, decode_composition, prefill_composition
 from simperf.accuracy.stats import TARGETS, Summary, ape, summarize_errors, target_family, target_for
@@ -430,11 +430,22 @@ def markdown(report: AccuracyReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def replace_generated_block(path: Path, body: str, begin: str = DOC_BEGIN, end: str = DOC_END) -> None:
-    """Put `body` between the begin and end markers in the file at `path` (both must be there once)."""
+def check_generated_block(path: Path, begin: str = DOC_BEGIN, end: str = DOC_END) -> str:
+    """The file's text, if it has both markers once and can be rewritten (checked before any prediction)."""
+    from simperf.output_paths import check_output_file
+
+    check_output_file(path, "--update-doc")
+    if not Path(path).is_file():
+        raise ValueError(f"--update-doc {path}: no such file")
     text = Path(path).read_text()
     if text.count(begin) != 1 or text.count(end) != 1:
         raise ValueError(f"{path}: needs exactly one {begin!r} and one {end!r} line")
+    return text
+
+
+def replace_generated_block(path: Path, body: str, begin: str = DOC_BEGIN, end: str = DOC_END) -> None:
+    """Put `body` between the begin and end markers in the file at `path` (both must be there once)."""
+    text = check_generated_block(path, begin, end)
     head, rest = text.split(begin)
     _, tail = rest.split(end)
     Path(path).write_text(f"{head}{begin}\n\n{body}\n{end}{tail}")
@@ -489,7 +500,7 @@ def report_json(report: AccuracyReport) -> str:
         ],
         "wall_s": report.wall_s,
     }
-    return json.dumps(data, indent=2)
+    return strictjson.dumps(data, indent=2)
 
 
 def accuracy_command(
@@ -513,19 +524,21 @@ def accuracy_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> int:
     """Predict published runs and print predicted vs measured, with median and p90 error per metric and source."""
-    err = Console(stderr=True)
+    from simperf.cli_errors import fail
+
     if output not in ("text", "json", "markdown"):
-        err.print(f"[bold red]error:[/] --output: got {output!r}; allowed values: text, json, markdown")
-        raise typer.Exit(2)
+        fail(f"--output: got {output!r}; allowed values: text, json, markdown")
     if (Path(scenarios_dir) / "index.parquet").exists():
         from simperf.accuracy.corpus_cli import corpus_accuracy
 
-        return corpus_accuracy(scenarios_dir, output, update_doc, err, quiet)
+        return corpus_accuracy(scenarios_dir, output, update_doc, Console(stderr=True), quiet)
     if truth is None:
-        err.print(
-            f"[bold red]error:[/] {scenarios_dir}: a scenario directory needs --truth (the published-runs CSV)"
-        )
-        raise typer.Exit(2)
+        fail(f"{scenarios_dir}: a scenario directory needs --truth (the published-runs CSV)")
+    if update_doc is not None:
+        try:
+            check_generated_block(update_doc)  # before minutes of predictions, not after
+        except ValueError as e:
+            fail(str(e))
     from simperf.progress import bar
 
     try:
@@ -540,14 +553,12 @@ def accuracy_command(
             report = run_accuracy(scenarios_dir, truth, on_scenario)
             progress.set_total(len(started), len(started))
     except (IndexError_, TruthError) as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(str(e))
     if update_doc is not None:
         try:
             replace_generated_block(update_doc, markdown(report))
         except ValueError as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
+            fail(str(e))
     if output == "json":
         sys.stdout.write(report_json(report) + "\n")
     elif output == "markdown":

@@ -3,5 +3,12 @@
 import sys
 
 from simperf.calibrate.cli import main
+from simperf.calibrate.preflight import CalibrateError
+from simperf.errors import UserError
 
-sys.exit(main())
+try:
+    status = main()
+except (CalibrateError, UserError) as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    status = 2
+sys.exit(status)

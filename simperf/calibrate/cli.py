@@ -7,6 +7,7 @@ import argparse
 import signal
 from pathlib import Path
 
+from simperf.calibrate.preflight import CalibrateError
 from simperf.calibrate.runner import RunOptions, run
 
 
@@ -65,8 +66,15 @@ def calibrate_command(
     return run(options)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting: one error path for every bad argument."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise CalibrateError(f"{message} (see `simperf calibrate --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m simperf.calibrate", description=calibrate_command.__doc__)
+    p = _Parser(prog="python -m simperf.calibrate", description=calibrate_command.__doc__)
     p.add_argument("--ops", action="append", help="attention,gemm,moe,elementwise,comm or op names")
     p.add_argument("--models", action="append", help="MoE models to include (default: all)")
     p.add_argument("--grid", type=Path, help="YAML grid overrides (see calibration/grids/)")
@@ -95,6 +103,8 @@ def _exit_on_sigterm() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`simperf calibrate ARGS` and `python -m simperf.calibrate ARGS`; bad arguments and a run that cannot start
+    raise CalibrateError, which both entry points print as one `error:` line (exit 2)."""
     args = build_parser().parse_args(argv)
     _exit_on_sigterm()
     return calibrate_command(

@@ -2,8 +2,9 @@
 
 Every finished point (measured, failed or unsupported) is appended to `<out>/_journal.jsonl` as one line,
 flushed and fsynced before the next point starts, so a kill loses at most the point in flight. Compaction
-merges the journal with the existing tables (the journal wins on a repeated key), writes each
-`<op>.parquet` atomically (temp file + rename), then deletes the journal. A crash between those two steps
+merges the journal with the existing tables (the journal wins on a repeated key, except that a failed or
+unsupported row never replaces an `ok` one: a table is never lowered), writes each `<op>.parquet` atomically
+(temp file + rename), then deletes the journal. A crash between those two steps
 only leaves rows that the next compaction deduplicates. Uses pyarrow only (the GPU image has no polars).
 """
 
@@ -29,9 +30,12 @@ class Journal:
         self.out_dir = Path(out_dir)
         self.path = self.out_dir / JOURNAL_NAME
         self._lines = FsyncedJsonLines(self.path)
+        self.ok_rows = 0  # rows appended with status ok: what this run measured
 
     def append(self, row: Mapping[str, Any]) -> None:
         self._lines.append({name: row.get(name) for name in ALL_COLUMNS})
+        if row.get("status") == "ok":
+            self.ok_rows += 1
 
     def close(self) -> None:
         self._lines.close()
@@ -51,11 +55,20 @@ def read_tables(out_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def keep_better(merged: dict[str, dict[str, Any]], row: Mapping[str, Any]) -> None:
+    """Put `row` under its point key unless that would replace an ok measurement by a failure."""
+    key = point_key(row)
+    old = merged.get(key)
+    if old is not None and old.get("status") == "ok" and row.get("status") != "ok":
+        return
+    merged[key] = dict(row)
+
+
 def recorded_rows(out_dir: Path) -> dict[str, dict[str, Any]]:
     """Every recorded row (tables, then journal on top), by point key."""
     merged: dict[str, dict[str, Any]] = {}
     for row in read_tables(out_dir) + read_journal(Path(out_dir) / JOURNAL_NAME):
-        merged[point_key(row)] = row
+        keep_better(merged, row)
     return merged
 
 
@@ -97,7 +110,7 @@ def compact(out_dir: Path, journal: Journal | None = None) -> dict[str, int]:
                 merged[point_key(row)] = row
         for row in new_rows:
             if row["op"] == op:
-                merged[point_key(row)] = row
+                keep_better(merged, row)
         ordered = sorted(merged.values(), key=_sort_key)
         write_table_atomic(rows_to_table(ordered), path)
         counts[op] = len(ordered)

@@ -35,7 +35,9 @@ from simperf.calibrate.backends import WORKER_GROUPS, WorkerGroup, backend_match
 from simperf.calibrate.journal import Journal, compact, recorded_rows
 from simperf.calibrate.measure import STATUS_FAILED, STATUS_UNSUPPORTED, error_columns
 from simperf.calibrate.points import Point, op_key_tuple, point_key
+from simperf.calibrate.preflight import CPU_STAND_IN, check_options, drop_unavailable, require_device
 from simperf.calibrate.provenance import utc_now_iso
+from simperf.output_paths import check_output_dir
 
 # NVLink multicast stays off in every process we start (it can take a shared host's GPUs out of service).
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -255,7 +257,10 @@ def pending_points(points: list[Point], out_dir: Path, options: RunOptions) -> l
 
 
 def run(options: RunOptions) -> int:
+    """Returns the exit status: 0, or 1 when points were to be measured and none was (calibrate.preflight
+    raises CalibrateError, before anything is written, when the run cannot start at all)."""
     console = options.console
+    check_options(options)
     if options.gpu == "cpu":  # CPU-only runs (the fake backend): no GPU to probe, no torch import
         from simperf.calibrate.provenance import detect_device
 
@@ -266,14 +271,23 @@ def run(options: RunOptions) -> int:
             probe = {**probe_device(), "gpu": options.gpu}
     else:
         probe = probe_device()
+    on_device = not options.dry_run and options.gpu != CPU_STAND_IN
+    if on_device:
+        require_device(probe)
     gpu_key = probe.get("gpu") or "unknown"
     out_dir = Path(options.out) if options.out else Path("calibration") / gpu_key
-    out_dir.mkdir(parents=True, exist_ok=True)
-    compacted = compact(out_dir)  # a previous run may have been killed before compacting
-    if compacted:
-        console.log(f"compacted leftover journal: {compacted}")
+    if not options.dry_run:  # a dry run writes nothing, not even the directory
+        check_output_dir(out_dir, "--out")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        compacted = compact(out_dir)  # a previous run may have been killed before compacting
+        if compacted:
+            console.log(f"compacted leftover journal: {compacted}")
 
     points = select_points(options, probe)
+    if on_device:
+        points, notes = drop_unavailable(points, probe)
+        for note in notes:
+            console.log(note)
     pending = pending_points(points, out_dir, options)
     if options.limit is not None:
         pending = pending[: options.limit]
@@ -295,6 +309,7 @@ def run(options: RunOptions) -> int:
     _warm_up(by_group, options, deadline)
     fallback = provenance_from_probe(probe)
     stopped_early = False
+    measured = 0
     try:
         with _progress(console) as progress:
             task = progress.add_task("calibrate", total=len(pending))
@@ -305,10 +320,12 @@ def run(options: RunOptions) -> int:
                     journal = Journal(out_dir)
                     run_collectives(pts, journal, fallback, lambda: progress.advance(task), deadline, console)
                     compact(out_dir, journal)
+                    measured += journal.ok_rows
                     continue
-                stopped_early = _run_group(
+                stopped_early, ok_rows = _run_group(
                     group_name, pts, out_dir, options, fallback, progress, task, deadline
                 )
+                measured += ok_rows
                 if stopped_early:
                     break
     except (KeyboardInterrupt, SystemExit):
@@ -323,6 +340,12 @@ def run(options: RunOptions) -> int:
         )
     else:
         console.log(f"done in {elapsed:.0f} s")
+    if pending and not measured:
+        console.log(
+            f"[bold red]nothing measured:[/] all {len(pending)} points failed or were unsupported; the tables "
+            f"keep every earlier ok row ({out_dir})"
+        )
+        return 1
     return 0
 
 
@@ -344,8 +367,8 @@ def _run_group(
     progress: Progress,
     task: Any,
     deadline: float | None,
-) -> bool:
-    """Measure one group's points; returns True if the time budget stopped it."""
+) -> tuple[bool, int]:
+    """Measure one group's points; returns (stopped by the time budget, rows measured ok)."""
     from simperf.calibrate.backends import group_by_name
 
     group = group_by_name(group_name)
@@ -381,7 +404,7 @@ def _run_group(
             worker.close()
         written = compact(out_dir, journal)
     console.log(f"[{group_name}] {counts} in {time.monotonic() - t0:.0f} s; tables now {written}")
-    return stopped
+    return stopped, journal.ok_rows
 
 
 def _warm_up(by_group: dict[str, list[Point]], options: RunOptions, deadline: float | None) -> None:

@@ -291,7 +291,7 @@ class SGLangStepCost:
         ops = self.extend_ops(extend_lens, prefix_lens, decode_kv_lens, gathered_rows, gathered_logit_rows)
         rows = [self._breakdown_row(op) for op in ops]
         graph = self._extend_graph(int(sum(int(x) for x in extend_lens)) + _size(decode_kv_lens))
-        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows)]
+        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows, extend=True)]
 
     def breakdown_decode(self, bs: int, padded_bs: int, kv_total: int, graph: bool) -> list[BreakdownRow]:
         rows_bs = padded_bs if graph else bs
@@ -562,16 +562,19 @@ class SGLangStepCost:
         if self.serving.speculative is not None:
             # the draft layer runs over the same tokens to produce the first draft (docs/serving-model.md §3, prefill)
             draft = self.draft_arch
-            out += self._rows_cost(
+            draft_rows, draft_kernels = self._rows_cost(
                 plan.method, plan.num_tokens, plan.num_logit_rows, gathered, gathered_logits, draft
-            )[0]
-            out += self._sum_ops([self._eh_proj(plan.num_tokens)])
-            out += self._sum_ops(
-                attention_ops(
-                    draft, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
-                )
             )
-        overhead = step_overhead(self.overheads, self._extend_graph(plan.num_tokens), kernels)
+            draft_attn = attention_ops(
+                draft, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
+            )
+            eh_proj = self._eh_proj(plan.num_tokens)
+            out += draft_rows + self._sum_ops([eh_proj]) + self._sum_ops(draft_attn)
+            # the draft forward is launched from the host too: its kernels count towards the extend's host time
+            kernels += (
+                draft_kernels + eh_proj.count * eh_proj.kernels + sum(o.count * o.kernels for o in draft_attn)
+            )
+        overhead = step_overhead(self.overheads, self._extend_graph(plan.num_tokens), kernels, extend=True)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
 
@@ -638,7 +641,7 @@ class SGLangStepCost:
         rows_cost, row_kernels = self._rows_cost(method, tokens, 1, None, None)
         out = rows_cost + table.cost(tokens, 1)
         kernels = row_kernels + table.kernels + uncosted_kernels_per_step(self.arch)
-        overhead = step_overhead(self.overheads, False, kernels)
+        overhead = step_overhead(self.overheads, False, kernels, extend=True)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
 
@@ -663,7 +666,7 @@ class SGLangStepCost:
         out = out + (shared.by_tokens[1 : t_max + 1] + shared.by_rows[1] + shared.constant)
         out = out + (attention.by_tokens[1 : t_max + 1] + attention.by_rows[1] + attention.constant)
         kernels = local.kernels + shared.kernels + attention.kernels + uncosted_kernels_per_step(self.arch)
-        overhead = step_overhead(self.overheads, False, kernels)
+        overhead = step_overhead(self.overheads, False, kernels, extend=True)
         out[:, _OVERHEAD_COLUMN] += overhead.excess_us(out.sum(axis=1))
         return np.concatenate([np.zeros((1, NUM_SOURCES)), out])
 
@@ -702,8 +705,10 @@ class SGLangStepCost:
             detail=t.detail,
         )
 
-    def _overhead_row(self, graph: bool, kernels: int, rows: list[BreakdownRow]) -> BreakdownRow:
-        o = step_overhead(self.overheads, graph, kernels)
+    def _overhead_row(
+        self, graph: bool, kernels: int, rows: list[BreakdownRow], extend: bool = False
+    ) -> BreakdownRow:
+        o = step_overhead(self.overheads, graph, kernels, extend)
         paid = float(o.excess_us(sum(r.total_us for r in rows)))
         detail = o.detail
         if not graph:

@@ -25,6 +25,7 @@ import numpy as np
 import simpy
 
 from simperf.records import RequestRecords
+from simperf.sim.client import RequestSource
 from simperf.sim.engine import US, Batch, SimStats, Simulator
 from simperf.sim.rank import RequestTable
 
@@ -32,7 +33,7 @@ from simperf.sim.rank import RequestTable
 _OPEN = 1 << 62
 
 
-class FleetClient:
+class FleetClient(RequestSource):
     """The replica's view of the router: requests arrive when routed; nothing earlier than `horizon` is still to come."""
 
     def __init__(self, ingress_s: float) -> None:
@@ -62,10 +63,10 @@ class FleetClient:
         pending = self._ready[0][0] if self._ready else math.inf
         return min(pending, self.horizon + self._ingress_s)
 
-    def release(self, at_s: float) -> None:  # no client-side concurrency limit in a fleet
+    def release(self, at_s: float, request: int = -1) -> None:  # no client-side concurrency limit in a fleet
         return None
 
-    def reject(self, at_s: float) -> None:
+    def reject(self, at_s: float, request: int = -1) -> None:
         return None
 
 

@@ -17,8 +17,9 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
-    raise typer.Exit(code)
+    from simperf.cli_errors import fail
+
+    fail(message, code)  # simperf's one error line: unwrapped, markup in paths printed as is
 
 
 @groundtruth_app.command("run")
@@ -114,6 +115,35 @@ def modeldir_command(
             modeldir.write_prompt_source(prompts, int(config["vocab_size"]))
     except modeldir.ModelDirError as e:
         _fail(str(e))
-    except ModuleNotFoundError as e:
-        _fail(f"{e.name} is needed to write the tokenizer (it comes with SGLang's install)")
     err.print(f"model directory written to {directory}", highlight=False)
+
+
+@groundtruth_app.command("overheads")
+def overheads_command(
+    corpus: Annotated[Path, typer.Argument(help="corpus directory")] = Path("groundtruth"),
+    update_doc: Annotated[
+        Path | None,
+        typer.Option(help="also rewrite the generated block of this markdown file (docs/overheads.md)"),
+    ] = None,
+) -> None:
+    """Where each run's TTFT goes (client, API server, scheduler, prefill, output path), from its timestamps."""
+    from simperf.groundtruth.decompose import corpus_stages, markdown
+
+    if not corpus.is_dir():
+        _fail(f"{corpus}: not a directory")
+    stages = corpus_stages(corpus)
+    if not stages:
+        _fail(f"{corpus}: no run with server timestamps")
+    text = markdown(stages)
+    if update_doc is not None:
+        from simperf.accuracy.run import replace_generated_block
+
+        try:
+            replace_generated_block(update_doc, text, OVERHEADS_BEGIN, OVERHEADS_END)
+        except (OSError, ValueError) as e:
+            _fail(str(e))
+    print(text, end="")
+
+
+OVERHEADS_BEGIN = "<!-- simperf groundtruth overheads: begin (generated; do not edit by hand) -->"
+OVERHEADS_END = "<!-- simperf groundtruth overheads: end -->"

@@ -257,6 +257,7 @@ def collect_run(work: Path, dest: Path, server_log: Path, export_dir: Path) -> d
     joined_server = table.column("server_received_s").null_count
     return {
         "requests": table.num_rows,
+        "errors": sum(1 for e in table.column("error").to_pylist() if e),
         "requests_with_client_times": table.num_rows - table.column("client_send_s").null_count,
         "requests_with_server_times": table.num_rows - joined_server,
         "window_s": window["end_s"] - window["start_s"],

@@ -102,11 +102,20 @@ def write_model_dir(config: dict[str, Any], out_dir: Path) -> Path:
 
 
 def write_word_tokenizer(vocab_size: int, out_dir: Path) -> None:
-    from tokenizers import Tokenizer, models, pre_tokenizers  # on the GPU host, from SGLang's install
-
-    tok = Tokenizer(models.WordLevel(vocab={f"t{i}": i for i in range(vocab_size)}, unk_token="t0"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.save(str(out_dir / "tokenizer.json"))
+    # The `tokenizers` library's own serialisation of a WordLevel model with a WhitespaceSplit pre-tokenizer (as
+    # Tokenizer.to_str() writes it, tokenizers 0.22), written directly so that nothing here needs the library.
+    tokenizer = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "WhitespaceSplit"},
+        "post_processor": None,
+        "decoder": None,
+        "model": {"type": "WordLevel", "vocab": {f"t{i}": i for i in range(vocab_size)}, "unk_token": "t0"},
+    }
+    (out_dir / "tokenizer.json").write_text(json.dumps(tokenizer, separators=(",", ":")), encoding="utf-8")
     # No bos/eos/unk declared: HF would treat those words as special and drop them when decoding, and a streamed
     # chunk with empty text would delay bench_serving's first-token time. Stopping is off anyway (ignore_eos).
     tokenizer_config = {

@@ -27,10 +27,10 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 FlagValue = str | int | float | bool | list[str | int | float] | None
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -73,9 +73,21 @@ def _check_flags(flags: dict[str, FlagValue], reserved: frozenset[str]) -> dict[
     return flags
 
 
+def _check_name(v: str) -> str:
+    if not _NAME.match(v):
+        raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-'")
+    return v
+
+
+# a directory name; launch_server flags; bench_serving flags (each checked against what the runner sets itself)
+Name = Annotated[str, AfterValidator(_check_name)]
+ServerFlags = Annotated[dict[str, FlagValue], AfterValidator(lambda v: _check_flags(v, RUNNER_SERVER_FLAGS))]
+ClientFlags = Annotated[dict[str, FlagValue], AfterValidator(lambda v: _check_flags(v, RUNNER_CLIENT_FLAGS))]
+
+
 class RunSpec(_Strict):
-    name: str = Field(description="directory name of the run (letters, digits, . _ -)")
-    client: dict[str, FlagValue] = Field(default_factory=dict, description="bench_serving flags")
+    name: Name = Field(description="directory name of the run (letters, digits, . _ -)")
+    client: ClientFlags = Field(default_factory=dict, description="bench_serving flags")
     expected_s: float | None = Field(
         default=None,
         gt=0,
@@ -83,21 +95,9 @@ class RunSpec(_Strict):
         "less than this is left before the runner's deadline",
     )
 
-    @field_validator("name")
-    @classmethod
-    def _name_ok(cls, v: str) -> str:
-        if not _NAME.match(v):
-            raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-'")
-        return v
-
-    @field_validator("client")
-    @classmethod
-    def _client_flags(cls, v: dict[str, FlagValue]) -> dict[str, FlagValue]:
-        return _check_flags(v, RUNNER_CLIENT_FLAGS)
-
 
 class ServerSpec(_Strict):
-    name: str = Field(description="directory name of the server (letters, digits, . _ -)")
+    name: Name = Field(description="directory name of the server (letters, digits, . _ -)")
     model: str = Field(
         description="zoo model name, or a directory holding a HF config.json, or a config.json"
     )
@@ -105,24 +105,12 @@ class ServerSpec(_Strict):
         default="dummy",
         description="'dummy' (random weights: --load-format dummy, same kernels and speed) or a checkpoint dir",
     )
-    server: dict[str, FlagValue] = Field(default_factory=dict, description="launch_server flags")
+    server: ServerFlags = Field(default_factory=dict, description="launch_server flags")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment of the server process")
     startup_timeout_s: float = Field(
         default=900.0, gt=0, description="give up on a server not healthy by then"
     )
     runs: list[RunSpec] = Field(min_length=1)
-
-    @field_validator("name")
-    @classmethod
-    def _name_ok(cls, v: str) -> str:
-        if not _NAME.match(v):
-            raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-'")
-        return v
-
-    @field_validator("server")
-    @classmethod
-    def _server_flags(cls, v: dict[str, FlagValue]) -> dict[str, FlagValue]:
-        return _check_flags(v, RUNNER_SERVER_FLAGS)
 
     @model_validator(mode="after")
     def _unique_runs(self) -> ServerSpec:
@@ -135,18 +123,8 @@ class ServerSpec(_Strict):
 
 
 class Defaults(_Strict):
-    server: dict[str, FlagValue] = Field(default_factory=dict)
-    client: dict[str, FlagValue] = Field(default_factory=dict)
-
-    @field_validator("server")
-    @classmethod
-    def _server_flags(cls, v: dict[str, FlagValue]) -> dict[str, FlagValue]:
-        return _check_flags(v, RUNNER_SERVER_FLAGS)
-
-    @field_validator("client")
-    @classmethod
-    def _client_flags(cls, v: dict[str, FlagValue]) -> dict[str, FlagValue]:
-        return _check_flags(v, RUNNER_CLIENT_FLAGS)
+    server: ServerFlags = Field(default_factory=dict)
+    client: ClientFlags = Field(default_factory=dict)
 
 
 class GroundTruthPlan(_Strict):

@@ -353,12 +353,13 @@ class PlanRunner:
                 time.sleep(2.0)
                 self.report_progress(spec, jobs, seen)
                 if not server.pid_alive(running.pid):
-                    self.say(f"{spec.name}: SERVER DIED during the runs")
                     child.kill()
                     child.wait()
-                    (work / "server_died").write_text(server.log_tail(running.log_path), encoding="utf-8")
                     break
             self.report_progress(spec, jobs, seen)
+        if not server.pid_alive(running.pid):  # during the runs, or as the last one finished
+            self.say(f"{spec.name}: SERVER DIED during the runs")
+            (work / "server_died").write_text(server.log_tail(running.log_path), encoding="utf-8")
 
     def report_progress(self, spec: ServerSpec, jobs: list[dict[str, Any]], seen: set[str]) -> None:
         for j in jobs:
@@ -370,14 +371,25 @@ class PlanRunner:
 
     def collect(self, spec: ServerSpec, run: RunSpec, work: Path, dest: Path) -> str:
         run_work, run_dest = work / run.name, dest / run.name
+        died = work / "server_died"
         if (run_work / DONE).exists():
             try:
                 summary = collect.collect_run(run_work, run_dest, work / "server.log", work / "export")
             except (OSError, ValueError, KeyError) as e:
                 self.write_status(run_dest, "failed", reason=f"collect: {e!r}")
                 return "failed"
+            if summary["errors"]:  # kept for inspection, but not ground truth of the configuration asked for
+                tail = died.read_text(encoding="utf-8") if died.exists() else None
+                reason = f"{summary['errors']} of {summary['requests']} requests failed"
+                self.write_status(run_dest, "failed", reason=reason, log_tail=tail, **summary)
+                return "failed"
             self.write_status(run_dest, "ok", **summary)
             return "ok"
+        if died.exists() and run_work.exists():  # it started against a server that was gone or going
+            self.write_status(
+                run_dest, "failed", reason="server died", log_tail=died.read_text(encoding="utf-8")
+            )
+            return "failed"
         if (run_work / FAILED).exists():
             self.write_status(
                 run_dest,

@@ -56,6 +56,14 @@ def http_get(url: str, timeout: float = 5.0) -> bytes | None:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether the process runs. A server this process started and that exited stays a zombie until reaped, which
+    os.kill(pid, 0) still finds: reap it first (a server left by an earlier call is not our child)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass
     try:
         os.kill(pid, 0)
     except OSError:

@@ -29,8 +29,13 @@ def zoo_names() -> list[str]:
 def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
     """The architecture of a zoo model, or of a user's HF config.json (then `name` is only a label)."""
     if config_path is not None:
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
+        try:
+            with open(config_path, encoding="utf-8") as f:
+                config = json.load(f)
+        except json.JSONDecodeError as e:
+            raise UnknownModelError(f"model.config {config_path}: not valid JSON: {e}") from None
+        if not isinstance(config, dict):
+            raise UnknownModelError(f"model.config {config_path}: a config.json holds one JSON object")
         return arch_from_hf_config(name, config, source=str(config_path))
     if name not in zoo_names():
         raise UnknownModelError(

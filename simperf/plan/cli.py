@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,12 +14,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from simperf import strictjson
+
 err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
+    from simperf.cli_errors import fail
+
+    fail(message, code)  # simperf's one error line
 
 
 def plan_command(
@@ -117,6 +119,7 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
 
 def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers, ray_address, quiet) -> None:
     from simperf.models.zoo import load_arch
+    from simperf.output_paths import check_output_dir, check_output_file
     from simperf.plan.candidates import generate_candidates
     from simperf.plan.oneshot import base_scenario, build_points, plan_metadata, rank
     from simperf.plan.report import plan_json, print_oneshot
@@ -136,6 +139,10 @@ def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers,
     out = table or (
         save_dir / "plan.sweep.parquet" if save_dir else Path.cwd() / f"{request.name}.sweep.parquet"
     )
+    if save_dir is not None:  # before any point is simulated
+        check_output_dir(save_dir, "--save-dir")
+    if table is not None or save_dir is None:
+        check_output_file(out, "--table", suffixes=(".parquet",), what="Parquet")
     try:
         run = _run_points(points, plan_metadata(request, points, base_dir, top), out, executor, workers,
                           ray_address, fresh, quiet, request.name)  # fmt: skip
@@ -152,7 +159,7 @@ def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers,
         written = save_plan(save_dir, plan, data, top)
         data["saved"] = [str(p) for p in written]
     if output == "json":
-        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+        sys.stdout.write(strictjson.dumps(data, indent=2, default=str) + "\n")
     else:
         print_oneshot(plan, top, out, data.get("saved", []))
     if plan.winner is None:

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from simperf import strictjson
 from simperf.records import RequestRecords
 
 _META_DURATION = b"simperf.duration_s"
@@ -38,11 +39,12 @@ def _jsonable(value: Any) -> Any:
 def result_json(result: dict, extra: dict) -> str:
     """bench_serving's flat result object (its key names), with simperf's own values under "simperf".
 
-    Like bench_serving's `json.dumps`, non-finite numbers are written as Infinity/NaN (request_rate "inf").
+    Strict JSON, unlike bench_serving's `json.dumps` (which writes Infinity/NaN): an unlimited request_rate is
+    "inf", any other non-finite number null (simperf/strictjson.py).
     """
     if "simperf" in result:
         raise ValueError("result already has a 'simperf' key; pass simperf's values as `extra`")
-    return json.dumps({**result, "simperf": extra}, default=_jsonable, indent=2)
+    return strictjson.dumps({**result, "simperf": extra}, default=_jsonable, indent=2)
 
 
 def request_details(records: RequestRecords) -> dict[str, list]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 
 def backends_command(
@@ -24,15 +23,15 @@ def backends_command(
     from simperf.report.tables import Col, TableData, check_output, print_tables
     from simperf.scenario.backend_matrix import backend_matrix
 
-    err = Console(stderr=True)
     problem = check_output(output)
     unknown = [g for g in gpu or [] if g not in gpu_keys()] + [m for m in model or [] if m not in zoo_names()]
     if problem or unknown:
         message = problem or (
             f"unknown {', '.join(unknown)}; GPUs: {', '.join(gpu_keys())}; models: {', '.join(zoo_names())}"
         )
-        err.print(f"[bold red]error:[/] {message}", highlight=False)
-        raise typer.Exit(2)
+        from simperf.cli_errors import fail
+
+        fail(message)
     rows = backend_matrix(gpu or gpu_keys(), model or zoo_names())
     columns = [
         Col("gpu", "gpu"),

@@ -320,8 +320,11 @@ def _annotate(message: str, origin: dict[str, str]) -> str:
     """Name the flag behind each field path of a validation message."""
     lines = message.splitlines()
     for i, line in enumerate(lines):
-        path = line.strip().split(":", 1)[0]
-        if path in origin and line.startswith("  "):
+        if line.startswith("  "):  # one problem of several: "  field: reason"
+            path = line.strip().split(":", 1)[0]
+        else:  # a single problem is one line: "source: field: reason"
+            path = line.split(": ", 2)[1] if line.count(": ") >= 2 else ""
+        if path in origin:
             lines[i] = f"{line} [from {origin[path]}]"
     return "\n".join(lines)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,34 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return "".join(parts) or "(top level)"
 
 
+# how pydantic names the members of a union in an error's location ("float", "literal['inf']"): not fields
+_UNION_MEMBER = re.compile(r"^(float|int|str|bool|list|dict|none)$|[\[\](),'\"-]")
+
+
+def _is_union_member(item: Any) -> bool:
+    return isinstance(item, str) and bool(_UNION_MEMBER.search(item))
+
+
+def _expected(e: dict[str, Any]) -> str:
+    if e["type"] == "literal_error":
+        return str(e.get("ctx", {}).get("expected", ""))
+    return e["msg"].removeprefix("Input should be ").split(",")[0]
+
+
 def format_validation_error(err: ValidationError, source: str) -> str:
-    lines = [f"{source}: {err.error_count()} problem(s) in the scenario"]
+    """One line for one problem (`source: field: reason`); a header and one line per problem otherwise. A value
+    that matches none of a union's members (request_rate: 'fast') is one problem listing what each accepts."""
+    by_path: dict[str, list[dict[str, Any]]] = {}
     for e in err.errors():
-        path = _field_path(e["loc"])
+        loc = tuple(item for item in e["loc"] if not _is_union_member(item))
+        by_path.setdefault(_field_path(loc), []).append(e)
+    lines = [f"{source}: {len(by_path)} problem(s) in the scenario"]
+    for path, errors in by_path.items():
+        if len(errors) > 1:
+            expected = " or ".join(dict.fromkeys(_expected(e) for e in errors))
+            lines.append(f"  {path}: got {errors[0].get('input')!r}; expected {expected}")
+            continue
+        e = errors[0]
         kind = e["type"]
         if kind == "extra_forbidden":
             msg = "unknown key (check the spelling; `simperf schema` lists every allowed key)"
@@ -50,6 +75,8 @@ def format_validation_error(err: ValidationError, source: str) -> str:
         else:
             msg = f"{e['msg']} (got {e.get('input')!r})"
         lines.append(f"  {path}: {msg}")
+    if len(lines) == 2:
+        return f"{source}: {lines[1].strip()}"
     return "\n".join(lines)
 
 
@@ -73,7 +100,11 @@ def load_scenario_mapping(path: Path | str) -> Any:
     try:
         return yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise ScenarioError(f"{path}: not valid YAML: {err}") from None
+        raise ScenarioError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ScenarioError(
+            f"{path}: cannot read the scenario: {getattr(err, 'strerror', None) or err}"
+        ) from None
 
 
 def load_scenario(path: Path | str) -> Scenario:

@@ -317,12 +317,30 @@ class Overheads(_Strict):
     )
     cuda_graph_replay_us: float = Field(default=30.0, ge=0, description="host cost of one CUDA-graph replay")
     eager_launch_us_per_kernel: float = Field(
-        default=5.0, ge=0, description="launch gap per kernel outside graphs"
+        default=5.0, ge=0, description="launch gap per kernel of a decode step outside graphs"
+    )
+    # The three below were measured on the ground-truth corpus (SGLang 0.5.17, H100/H200 hosts, bench_serving on
+    # the same host; docs/overheads.md, `simperf groundtruth overheads groundtruth/`); a test recomputes them.
+    extend_launch_us_per_kernel: float = Field(
+        default=41.1,
+        ge=0,
+        description="host time per kernel of an extend (prefill) forward: an extend lasts at least kernels x this "
+        "(SGLang 0.5.17's breakable prefill CUDA graph with eager attention between segments; measured: a "
+        "128-token prompt on an idle Qwen3-8B H100 server, 18.4 ms from scheduling to processed result, less the "
+        "scheduler's own per-iteration costs, over its 437 kernels)",
     )
     ingress_us: float = Field(
-        default=2000.0, ge=0, description="tokenize + IPC before the scheduler sees a request"
+        default=4390.0,
+        ge=0,
+        description="client send -> the scheduler's waiting queue on an idle server: client request set-up, HTTP, "
+        "API server, ZMQ, the idle scheduler loop picking it up (measured, median of the concurrency-1 runs)",
     )
-    egress_us: float = Field(default=500.0, ge=0, description="detokenize + IPC + HTTP per streamed chunk")
+    egress_us: float = Field(
+        default=2830.0,
+        ge=0,
+        description="a processed batch's token -> the client parsing its chunk: output processing, detokenizer, "
+        "API server, HTTP stream (measured, median of the concurrency-1 runs' first chunks)",
+    )
 
 
 class DisaggregationSpec(_Strict):

@@ -11,6 +11,7 @@ from simperf.hardware.catalog import GpuSpec, get_gpu
 from simperf.models.arch import ModelArch
 from simperf.models.zoo import load_arch
 from simperf.scenario.backends import check_backends
+from simperf.scenario.layout import check_layout
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
 from simperf.sglang_defaults import (
@@ -90,10 +91,13 @@ def default_mem_fraction_static(
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
-def resolve(scenario: Scenario) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
+def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing, ModelArch, GpuSpec]:
+    """field: where the server arguments sit in the scenario file, for error messages (a PD pool's are under
+    disaggregation.prefill / .decode)."""
     s = scenario.serving
     gpu = get_gpu(scenario.hardware.gpu)
     arch = load_arch(scenario.model.name, scenario.model.config)
+    check_layout(arch, s.tp, s.dp_attention, s.ep, field)
     layout = ParallelLayout(tp=s.tp, dp_attention=s.dp_attention, ep=s.ep)
     notes: list[str] = []
 

@@ -4,6 +4,11 @@ bench_serving sends request i at its arrival time, but under `--max-concurrency`
 semaphore is free; the send time (taken after the semaphore) is what TTFT is measured from. Sends are computed
 lazily and in order, so the scheduler can ask "when does the next request reach me?" without simulating the client
 token by token. A slot frees when its request's last chunk reaches the client.
+
+What the scheduler (sim/engine.py) needs from where its requests come from — this client, or a PD decode server's
+feed of KV transfers (sim/disagg.py) — is `pop_ready`, `next_ready_time` (a lower bound of the next time a request
+can reach it: decode runs are cut there), `idle_wait`, `release` and `reject` (with the request), `all_sent`,
+`dropped` (requests that will never come: another server rejected them) and `send_s`.
 """
 
 from __future__ import annotations
@@ -12,9 +17,37 @@ import heapq
 import math
 
 import numpy as np
+import simpy
+
+# (event to wait on, the time it fires or inf when it waits for another process), or None: nothing will come
+IdleWait = tuple[simpy.Event, float] | None
 
 
-class Client:
+class RequestSource:
+    """The protocol's defaults, for sources that know every request's time once it is theirs: nothing dropped,
+    an idle scheduler sleeps until the next request can reach it, releases and rejections ask nothing back."""
+
+    dropped = 0  # requests that will never come (another server rejected them)
+
+    def next_ready_time(self) -> float:
+        raise NotImplementedError
+
+    @property
+    def all_sent(self) -> bool:
+        return math.isinf(self.next_ready_time())
+
+    def idle_wait(self, env: simpy.Environment) -> IdleWait:
+        nxt = self.next_ready_time()
+        return None if math.isinf(nxt) else (env.timeout(nxt - env.now), nxt)
+
+    def release(self, at_s: float, request: int = -1) -> None:
+        return None
+
+    def reject(self, at_s: float, request: int = -1) -> None:
+        self.release(at_s, request)
+
+
+class Client(RequestSource):
     def __init__(self, arrival_s: np.ndarray, max_concurrency: int | None, ingress_s: float) -> None:
         self._arrival = [float(a) for a in arrival_s]
         self._n = len(self._arrival)
@@ -25,6 +58,10 @@ class Client:
         self._ready: list[tuple[float, int]] = []  # (time the scheduler can see it, request index)
         self._next = 0
         self.send_s = np.full(self._n, math.nan)
+        # shared with another server (PD disaggregation): slots free when that server finishes a request, so a
+        # scheduler idle for want of a slot waits for this event instead of giving up
+        self.shared = False
+        self._wake: simpy.Event | None = None
 
     def _next_send_time(self) -> float:
         if self._next >= self._n:
@@ -60,13 +97,26 @@ class Client:
         pending = self._ready[0][0] if self._ready else math.inf
         return min(pending, self._next_send_time() + self._ingress_s)
 
-    def release(self, at_s: float) -> None:
+    def idle_wait(self, env: simpy.Environment) -> IdleWait:
+        """What an idle scheduler waits for: the next request reaching it, or (shared) a slot being released."""
+        nxt = self.next_ready_time()
+        if not math.isinf(nxt):
+            return env.timeout(nxt - env.now), nxt
+        if not self.shared or self.all_sent:
+            return None
+        if self._wake is None or self._wake.triggered:
+            self._wake = env.event()
+        return self._wake, math.inf
+
+    def release(self, at_s: float, request: int = -1) -> None:
         """The request holding a slot received its last chunk at `at_s`."""
         if self._limited:
             heapq.heappush(self._free_slots, at_s)
+            if self._wake is not None and not self._wake.triggered:
+                self._wake.succeed()
 
-    def reject(self, at_s: float) -> None:
-        self.release(at_s)
+    def reject(self, at_s: float, request: int = -1) -> None:
+        self.release(at_s, request)
 
     @property
     def all_sent(self) -> bool:

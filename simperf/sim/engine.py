@@ -48,19 +48,31 @@ MIN_ITERATION_S = 1e-5
 # one rank's part of an extend iteration: (rank, its plan — None for a rank whose running requests decode as
 # 1-token extends under DP attention —, new tokens, cached prefixes, KV of decode rows riding along)
 ExtendWork = tuple[RankState, ExtendPlan | None, np.ndarray, np.ndarray, np.ndarray | None]
+PROGRESS_STEPS = 200  # progress reports over a run (on_progress)
 
 
 class Batch:
     """An iteration that has been launched; its results are processed (tokens emitted) later."""
 
-    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "timeline")
+    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "prefilled", "timeline")
 
     def __init__(self, key: int) -> None:
         self.key = key
         self.gpu_end_s = math.nan
         self.token_reqs: list[int] = []  # get a token from an extend
         self.finished: list[tuple[int, int]] = []  # (rank, request) finishing with this batch
+        # (rank, request) whose prefill ends here and that decode on
+        self.prefilled: list[tuple[int, int]] = []
         self.timeline: list[tuple[int, int]] = []  # (rank, timeline index) of decode entries
+
+
+def _record_extend(batch: Batch, rank_id: int, token_reqs: list[int], finished: list[int]) -> None:
+    """What an extend's processing owes its requests: a token each, freeing the finished, caching the rest."""
+    batch.token_reqs.extend(token_reqs)
+    batch.finished.extend((rank_id, r) for r in finished)
+    if len(finished) != len(token_reqs):
+        done = set(finished)
+        batch.prefilled.extend((rank_id, r) for r in token_reqs if r not in done)
 
 
 @contextmanager
@@ -127,6 +139,7 @@ class Simulator:
         # PD disaggregation decode server: admitted requests already hold their prompt's KV (shipped from the
         # prefill server), so their "extend" is a PREBUILT batch with no forward pass (docs/serving-model.md §5)
         self.prebuilt = False
+        self.on_progress = None  # called with (finished, total) every 1/PROGRESS_STEPS of the requests
 
     # ------------------------------------------------------------------ public
     def run(
@@ -150,10 +163,34 @@ class Simulator:
         client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
         self._prepare(table, client, n, seed, block_hashes, block_tokens)
         env = simpy.Environment()
-        self.env = env
-        env.process(self._server())
+        self.start(env)
         with _cyclic_gc_paused():
             env.run()
+        return self._collect()
+
+    def setup(
+        self,
+        input_len: np.ndarray,
+        output_len: np.ndarray,
+        client: Client,
+        ignore_eos: bool = True,
+        seed: int = 0,
+        block_hashes: list[np.ndarray | None] | None = None,
+        block_tokens: int | None = None,
+    ) -> None:
+        """State for one run whose requests reach the scheduler through `client` (sim/client.py's protocol:
+        the benchmark client, or, for a PD decode server, the feed of KV transfers); then `start(env)` and,
+        once the environment has run out, `finish()`."""
+        table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
+        self._prepare(table, client, len(input_len), seed, block_hashes, block_tokens)
+
+    def start(self, env: simpy.Environment) -> None:
+        """Add this server's scheduler loop to `env` (two servers can share one environment)."""
+        self.env = env
+        env.process(self._server())
+
+    def finish(self) -> tuple[RequestRecords, SimStats]:
+        """Statistics and per-request records once `env` has run out."""
         return self._collect()
 
     def request(self, rid: int) -> Request:
@@ -198,8 +235,11 @@ class Simulator:
         self.finish_s = np.full(n, math.nan)
         self.done = 0
         self.n = n
+        # SGLang's max_req_input_len (0.5.17 managers/tp_worker.py); prompts of at least that many are rejected
         self._max_len_limit = min(self.s.context_len - 1, self.s.max_total_tokens - 1) - 5
         self._use_cache = bool(use_cache)
+        # when this server's process runs next (PD disaggregation: the decode server's look-ahead bound)
+        self.next_wakeup = 0.0
 
     def _accept_sampler(self, seed: int) -> AcceptSampler | None:
         spec = self.s.speculative
@@ -238,16 +278,17 @@ class Simulator:
     def _reject(self, r: int, reason: str) -> None:
         self.stats.rejected.append((r, reason))
         self.done += 1
-        self.client.reject(self.env.now)
+        self.client.reject(self.env.now, r)
         if self.trace is not None:
             self.trace.add(r, self.env.now, "rejected", reason)
 
     def _ingest(self, now: float) -> None:
         for r in self.client.pop_ready(now):
-            if self.table.input_len[r] > self._max_len_limit:
+            if self.table.input_len[r] >= self._max_len_limit:  # managers/utils.py::validate_input_length
                 self._reject(
                     r,
-                    f"prompt of {self.table.input_len[r]} tokens exceeds max_req_input_len {self._max_len_limit}",
+                    f"prompt of {self.table.input_len[r]} tokens is not below max_req_input_len "
+                    f"{self._max_len_limit}",
                 )
                 continue
             if self.s.layout.dp_attention == 1:
@@ -272,8 +313,14 @@ class Simulator:
     def _server(self):
         env = self.env
         client = self.client
-        while self.done < self.n:
+        progress = self.on_progress
+        reported = 0
+        every = max(1, self.n // PROGRESS_STEPS)
+        while self.done + client.dropped < self.n:
             now = env.now
+            if progress is not None and self.done - reported >= every:
+                reported = self.done
+                progress(self.done, self.n)
             if client.next_ready_time() <= now:
                 self._ingest(now)
             plans, extend, decoding = self._schedule()
@@ -287,14 +334,20 @@ class Simulator:
             else:
                 for rank in self.ranks:
                     rank.on_idle()
-                nxt = client.next_ready_time()
-                if math.isinf(nxt):
-                    if self.done < self.n:
-                        self._reject_stuck()
+                wait = client.idle_wait(env)
+                if (
+                    wait is None
+                ):  # nothing will reach the scheduler unless a stuck request lets go of its slot
+                    if self._reject_stuck() and not client.all_sent:
+                        continue
                     break
-                yield env.timeout(nxt - now)
+                event, self.next_wakeup = wait
+                yield event
                 continue
-            yield env.timeout(max(cpu_next - now, 0.0))
+            self.next_wakeup = max(cpu_next, now)
+            yield env.timeout(self.next_wakeup - now)
+        if progress is not None:
+            progress(self.done, self.n)
 
     def _schedule(self) -> tuple[list[ExtendPlan | None], bool, bool]:
         """Every rank's extend plan for this iteration, whether any rank extends, whether any rank decodes."""
@@ -306,12 +359,16 @@ class Simulator:
         plans = [rank.form_extend(self._reject) for rank in self.ranks]
         return plans, any(p is not None for p in plans), any(rank.running for rank in self.ranks)
 
-    def _reject_stuck(self) -> None:
+    def _reject_stuck(self) -> int:
+        """Reject waiting requests that can never be admitted; returns how many."""
+        count = 0
         for rank in self.ranks:
             while rank.waiting:
                 self._reject(
                     rank.waiting.popleft(), "could not be admitted: KV pool exhausted with nothing running"
                 )
+                count += 1
+        return count
 
     # ------------------------------------------------------------------ timing
     def _launch(self, batch: Batch, step_us: float) -> float:
@@ -340,8 +397,10 @@ class Simulator:
         for rank_id, r in batch.finished:
             self.finish_s[r] = emit + self.egress_s
             self.ranks[rank_id].free(r, finished=True)
-            self.client.release(emit + self.egress_s)
+            self.client.release(emit + self.egress_s, r)
             self.done += 1
+        for rank_id, r in batch.prefilled:
+            self.ranks[rank_id].cache_unfinished(r)
         if self.trace is not None:
             self._trace_processed(batch, emit)
         return emit
@@ -462,9 +521,7 @@ class Simulator:
             return rank_cost
         if decode_kv is not None:
             self._decode_one(rank, batch)
-        token_reqs, finished = rank.commit_extend(plan, batch.key)
-        batch.token_reqs.extend(token_reqs)
-        batch.finished.extend((rank.rank_id, r) for r in finished)
+        _record_extend(batch, rank.rank_id, *rank.commit_extend(plan, batch.key))
         if rank is self.ranks[0]:
             self.stats.extend_tokens += sum(plan.extend_lens)
         return rank_cost
@@ -481,9 +538,7 @@ class Simulator:
     ) -> float:
         """_extend_iteration for one fresh prompt on one rank, with its cost already known."""
         batch = self._new_batch()
-        token_reqs, finished = rank.commit_extend(plan, batch.key)
-        batch.token_reqs.extend(token_reqs)
-        batch.finished.extend((rank.rank_id, r) for r in finished)
+        _record_extend(batch, rank.rank_id, *rank.commit_extend(plan, batch.key))
         self.stats.extend_tokens += plan.extend_lens[0]
         self.stats.extend_iterations += 1
         source_us = self._source_us
@@ -603,7 +658,7 @@ class Simulator:
         if k_max <= 8 or next_ready == math.inf:
             return k_max
         per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, MIN_ITERATION_S)
-        return min(k_max, int((next_ready - c) / per_iter * RUN_ESTIMATE_SLACK) + RUN_ESTIMATE_EXTRA)
+        return max(1, min(k_max, int((next_ready - c) / per_iter * RUN_ESTIMATE_SLACK) + RUN_ESTIMATE_EXTRA))
 
     def _iterate(
         self, step_s: list[float], c: float, next_ready: float

@@ -54,8 +54,15 @@ class RankState:
         self.kv_base_sum = 0  # Σ (kv_at_join - join_idx) over running
         self.finish_sum = 0  # Σ finish_idx over running (for the clipped output reservation)
         self._long: set[int] = set()  # running requests whose remaining output may exceed the 4096 clip
+        # SGLang >= 0.5.6 reserves ignore_eos requests' whole remaining output (ρ = 1, add_one_req_ignore_eos) only
+        # when the radix cache is disabled; with the cache on (the default) running requests reserve
+        # x new_token_ratio like any other (0.5.6 and 0.5.17 managers/schedule_policy.py, PrefillAdder.add_one_req
+        # and _get_running_request_total_token_offset). Seen on the ground truth: 207 requests admitted at C = 256
+        # on a 363,119-token pool (groundtruth/h100/qwen3-8b-flashinfer/c256-1k-1k), as x 0.7 gives and x 1 does not.
         self.ratio_applies = not (
-            table.ignore_eos and version_tuple(serving.sglang_version) >= IGNORE_EOS_FULL_RESERVATION_SINCE
+            table.ignore_eos
+            and version_tuple(serving.sglang_version) >= IGNORE_EOS_FULL_RESERVATION_SINCE
+            and serving.disable_radix_cache
         )
         self.timeline_len = 0
         self.timeline_emit = np.zeros(1024)
@@ -162,7 +169,8 @@ class RankState:
         self.max_used = max(self.max_used, in_pool)
 
     def running_output_reservation(self) -> float:
-        """Σ over running of min(max_new - out, 4096)·ρ_r (docs/serving-model.md §1.4; ρ_r = 1 for ignore_eos in 0.5.23)."""
+        """Σ over running of min(max_new - out, 4096)·ρ_r (docs/serving-model.md §1.4; ρ_r = 1 for ignore_eos requests when
+        the radix cache is disabled, SGLang >= 0.5.6; new_token_ratio otherwise)."""
         bs = len(self.running)
         if not bs:
             return 0.0
@@ -329,6 +337,27 @@ class RankState:
             self.cache.release(t.lease[r])
             t.lease[r] = None
         t.prefix_hit[r] = 0
+
+    def cache_unfinished(self, r: int) -> None:
+        """SGLang's cache_unfinished_req when a prefill's result is processed (0.5.17
+        scheduler_components/batch_result_processor.py, mem_cache/radix_cache.py): the request's prefilled tokens
+        enter the prefix cache at once, locked by the request, so later requests sharing the prefix hit it while
+        this one still decodes. Its private KV over that prefix becomes the cache's (or is freed where another
+        request had cached the same tokens first); the pool's occupancy is unchanged by the move."""
+        t = self.t
+        if self.cache is None or t.hashes[r] is None or r not in self._running_pos:
+            return
+        self.cache.capacity_tokens = self.capacity - self.used + t.kv_alloc[r]
+        self.cache.insert(t.hashes[r], t.fill_len[r])
+        lease = self.cache.lock(t.hashes[r], t.fill_len[r])
+        if t.lease[r] is not None:
+            self.cache.release(t.lease[r])
+        t.lease[r] = lease
+        moved = lease.tokens - t.prefix_hit[r]
+        if moved > 0:
+            t.prefix_hit[r] = lease.tokens
+            t.kv_alloc[r] -= moved
+            self.used -= moved
 
     def retract_for_next_decode(self) -> list[int]:
         """retract_decode (docs/serving-model.md §1.7): fewest generated tokens, longest prompt first, until the step fits."""

@@ -7,7 +7,6 @@ app.command("report")(report_command)
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,14 +15,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simperf import strictjson
+from simperf.output_paths import check_output_dir, check_output_file
 from simperf.report.tables import stdout_console
 
 err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
+    from simperf.cli_errors import fail
+
+    fail(message, code)
 
 
 def default_table_path(sweep_file: Path, name: str) -> Path:
@@ -51,6 +53,7 @@ def _run(
     except SweepError as e:
         _fail(str(e))
     out = out or default_table_path(sweep_file, spec.name)
+    check_output_file(out, "--out", suffixes=(".parquet",), inputs=(sweep_file,), what="Parquet")
     counts: dict[str, int] = {}
     try:
         with bar(f"sweep {spec.name}", None, quiet=quiet) as progress:
@@ -174,7 +177,7 @@ def plan_from_table(
         _fail("--rate: give the request rate to serve (or set plan.rate in the sweep file)")
     plan = plan_capacity(table, float(target), parsed)
     if output == "json":
-        sys.stdout.write(json.dumps(plan_json(plan, top_n), indent=2, default=str) + "\n")
+        sys.stdout.write(strictjson.dumps(plan_json(plan, top_n), indent=2, default=str) + "\n")
     else:
         print_plan(plan, top_n, stdout_console())
     if plan.winner is None:
@@ -285,6 +288,10 @@ def report_command(
     from simperf.progress import phases
     from simperf.sweep.reporting import build_report
 
+    # before the sweep file is run or the table read: a report that cannot be written loses no simulation
+    check_output_file(out, "-o", suffixes=(".html", ".htm"), inputs=(results,), what="HTML")
+    if charts is not None:
+        check_output_dir(charts, "--charts")
     table, meta = _load_table(results, executor, workers, quiet)
     target, parsed, top_n = _plan_inputs(meta, rate, sla, top)
     try:

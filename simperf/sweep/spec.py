@@ -117,7 +117,7 @@ def load_sweep_file(path: Path | str) -> tuple[SweepSpec, dict[str, Any], Path]:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise SweepError(f"{path}: not valid YAML: {err}") from None
+        raise SweepError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
     spec = parse_sweep(data, str(path))
     base, base_dir = base_mapping(spec, path.parent)
     return spec, base, base_dir
@@ -132,7 +132,7 @@ def base_mapping(spec: SweepSpec, sweep_dir: Path) -> tuple[dict[str, Any], Path
     try:
         data = yaml.safe_load(base_path.read_text())
     except yaml.YAMLError as err:
-        raise SweepError(f"base: {base_path} is not valid YAML: {err}") from None
+        raise SweepError(f"base: {base_path} is not valid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):
         raise SweepError(f"base: {base_path} must hold a mapping, got {type(data).__name__}")
     return data, base_path.parent.resolve()

@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simperf.output_paths import check_output_dir
+
 
 def validate_command(
     scenario: Annotated[Path, typer.Argument(help="scenario YAML file")],
@@ -51,24 +53,35 @@ def validate_command(
     console = err if output == "json" else stdout_console()
 
     def fail(message: str) -> None:
-        err.print(f"[bold red]error:[/] {message}", highlight=False)
-        raise typer.Exit(2)
+        from simperf.cli_errors import fail as fail_cli
+
+        fail_cli(message)
 
     if output not in ("text", "json"):
         fail(f"--output: got {output!r}; allowed values: text, json")
     if samples < 1 or replicas < 1:
         fail("--samples and --replicas must be at least 1")
+    if num_prompts is not None and num_prompts < 1:
+        fail(f"--num-prompts: got {num_prompts}; must be at least 1")
+    if plan_only and report_only:
+        fail("--plan-only and --report-only: give at most one")
     out_dir = out or Path("validation") / scenario.stem
+    if report_only and not out_dir.is_dir():
+        fail(f"--out {out_dir}: no such directory (nothing to report)")
     if not report_only:
+        check_output_dir(out_dir, "--out")
+        if not plan_only:
+            _require_gpu()  # before the plan: a run without a GPU must not rewrite or set aside anything
         from simperf.progress import phases
 
         with phases(f"validate {scenario.stem}", quiet=quiet) as phase:
             phase("simulating and sampling steps")
-            _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail)
+            _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail, phase)
     if plan_only:
         console.print(f"planned; run it on a GPU with: simperf validate {scenario} --out {out_dir}")
         return
-    rows = sorted(done_samples(out_dir).values(), key=lambda r: r["sample_id"])
+    before = sorted(done_samples(out_dir).values(), key=lambda r: r["sample_id"])
+    rows = before
     if not report_only:
         try:
             rows = _run(out_dir, replicas, allow_gpu_mismatch, retry_failed, quiet)
@@ -78,6 +91,12 @@ def validate_command(
             fail(f"interrupted; finished samples are journaled in {out_dir}: run the same command to resume")
     if not rows:
         fail(f"{out_dir}: nothing measured yet")
+    if rows == before and not report_only:
+        # nothing new was measured: the results written from these rows stay as they are
+        console.print(format_rows(rows), highlight=False)
+        _print_summary(summarize(rows), console)
+        console.print(f"nothing new measured; {out_dir} left unchanged", highlight=False)
+        return
     written = write_report(out_dir, rows, f"{scenario.stem}: predicted vs measured step time")
     if output == "json":
         import json
@@ -95,14 +114,32 @@ def validate_command(
     console.print("written: " + ", ".join(str(p) for p in written), highlight=False)
 
 
-def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail) -> None:
+def _require_gpu() -> None:
+    """torch and a CUDA GPU, probed in a subprocess (this process stays torch-free)."""
+    from simperf.calibrate.preflight import CalibrateError, require_device
+    from simperf.calibrate.runner import probe_device
+    from simperf.cli_errors import fail
+
+    try:
+        require_device(probe_device(), "validate runs kernels")
+    except CalibrateError as exc:
+        fail(f"{exc}; --plan-only writes the sampled steps without a GPU")
+
+
+def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail, phase=None) -> None:
     from simperf.pipeline import UnsupportedScenario
     from simperf.scenario.load import ScenarioError
     from simperf.validate.build import UnsupportedStep
     from simperf.validate.plan import plan_validation
 
+    def finished(done: int, total: int) -> None:
+        if phase is not None:
+            phase(f"simulating: {done:,} of {total:,} requests finished")
+
     try:
-        header, programs, reused = plan_validation(scenario, out_dir, samples, seed, num_prompts, calibration)
+        header, programs, reused = plan_validation(
+            scenario, out_dir, samples, seed, num_prompts, calibration, finished
+        )
     except (ScenarioError, UnsupportedScenario, UnsupportedStep) as exc:
         fail(str(exc))
     except (ValueError, FileNotFoundError) as exc:

@@ -89,11 +89,13 @@ def plan_validation(
     seed: int = 0,
     num_prompts: int | None = None,
     calibration_dir: Path | None = None,
+    on_progress=None,
 ) -> tuple[dict[str, Any], list[StepProgram], bool]:
-    """(header, programs, reused). Reuses an existing plan made with the same scenario file and settings."""
+    """(header, programs, reused). Reuses an existing plan made with the same scenario file and settings.
+    on_progress: (finished requests, total) while the scenario is simulated."""
     from simperf.hardware.catalog import get_gpu
     from simperf.perfdb.db import shipped_calibration_dir
-    from simperf.pipeline import predict
+    from simperf.pipeline import RunGuards, predict
     from simperf.scenario.load import load_scenario
     from simperf.sim.steplog import StepLog
     from simperf.validate.build import UnsupportedStep, build_program
@@ -118,7 +120,9 @@ def plan_validation(
             "draft-extend) are not rebuilt yet — validate the scenario without speculative decoding"
         )
     log = StepLog()
-    prediction = predict(scenario, calibration_dir=calibration_dir, step_log=log)
+    prediction = predict(
+        scenario, calibration_dir=calibration_dir, step_log=log, guards=RunGuards(on_progress=on_progress)
+    )
     sampled = sample_steps(log.steps, samples, seed)
     programs = [build_program(prediction.cost, s) for s in sampled]
     header.update(

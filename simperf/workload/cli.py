@@ -11,7 +11,6 @@ Errors in the input (malformed rows, unknown columns) exit with status 2 and the
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -22,17 +21,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simperf import strictjson
+from simperf.output_paths import check_output_file
 from simperf.workload.arrivals import poisson_arrivals
 from simperf.workload.summary import TraceSummary, summarize_trace
 from simperf.workload.trace import Trace, TraceError, read_trace
 from simperf.workload.trace_write import write_trace
 
 _err = Console(stderr=True)
+TRACE_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".csv")  # what trace_write.write_trace writes
 
 
 def _fail(message: str) -> None:
-    _err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(2)
+    from simperf.cli_errors import fail
+
+    fail(message)
 
 
 def inspect_command(
@@ -55,7 +58,7 @@ def inspect_command(
     except TraceError as e:
         _fail(str(e))
     if output == "json":
-        sys.stdout.write(json.dumps(asdict(summary), indent=2) + "\n")
+        sys.stdout.write(strictjson.dumps(asdict(summary), indent=2) + "\n")
     else:
         from simperf.report.tables import stdout_console
 
@@ -78,6 +81,7 @@ def convert_command(
     limit: Annotated[int | None, typer.Option(min=1, help="convert only the first N requests")] = None,
 ) -> None:
     """Write a trace in simperf's schema (arrival_s, input_len, output_len, hash_ids, accept_len)."""
+    check_output_file(dst, "DST", suffixes=TRACE_SUFFIXES, inputs=(src,), what="trace")
     try:
         trace = read_trace(src, limit=limit, run=run)
         if not trace.has_times:
@@ -104,6 +108,7 @@ def export_command(
     from simperf.scenario.load import ScenarioError, load_scenario
     from simperf.workload.requests import build_requests
 
+    check_output_file(dst, "DST", suffixes=TRACE_SUFFIXES, inputs=(scenario,), what="trace")
     try:
         sc = load_scenario(scenario)
         context_len = load_arch(sc.model.name, sc.model.config).context_len

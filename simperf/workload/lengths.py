@@ -45,20 +45,36 @@ class CappedLengths:
     num_capped: int  # requests whose lengths were changed to fit
 
 
-def cap_to_context(input_len: np.ndarray, output_len: np.ndarray, context_len: int) -> CappedLengths:
-    """Shorten requests so SGLang would accept them: input + output <= context_len - 1, output >= 1.
+def max_request_lengths(context_len: int, kv_pool_tokens: int | None = None) -> tuple[int, int]:
+    """(max_req_len, max_req_input_len) of an SGLang server (0.5.17, managers/tp_worker.py::get_worker_info):
+    min(context_len - 1, KV pool tokens - 1), and 5 less for prompts."""
+    max_req_len = context_len - 1
+    if kv_pool_tokens is not None:
+        max_req_len = min(max_req_len, kv_pool_tokens - 1)
+    return max_req_len, max_req_len - 5
 
-    SGLang's TokenizerManager rejects a request when `input >= context_len` or `input + max_new_tokens >=
-    context_len` (strict: the total must stay below context_len). The output is shortened first (what a user would
-    do with max_tokens); a prompt that alone is too long keeps context_len - 2 tokens and generates one. The real
-    server returns an error for such requests instead (unless --allow-auto-truncate), so the number changed is
-    reported rather than hidden.
+
+def cap_to_context(
+    input_len: np.ndarray, output_len: np.ndarray, context_len: int, kv_pool_tokens: int | None = None
+) -> CappedLengths:
+    """Shorten requests to what SGLang would accept and run, so that a capped request is served, not rejected.
+
+    SGLang 0.5.17 rejects a prompt of `input >= max_req_input_len` (managers/utils.py::validate_input_length) and
+    clips the generation to `max_new_tokens <= max_req_len - input - 1` (managers/scheduler.py), with max_req_len
+    and max_req_input_len from `max_request_lengths` (the context length, and the KV pool when it is given); its
+    TokenizerManager also refuses `input + max_new_tokens > context_len`, which these caps already keep. A prompt
+    that alone is too long keeps max_req_input_len - 1 tokens; then the output is clipped as the scheduler would.
+    The real server returns an error for a too-long prompt instead (unless --allow-auto-truncate), so the number
+    changed is reported rather than hidden.
     """
-    if context_len < 3:
-        raise ValueError(f"context_len must leave room for a prompt and an output token, got {context_len}")
-    max_total = context_len - 1
-    new_input = np.minimum(input_len, max_total - 1)
-    new_output = np.minimum(output_len, max_total - new_input)
+    max_req_len, max_req_input_len = max_request_lengths(context_len, kv_pool_tokens)
+    if max_req_input_len < 2:
+        raise ValueError(
+            f"context length {context_len} / KV pool {kv_pool_tokens} tokens leave no room for a prompt and an "
+            "output token"
+        )
+    new_input = np.minimum(input_len, max_req_input_len - 1)
+    new_output = np.minimum(output_len, max_req_len - new_input - 1)
     changed = (new_input != input_len) | (new_output != output_len)
     return CappedLengths(
         new_input.astype(np.int64), new_output.astype(np.int64), int(np.count_nonzero(changed))

@@ -78,12 +78,18 @@ class RequestSet:
 
 
 def build_requests(
-    workload: WorkloadSpec, context_len: int | None = None, *, num_special_tokens: int = 0
+    workload: WorkloadSpec,
+    context_len: int | None = None,
+    *,
+    num_special_tokens: int = 0,
+    kv_pool_tokens: int | None = None,
 ) -> RequestSet:
     """Requests for one benchmark run.
 
-    context_len: requests that SGLang would not accept (prompt + output >= context_len; see lengths.py) are
-    shortened (`over_context: cap`, counted in num_capped) or left out (`drop`, counted in num_dropped).
+    context_len: requests that SGLang would not accept or would cut short (prompt or prompt + output over the
+    limits of lengths.py::max_request_lengths, which kv_pool_tokens, the server's KV pool per rank, lowers) are
+    shortened to what it would run (`over_context: cap`, counted in num_capped) or left out (`drop`, counted in
+    num_dropped).
     num_special_tokens: for random/fixed datasets, bench_serving subtracts the tokenizer's added special tokens
     (`num_special_tokens_to_add()`, 1 for a BOS tokenizer) from each sampled prompt length; pass that count to
     get bench_serving's prompt_len exactly. The server re-adds them; `prompt_special_tokens` carries the count.
@@ -153,7 +159,7 @@ def build_requests(
 
     num_dropped = 0
     if context_len is not None:
-        capped = cap_to_context(input_len, output_len, context_len)
+        capped = cap_to_context(input_len, output_len, context_len, kv_pool_tokens)
         if workload.over_context == "drop" and capped.num_capped:
             keep = (capped.input_len == input_len) & (capped.output_len == output_len)
             num_dropped = int(np.count_nonzero(~keep))

@@ -30,8 +30,9 @@ def import_command(
     try:
         report = aiconfigurator.import_system(system, out, root=package_root, gpu=gpu)
     except aiconfigurator.AIConfiguratorImportError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+        from simperf.cli_errors import fail
+
+        fail(str(e))
     typer.echo(f"{report.tool} {report.tool_version}, system {report.system} -> {out} (gpu {report.gpu})")
     for table in report.tables:
         ops = ", ".join(f"{op} {n}" for op, n in sorted(table.ops.items()))

@@ -129,13 +129,15 @@ def time_samples(
     started = time.monotonic()
     deadline = started + time_budget_s if time_budget_s else None
     options = RunOptions(console=console)
-    _warm_up({name: [s["point"] for s in group] for name, group in by_group.items()}, options, deadline)
     fallback = provenance_from_probe(probe)
     stopped = False
     try:
         with _progress(console) as progress:
             task = progress.add_task("off-grid", total=len(pending))
             for name, group in by_group.items():
+                # each group's kernels are compiled just before it is timed: compiling every group first spent a
+                # whole 160 s budget on a cold H100 (flashinfer's JIT) and timed nothing (2026-11-24 run)
+                _warm_up({name: [s["point"] for s in group]}, options, deadline)
                 stopped = _run_group(
                     name, group, journal, fallback, options, lambda: progress.advance(task), deadline
                 )

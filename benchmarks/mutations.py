@@ -1,0 +1,203 @@
+"""Mutation check of the simulator's fast paths: each mutation changes one fast path's cost by 1% (or drops the
+eager-launch overhead from it) in a copy of the tree, and the tests that guard the fast paths must fail.
+
+Run:  python benchmarks/mutations.py [--only ID] [--tests tests/test_fast_paths.py ...]
+
+Prints one markdown row per mutation: what was changed, and which tests failed (none: the mutation survived).
+docs/testing.md records the last run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COPIED = ("simperf", "tests", "scenarios", "calibration", "validation", "pyproject.toml")
+GUARDS = (
+    "tests/test_fast_paths.py",
+    "tests/test_sim_real_cost.py",
+    "tests/test_costmodel_step.py",
+    "tests/test_sim_scheduler.py",
+)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    id: str
+    what: str
+    path: str
+    old: str
+    new: str
+
+
+STEP = "simperf/costmodel/step.py"
+ENGINE = "simperf/sim/engine.py"
+PRICING = "simperf/sim/pricing.py"
+SLICE = "simperf/perfdb/axisslice.py"
+MUTATIONS = (
+    Mutation(
+        "fresh-total",
+        "fresh_prefill_totals: step total +1%",
+        STEP,
+        "cached = self._fresh_totals[tokens] = (float(row.sum()), row.tolist())",
+        "cached = self._fresh_totals[tokens] = (float(row.sum()) * 1.01, row.tolist())",
+    ),
+    Mutation(
+        "fresh-split",
+        "fresh_prefill_totals: per-source split +1%",
+        STEP,
+        "cached = self._fresh_totals[tokens] = (float(row.sum()), row.tolist())",
+        "cached = self._fresh_totals[tokens] = (float(row.sum()), [v * 1.01 for v in row.tolist()])",
+    ),
+    Mutation(
+        "fresh-table",
+        "_fresh_prefill_table (every length at once): +1%",
+        STEP,
+        "return np.concatenate([np.zeros((1, NUM_SOURCES)), out])",
+        "return np.concatenate([np.zeros((1, NUM_SOURCES)), out * 1.01])",
+    ),
+    Mutation(
+        "fresh-single",
+        "_single_fresh_prefill (one length): +1%",
+        STEP,
+        "out = rows_cost + table.cost(tokens, 1)",
+        "out = (rows_cost + table.cost(tokens, 1)) * 1.01",
+    ),
+    Mutation(
+        "decode-base",
+        "decode_totals: row-op base +1% (list and array paths)",
+        STEP,
+        "return base, base.tolist(), float(base.sum()), ops, eager, pad, div",
+        "return base, base.tolist(), float(base.sum()) * 1.01, ops, eager, pad, div",
+    ),
+    Mutation(
+        "decode-list",
+        "decode_totals, short segments (Python floats): attention +1%",
+        STEP,
+        "us_list = [u * count for u in us_scalar]",
+        "us_list = [u * count * 1.01 for u in us_scalar]",
+    ),
+    Mutation(
+        "decode-array",
+        "decode_totals, long segments (arrays): attention +1%",
+        STEP,
+        "                us = us * count\n",
+        "                us = us * count * 1.01\n",
+    ),
+    Mutation(
+        "values-list",
+        "AxisSlice.values_list (scalar curve lookup): +1%",
+        SLICE,
+        "out.append(math.exp(ly))",
+        "out.append(math.exp(ly) * 1.01)",
+    ),
+    Mutation(
+        "decode-no-eager",
+        "decode_totals: eager-launch overhead dropped",
+        STEP,
+        "        excess = None\n        if eager is not None:",
+        "        excess = None\n        if False:",
+    ),
+    Mutation(
+        "decode-split",
+        "decode_totals add_by_source: per-source split +1%",
+        STEP,
+        "            for i, o in enumerate(out):\n                acc[i] += o",
+        "            for i, o in enumerate(out):\n                acc[i] += o * 1.01",
+    ),
+    Mutation(
+        "graph-entry",
+        "shared CUDA-graph entry: row-op base +1%",
+        STEP,
+        "            hit = (base, attention, None if graph else overhead)",
+        "            hit = (base * (1.01 if graph else 1.0), attention, None if graph else overhead)",
+    ),
+    Mutation(
+        "graph-entry-bs",
+        "shared CUDA-graph entry built for the first batch size instead of the bucket",
+        STEP,
+        "rows, attention_ops_ = self.decode_parts(rows_bs, padded_bs)",
+        "rows, attention_ops_ = self.decode_parts(bs, padded_bs)",
+    ),
+    Mutation(
+        "sim-fresh-extend",
+        "Simulator._fresh_extend: step time +1%",
+        ENGINE,
+        "self._trace_extend([plan], step_us)\n        cpu_next = self._launch(batch, step_us)",
+        "self._trace_extend([plan], step_us)\n        cpu_next = self._launch(batch, step_us * 1.01)",
+    ),
+    Mutation(
+        "sim-decode-kv",
+        "Simulator fast decode segment: KV totals +1% (short segments)",
+        PRICING,
+        "kv_totals: list[float] | np.ndarray = [kv0 + kv_step * j for j in range(k)]",
+        "kv_totals: list[float] | np.ndarray = [(kv0 + kv_step * j) * 1.01 for j in range(k)]",
+    ),
+)
+
+
+def run_one(mutation: Mutation, tests: list[str]) -> list[str]:
+    """The tests that fail with the mutation applied (in a copy of the tree)."""
+    with tempfile.TemporaryDirectory(prefix=f"mut-{mutation.id}-") as tmp:
+        tree = Path(tmp)
+        for name in COPIED:
+            source = ROOT / name
+            if source.is_dir():
+                shutil.copytree(source, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(source, tree / name)
+        target = tree / mutation.path
+        text = target.read_text()
+        if text.count(mutation.old) != 1:
+            raise SystemExit(f"{mutation.id}: the text to mutate occurs {text.count(mutation.old)} times")
+        target.write_text(text.replace(mutation.old, mutation.new))
+        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-rf",
+                "-p",
+                "no:cacheprovider",
+                "--hypothesis-profile=mutation",
+                *tests,
+            ],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return sorted(set(re.findall(r"^FAILED (\S+?)(?:\[| - |$)", proc.stdout, flags=re.MULTILINE)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default="", help="run the mutations whose id contains this")
+    parser.add_argument("--tests", nargs="*", default=list(GUARDS))
+    args = parser.parse_args()
+    print("| mutation | change | failing tests |")
+    print("|---|---|---|")
+    survived = 0
+    for mutation in MUTATIONS:
+        if args.only not in mutation.id:
+            continue
+        failed = run_one(mutation, args.tests)
+        survived += not failed
+        names = ", ".join(f"`{f.split('/')[-1]}`" for f in failed) or "**none (survived)**"
+        print(f"| `{mutation.id}` | {mutation.what} | {names} |", flush=True)
+    sys.exit(1 if survived else 0)
+
+
+if __name__ == "__main__":
+    main()

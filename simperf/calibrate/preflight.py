@@ -1,0 +1,83 @@
+"""What `simperf calibrate` checks before it writes anything: options in range, a CUDA GPU with torch, and the
+kernel libraries of the backends it would run. Without them every point would be recorded as failed, and a run
+over existing tables would have replaced measurements with failures.
+
+No torch here: the device is known from the probe subprocess (`runner.probe_device`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from simperf.calibrate.points import Point
+from simperf.hardware.catalog import gpu_keys
+
+# The Python package (as the device probe names it) each table backend's kernels come from; torch-only backends
+# (torch, torch_scaled_mm, torch_grouped_mm, triton fused MoE, ...) need nothing beyond torch.
+BACKEND_PACKAGES: dict[str, str] = {
+    "flashinfer": "flashinfer",
+    "flashinfer_fa2": "flashinfer",
+    "flashinfer_fa3": "flashinfer",
+    "trtllm_gen": "flashinfer",
+    "trtllm": "flashinfer",
+    "cutlass": "flashinfer",
+    "flashmla": "flash_mla",
+    "flashmla_sparse": "flash_mla",
+    "flashmla_kv": "flash_mla",
+    "deep_gemm": "deep_gemm",
+}
+CPU_STAND_IN = "cpu"  # --gpu cpu: the test backend, no GPU
+
+
+class CalibrateError(ValueError):
+    """A calibration run that cannot start; the message names the option or what is missing."""
+
+
+def check_options(options: Any) -> None:
+    """Every numeric option in range and --gpu a catalogue key, before the probe or any file."""
+    keys = [*gpu_keys(), CPU_STAND_IN]
+    if options.gpu is not None and options.gpu not in keys:
+        raise CalibrateError(f"--gpu: got {options.gpu!r}; allowed values: {', '.join(keys)}")
+    if options.limit is not None and options.limit < 1:
+        raise CalibrateError(f"--limit: got {options.limit}; measure at least 1 point")
+    for name in ("heldout", "ragged"):
+        if getattr(options, name) < 0:
+            raise CalibrateError(f"--{name}: got {getattr(options, name)}; must be 0 or more")
+    if options.grid_path is not None and not Path(options.grid_path).is_file():
+        raise CalibrateError(f"--grid {options.grid_path}: no such file")
+    if options.time_budget_s is not None and not options.time_budget_s > 0:
+        raise CalibrateError(
+            f"--time-budget-s: got {options.time_budget_s}; must be a positive number of seconds"
+        )
+
+
+def require_device(probe: dict[str, Any], what: str = "calibrate times kernels") -> None:
+    """A CUDA GPU that torch can use; the probe of a machine without one has no gpu_name."""
+    if probe.get("gpu_name"):
+        return
+    if not probe.get("torch"):
+        why = "torch is not installed (pip install -e '.[gpu]')"
+    else:
+        why = f"torch {probe['torch']} sees no CUDA GPU"
+    hint = " (--dry-run lists the points without a GPU)" if what.startswith("calibrate") else ""
+    raise CalibrateError(f"{what} on a CUDA GPU and {why}; nothing was written{hint}")
+
+
+def drop_unavailable(points: Sequence[Point], probe: dict[str, Any]) -> tuple[list[Point], list[str]]:
+    """Points whose backend's library is installed, and a note per library that is not (its points are left
+    out, not recorded as failures)."""
+    kept: list[Point] = []
+    missing: dict[str, set[str]] = {}
+    for point in points:
+        package = BACKEND_PACKAGES.get(point["backend"])
+        if package is not None and not probe.get(package):
+            missing.setdefault(package, set()).add(point["backend"])
+            continue
+        kept.append(point)
+    notes = [
+        f"left out backends {', '.join(sorted(backends))}: {package} is not installed"
+        for package, backends in sorted(missing.items())
+    ]
+    return kept, notes

@@ -1,0 +1,149 @@
+"""Where a measured request's time goes: client, API server, scheduler, GPU — from a run's own timestamps.
+
+Per request, `requests.parquet` holds the client's send time and first-chunk time (bench_serving's TTFT) and the
+server's timestamps (SGLang 0.5.17, `--enable-metrics --export-metrics-to-file`; observability/req_time_stats.py):
+
+    client send ─► API server received ─► dispatched to the scheduler ─► waiting queue ─► first scheduled
+      ─► prefill result processed ─► first chunk sent by the API server ─► first chunk parsed by the client
+
+The stages, each a median over a run's requests:
+- `http_in`: client send → API server received (client request set-up, HTTP, FastAPI);
+- `api_server`: received → dispatched (request handling, tokenization; prompts are token ids here);
+- `to_scheduler`: dispatched → waiting queue (ZMQ, and waiting for the scheduler loop to receive);
+- `queue`: waiting → first scheduled (the scheduler's queue: admission, running batch);
+- `prefill`: first scheduled → prefill result processed (the prefill forward, one overlapped decode launch);
+- `out`: prefill processed → first chunk sent (output processing, detokenizer, API server);
+- `to_client`: first chunk sent → parsed by the client.
+
+`service_times` turns the concurrency-1 runs into the per-request host costs the simulator uses
+(scenario.models.Overheads), so each default names the runs it was measured on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+STAGES = ("http_in", "api_server", "to_scheduler", "queue", "prefill", "out", "to_client")
+# Runs the service times come from: one request at a time, on an idle scheduler, prompts short enough that the
+# prefill forward's host time, not its kernels, sets the prefill (c1-128-128) or long enough that it does not.
+SERVICE_RUNS = "c1-"
+HOST_BOUND_PREFILL_RUN = "c1-128-128"
+
+
+@dataclass(frozen=True)
+class RunStages:
+    run: str  # gpu/server/run
+    requests: int
+    ttft_ms: float
+    stages_ms: dict[str, float]
+
+
+def _stage_arrays(path: Path) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    t = pq.read_table(path).to_pydict()
+
+    def col(name: str) -> np.ndarray:
+        return np.array([np.nan if v is None else v for v in t[name]], dtype=np.float64)
+
+    send, recv, disp = col("client_send_s"), col("server_received_s"), col("server_dispatched_s")
+    wait, first = col("server_waiting_entry_s"), col("server_first_scheduled_s")
+    done, sent = col("server_prefill_finished_s"), col("server_first_chunk_sent_s")
+    ttft_s = col("ttft_ms") / 1e3
+    seen = send + ttft_s
+    # A retracted request re-enters the waiting queue: SGLang's export then holds its last waiting entry, later
+    # than its first scheduling, so the waiting entry (and its two stages) are unknown for it.
+    wait = np.where(wait > first, np.nan, wait)
+    stages = {
+        "http_in": recv - send,
+        "api_server": disp - recv,
+        "to_scheduler": wait - disp,
+        "queue": first - wait,
+        "prefill": done - first,
+        "out": sent - done,
+        "to_client": seen - sent,
+    }
+    return {k: v * 1e3 for k, v in stages.items()}, ttft_s * 1e3
+
+
+def run_stages(run_dir: Path) -> RunStages | None:
+    path = run_dir / "requests.parquet"
+    if not path.exists():
+        return None
+    stages, ttft = _stage_arrays(path)
+    ok = ~np.isnan(stages["http_in"])
+    if not ok.any():
+        return None
+    return RunStages(
+        run="/".join(run_dir.parts[-3:]),
+        requests=int(ok.sum()),
+        ttft_ms=float(np.median(ttft[ok])),
+        stages_ms={k: float(np.nanmedian(v[ok])) for k, v in stages.items()},
+    )
+
+
+def corpus_stages(corpus: Path) -> list[RunStages]:
+    out = []
+    for status in sorted(corpus.glob("*/*/*/run.json")):
+        if json.loads(status.read_text(encoding="utf-8")).get("status") != "ok":
+            continue
+        stages = run_stages(status.parent)
+        if stages is not None:
+            out.append(stages)
+    return out
+
+
+@dataclass(frozen=True)
+class ServiceTimes:
+    ingress_ms: float  # client send -> scheduler waiting queue, idle scheduler (median over the c1 runs)
+    egress_ms: float  # prefill processed -> first chunk at the client (median over the c1 runs)
+    host_bound_prefill_ms: float | None  # the prefill stage of the short-prompt c1 run
+    ingress_runs: tuple[str, ...]
+    prefill_run: str | None
+
+
+def service_times(stages: list[RunStages]) -> ServiceTimes:
+    """Per-request host costs at concurrency 1. The ingress runs exclude servers whose c1 requests met a busy
+    scheduler (the finished request's overlapped extra iteration longer than the HTTP path: a `to_scheduler`
+    above 5 ms), since the simulator models that wait itself."""
+    c1 = [s for s in stages if s.run.split("/")[-1].startswith(SERVICE_RUNS)]
+    idle = [s for s in c1 if s.stages_ms["to_scheduler"] <= 5.0]
+    ingress = [s.stages_ms["http_in"] + s.stages_ms["api_server"] + s.stages_ms["to_scheduler"] for s in idle]
+    egress = [s.stages_ms["out"] + s.stages_ms["to_client"] for s in c1]
+    short = next((s for s in c1 if s.run.endswith("/" + HOST_BOUND_PREFILL_RUN)), None)
+    return ServiceTimes(
+        ingress_ms=float(np.median(ingress)) if ingress else float("nan"),
+        egress_ms=float(np.median(egress)) if egress else float("nan"),
+        host_bound_prefill_ms=short.stages_ms["prefill"] if short else None,
+        ingress_runs=tuple(s.run for s in idle),
+        prefill_run=short.run if short else None,
+    )
+
+
+def markdown(stages: list[RunStages]) -> str:
+    header = "| run | requests | TTFT | " + " | ".join(STAGES) + " |"
+    lines = [
+        "Medians per run, in ms (`simperf groundtruth overheads groundtruth/`).",
+        "",
+        header,
+        "|---|---:|---:|" + "---:|" * len(STAGES),
+    ]
+    for s in stages:
+        cells = " | ".join(f"{s.stages_ms[k]:.2f}" for k in STAGES)
+        lines.append(f"| {s.run} | {s.requests} | {s.ttft_ms:.1f} | {cells} |")
+    st = service_times(stages)
+    lines += [
+        "",
+        f"Per-request service times at concurrency 1: ingress (client send → scheduler waiting queue, idle "
+        f"scheduler) **{st.ingress_ms:.2f} ms** (median of {', '.join(st.ingress_runs)}); egress (prefill result "
+        f"processed → first chunk parsed by the client) **{st.egress_ms:.2f} ms** (median over the c1 runs).",
+    ]
+    if st.host_bound_prefill_ms is not None:
+        lines.append(
+            f"Prefill stage of a 128-token prompt on an idle server ({st.prefill_run}): "
+            f"**{st.host_bound_prefill_ms:.2f} ms**."
+        )
+    return "\n".join(lines) + "\n"

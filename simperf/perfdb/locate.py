@@ -1,0 +1,106 @@
+"""Which calibration directory a prediction reads, and the refusal of one that cannot back it.
+
+A prediction from a missing or empty directory, or from another GPU's tables, would silently be a roofline
+estimate (or another GPU's numbers) labelled as if measured. So a directory is refused unless it exists, holds
+tables, has at least one usable (`status == "ok"`) row, and was measured on the scenario's GPU. Predicting from
+the roofline alone is allowed, but only when asked for (`simperf predict --roofline-only`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from simperf.hardware.catalog import GpuSpec
+from simperf.perfdb.schema import OP_SPECS
+
+ROOFLINE_HINT = "--roofline-only predicts from datasheet rooflines alone"
+
+
+class CalibrationError(ValueError):
+    """A calibration directory that cannot back a prediction; names where the directory came from."""
+
+
+@dataclass(frozen=True)
+class CalibrationChoice:
+    directory: Path | None
+    origin: str  # "--calibration", "calibration_dir", "shipped tables"
+
+
+def choose_directory(
+    override: Path | None, scenario_dir: Path | None, shipped: Path | None, gpu: GpuSpec
+) -> CalibrationChoice:
+    """The directory a prediction reads, by precedence: the command line, the scenario, the shipped tables."""
+    if override is not None:
+        return CalibrationChoice(Path(override), "--calibration")
+    if scenario_dir is not None:
+        return CalibrationChoice(Path(scenario_dir), "calibration_dir")
+    if shipped is None:
+        raise CalibrationError(
+            f"hardware.gpu: no calibration tables ship for {gpu.key}; measure them with `simperf calibrate` and "
+            f"pass --calibration DIR, or {ROOFLINE_HINT}"
+        )
+    return CalibrationChoice(shipped, "shipped tables")
+
+
+def check_directory(choice: CalibrationChoice) -> None:
+    """Before loading: the directory exists and holds tables."""
+    directory, where = choice.directory, f"{choice.origin} {choice.directory}"
+    if directory is None:
+        return
+    if not directory.exists():
+        raise CalibrationError(f"{where}: no such directory ({ROOFLINE_HINT})")
+    if not directory.is_dir():
+        raise CalibrationError(f"{where}: not a directory")
+    if not any(directory.glob("*.parquet")):
+        raise CalibrationError(
+            f"{where}: holds no calibration tables (*.parquet); measure them with `simperf calibrate --out "
+            f"{directory}` ({ROOFLINE_HINT})"
+        )
+
+
+def check_table_files(directory: Path, label: str = "") -> None:
+    """For commands that read a directory as it is (perfdb check/coverage/diff): a directory whose *.parquet
+    files are all calibration tables (they have an `op` column), and at least one of them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = f"{label} {directory}".strip()
+    if not Path(directory).is_dir():
+        raise CalibrationError(f"{where}: not a directory")
+    files = sorted(Path(directory).glob("*.parquet"))
+    if not files:
+        raise CalibrationError(f"{where}: holds no calibration tables (*.parquet)")
+    for path in files:
+        try:
+            names = pq.read_schema(path).names
+        except (OSError, pa.ArrowException) as exc:
+            raise CalibrationError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+        if "op" not in names:
+            raise CalibrationError(f"{path}: not a calibration table (no 'op' column)")
+
+
+def check_rows(choice: CalibrationChoice, rows: pl.DataFrame, gpu: GpuSpec) -> None:
+    """After loading: the files are calibration tables, some rows are usable, all measured on the scenario's GPU
+    (a directory mixing GPUs is refused too: which rows would time which op is then anyone's guess)."""
+    where = f"{choice.origin} {choice.directory}"
+    tables = rows.filter(pl.col("op").is_in(list(OP_SPECS))) if rows.height else rows
+    if tables.height == 0:
+        raise CalibrationError(
+            f"{where}: its *.parquet files are not calibration tables (no rows with a known op); "
+            f"measure them with `simperf calibrate` ({ROOFLINE_HINT})"
+        )
+    usable = tables.filter(pl.col("status") == "ok")
+    if usable.height == 0:
+        raise CalibrationError(
+            f"{where}: {tables.height} rows and none usable (every one failed or unsupported); recalibrate on "
+            f"the GPU ({ROOFLINE_HINT})"
+        )
+    gpus = sorted({g for g in usable["gpu"].unique().to_list() if g is not None})
+    if gpus and gpus != [gpu.key]:
+        raise CalibrationError(
+            f"{where}: tables measured on {', '.join(gpus)}, but hardware.gpu is {gpu.key}; pass that GPU's "
+            f"tables with --calibration ({ROOFLINE_HINT})"
+        )

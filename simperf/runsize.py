@@ -1,0 +1,108 @@
+"""How big a prediction is before it runs: requests, streamed tokens, memory and time, and the limit on memory.
+
+The simulator keeps one record per request and one emit time per streamed token (the metrics need every
+inter-token latency), so memory grows with the tokens a run streams. A run that would not fit is refused up front
+with the numbers, instead of being killed for memory minutes later.
+
+The coefficients are measurements, not guesses, and the answer is an estimate (labelled so): peak resident memory
+of `simperf predict` (`/usr/bin/time -f %M`, Python 3.11, this project's 2-core CI machine kind) on Qwen3-8B/H100
+random workloads was 164 MB at 500 requests x 16 tokens, 283 MB at 100,000 x 16 (≈1.2 kB per request), and
+679 MB at 20,000 x 1,024 tokens against 191 MB at 20,000 x 16 (≈48 B per streamed token); the estimate rounds
+those up (1.5 kB per request, 64 B per token, 200 MB base) so that `--requests` output and summarising fit too.
+Time: docs/performance.md measured 2,400-6,950 simulated requests/s and ~3 M streamed tokens/s.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from simperf.scenario.models import (
+    FixedDataset,
+    MultiTurnDataset,
+    RandomDataset,
+    SharedPrefixDataset,
+    WorkloadSpec,
+)
+
+BASE_BYTES = 200 * 10**6
+BYTES_PER_REQUEST = 1_500
+BYTES_PER_TOKEN = 64
+REQUESTS_PER_S = 3_000.0
+TOKENS_PER_S = 3.0e6
+# The default memory limit: this many bytes, or half the machine's memory if that is less (docs/scenario.md).
+DEFAULT_LIMIT_BYTES = 8 * 2**30
+PROGRESS_AFTER_S = 2.0  # runs expected to take longer show a progress bar
+
+
+class RunTooLarge(ValueError):
+    """A prediction that would need more memory than allowed; the message says how much and how to allow it."""
+
+
+@dataclass(frozen=True)
+class RunSize:
+    requests: int
+    output_tokens: float  # expected streamed tokens (mean x requests where lengths are drawn)
+
+    @property
+    def memory_bytes(self) -> float:
+        return BASE_BYTES + BYTES_PER_REQUEST * self.requests + BYTES_PER_TOKEN * self.output_tokens
+
+    @property
+    def seconds(self) -> float:
+        return self.requests / REQUESTS_PER_S + self.output_tokens / TOKENS_PER_S
+
+
+def _mean_drawn(full_len: int, range_ratio: float) -> float:
+    """Mean of bench_serving's U{max(int(L*r), 1) .. L}."""
+    return (max(int(full_len * range_ratio), 1) + full_len) / 2.0
+
+
+def expected_size(workload: WorkloadSpec) -> RunSize | None:
+    """From the scenario alone (before any request is drawn); None for a trace (known once it is read)."""
+    d = workload.dataset
+    if isinstance(d, RandomDataset):
+        return RunSize(workload.num_prompts, workload.num_prompts * _mean_drawn(d.output_len, d.range_ratio))
+    if isinstance(d, FixedDataset):
+        return RunSize(workload.num_prompts, float(workload.num_prompts) * d.output_len)
+    if isinstance(d, SharedPrefixDataset):
+        n = d.num_groups * d.prompts_per_group
+        return RunSize(n, n * _mean_drawn(d.output_len, d.range_ratio))
+    if isinstance(d, MultiTurnDataset):
+        n = d.num_conversations * d.turns
+        return RunSize(n, n * _mean_drawn(d.output_len, d.range_ratio))
+    return None
+
+
+def machine_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX
+        return None
+
+
+def memory_limit_bytes(limit_gb: float | None = None) -> float:
+    """The limit a run is held to: `limit_gb` when given (0 = none), else the documented default."""
+    if limit_gb is not None:
+        return float("inf") if limit_gb == 0 else limit_gb * 1e9
+    machine = machine_memory_bytes()
+    return min(DEFAULT_LIMIT_BYTES, machine // 2) if machine else DEFAULT_LIMIT_BYTES
+
+
+def check_size(size: RunSize, limit_bytes: float, field: str = "workload.num_prompts") -> None:
+    if size.memory_bytes <= limit_bytes:
+        return
+    raise RunTooLarge(
+        f"{field}: {size.requests:,} requests streaming ~{size.output_tokens:,.0f} tokens need about "
+        f"{size.memory_bytes / 1e9:.1f} GB to simulate (estimate; limit {limit_bytes / 1e9:.1f} GB) and about "
+        f"{describe_seconds(size.seconds)}; simulate fewer requests, or raise the limit with --max-memory-gb "
+        "(docs/scenario.md, 'Size limits')"
+    )
+
+
+def describe_seconds(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,882 @@
+"""Bad and careless input across every command: each case must end with exactly one `error:` line naming the
+field, option or file, a non-zero exit, no traceback (nor an "internal error", which is how a bug is reported),
+and no file changed — neither the case's own inputs nor the shipped tables, scenarios, validation results or docs.
+
+Scenario cases change one field of a small valid scenario; the others pass one bad option, path or file. GPU-side
+commands (calibrate, validate) see a machine without a GPU (the device probe is replaced), as on CI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from sweepfixtures import sweep_dict
+from typer.testing import CliRunner
+
+from simperf.calibrate import runner as calibrate_runner
+from simperf.cli import app
+
+REPO = Path(__file__).resolve().parents[1]
+WATCHED = ("calibration", "scenarios", "validation", "docs", "groundtruth")
+runner = CliRunner()
+
+GOOD = {
+    "name": "good",
+    "model": {"name": "qwen3-8b"},
+    "hardware": {"gpu": "h100", "count": 1},
+    "serving": {"tp": 1},
+    "workload": {
+        "dataset": {"kind": "random", "input_len": 256, "output_len": 16},
+        "num_prompts": 10,
+        "request_rate": 5,
+    },
+}
+DELETE = object()
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    args: tuple[str, ...]  # {ws} is the case's workspace, {repo} the repository
+    expected: str  # a substring of the error line
+    files: dict[str, str] = field(default_factory=dict)  # extra files written into the workspace first
+
+
+def scenario_text(**changes) -> str:
+    """GOOD with changes at dotted paths ("serving.tp": 3); DELETE removes a key."""
+    data = json.loads(json.dumps(GOOD))
+    for dotted, value in changes.items():
+        *parents, last = dotted.split(".")
+        node = data
+        for key in parents:
+            node = node.setdefault(key, {})
+        if value is DELETE:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return yaml.safe_dump(data)
+
+
+def scenario_case(case_id: str, expected: str, **changes) -> Case:
+    return Case(
+        f"scenario-{case_id}", ("predict", "{ws}/bad.yaml"), expected, {"bad.yaml": scenario_text(**changes)}
+    )
+
+
+TRACE_LINE = '{"arrival_s": 0.0, "input_len": 100, "output_len": 10}\n'
+
+SCENARIO_CASES = [
+    scenario_case("gpu", "hardware.gpu: got 'h300'", **{"hardware.gpu": "h300"}),
+    scenario_case("count-0", "hardware.count", **{"hardware.count": 0}),
+    scenario_case("count-negative", "hardware.count", **{"hardware.count": -4}),
+    scenario_case("count-huge", "hardware.count", **{"hardware.count": 100000}),
+    scenario_case("count-text", "hardware.count", **{"hardware.count": "eight"}),
+    scenario_case("tp-0", "serving.tp", **{"serving.tp": 0}),
+    scenario_case("tp-3", "serving.tp: 3 cannot serve qwen3-8b", **{"serving.tp": 3, "hardware.count": 4}),
+    scenario_case("tp-6", "serving.tp: 6 cannot serve qwen3-8b", **{"serving.tp": 6, "hardware.count": 8}),
+    scenario_case(
+        "tp-64", "serving.tp: 64 cannot serve qwen3-8b", **{"serving.tp": 64, "hardware.count": 64}
+    ),
+    scenario_case("tp-above-count", "needs at least that many GPUs", **{"serving.tp": 2}),
+    scenario_case(
+        "dp-not-dividing",
+        "dp_attention (3) must divide tp (4)",
+        **{"serving.tp": 4, "hardware.count": 4, "serving.dp_attention": 3},
+    ),  # fmt: skip
+    scenario_case("dp-0", "serving.dp_attention", **{"serving.dp_attention": 0}),
+    scenario_case(
+        "ep-not-dividing",
+        "ep (3) must divide tp (4)",
+        **{"serving.tp": 4, "hardware.count": 4, "serving.ep": 3},
+    ),  # fmt: skip
+    scenario_case("page-size-0", "serving.page_size", **{"serving.page_size": 0}),
+    scenario_case("kv-dtype", "serving.kv_cache_dtype", **{"serving.kv_cache_dtype": "fp4"}),
+    scenario_case("backend", "serving.attention_backend", **{"serving.attention_backend": "magic"}),
+    scenario_case("chunk-0", "serving.chunked_prefill_size", **{"serving.chunked_prefill_size": 0}),
+    scenario_case("chunk-negative", "serving.chunked_prefill_size", **{"serving.chunked_prefill_size": -5}),
+    scenario_case("running-0", "serving.max_running_requests", **{"serving.max_running_requests": 0}),
+    scenario_case("prefill-tokens-0", "serving.max_prefill_tokens", **{"serving.max_prefill_tokens": 0}),
+    scenario_case("total-tokens-0", "serving.max_total_tokens", **{"serving.max_total_tokens": 0}),
+    scenario_case("total-tokens-tiny", "too small to serve anything", **{"serving.max_total_tokens": 1}),
+    scenario_case(
+        "mem-fraction-above-1", "serving.mem_fraction_static", **{"serving.mem_fraction_static": 1.5}
+    ),
+    scenario_case("mem-fraction-0", "serving.mem_fraction_static", **{"serving.mem_fraction_static": 0}),
+    scenario_case("mem-fraction-tiny", "does not fit", **{"serving.mem_fraction_static": 0.05}),
+    scenario_case("graph-bs-0", "serving.cuda_graph_max_bs", **{"serving.cuda_graph_max_bs": 0}),
+    scenario_case("policy", "serving.schedule_policy", **{"serving.schedule_policy": "lifo"}),
+    scenario_case(
+        "conservativeness", "serving.schedule_conservativeness", **{"serving.schedule_conservativeness": 0}
+    ),  # fmt: skip
+    scenario_case("balance", "serving.load_balance_method", **{"serving.load_balance_method": "random"}),
+    scenario_case("misspelt-key", "serving.pagesize: unknown key", **{"serving.pagesize": 16}),
+    scenario_case(
+        "overlap-text", "serving.disable_overlap_schedule", **{"serving.disable_overlap_schedule": "maybe"}
+    ),  # fmt: skip
+    scenario_case(
+        "spec-no-accept", "serving.speculative.accept_length", **{"serving.speculative": {"algorithm": "mtp"}}
+    ),  # fmt: skip
+    scenario_case(
+        "spec-steps-0", "serving.speculative.num_steps", **{"serving.speculative": {"num_steps": 0}}
+    ),
+    scenario_case(
+        "spec-accept-below-1",
+        "serving.speculative.accept_length.mean",
+        **{"serving.speculative": {"accept_length": {"mean": 0.5}}},
+    ),  # fmt: skip
+    scenario_case(
+        "spec-algorithm", "serving.speculative.algorithm", **{"serving.speculative": {"algorithm": "medusa"}}
+    ),  # fmt: skip
+    scenario_case("prompts-0", "workload.num_prompts", **{"workload.num_prompts": 0}),
+    scenario_case("prompts-negative", "workload.num_prompts", **{"workload.num_prompts": -10}),
+    scenario_case(
+        "prompts-million",
+        "workload.num_prompts: 1,000,000 requests",
+        **{"workload.num_prompts": 1_000_000, "workload.dataset.output_len": 512},
+    ),  # fmt: skip
+    scenario_case("prompts-billion", "1,000,000,000 requests", **{"workload.num_prompts": 10**9}),
+    scenario_case("prompts-float", "workload.num_prompts", **{"workload.num_prompts": 10.5}),
+    scenario_case("rate-0", "workload.request_rate", **{"workload.request_rate": 0}),
+    scenario_case("rate-negative", "workload.request_rate", **{"workload.request_rate": -1}),
+    scenario_case("rate-text", "workload.request_rate", **{"workload.request_rate": "fast"}),
+    scenario_case(
+        "burstiness-poisson", "burstiness applies to arrival_process: gamma", **{"workload.burstiness": 2.0}
+    ),  # fmt: skip
+    scenario_case(
+        "burstiness-0",
+        "workload.burstiness",
+        **{"workload.arrival_process": "gamma", "workload.burstiness": 0},
+    ),  # fmt: skip
+    scenario_case("arrival-process", "workload.arrival_process", **{"workload.arrival_process": "uniform"}),
+    scenario_case("concurrency-0", "workload.max_concurrency", **{"workload.max_concurrency": 0}),
+    scenario_case("warmup-negative", "workload.warmup_requests", **{"workload.warmup_requests": -1}),
+    scenario_case("over-context", "workload.over_context", **{"workload.over_context": "truncate"}),
+    scenario_case("dataset-kind", "workload.dataset", **{"workload.dataset": {"kind": "sharegpt"}}),
+    scenario_case(
+        "dataset-missing", "workload.dataset: required field is missing", **{"workload.dataset": DELETE}
+    ),  # fmt: skip
+    scenario_case("input-len-0", "workload.dataset.input_len", **{"workload.dataset.input_len": 0}),
+    scenario_case("output-len-0", "workload.dataset.output_len", **{"workload.dataset.output_len": 0}),
+    scenario_case("range-ratio-2", "workload.dataset.range_ratio", **{"workload.dataset.range_ratio": 2}),
+    scenario_case(
+        "fixed-without-len",
+        "workload.dataset.input_len: required",
+        **{"workload.dataset": {"kind": "fixed", "output_len": 4}},
+    ),  # fmt: skip
+    scenario_case(
+        "trace-missing-file",
+        "no such trace file",
+        **{"workload.dataset": {"kind": "trace", "path": "nope.jsonl"}},
+    ),  # fmt: skip
+    scenario_case(
+        "trace-window-0",
+        "workload.dataset.window_s",
+        **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "window_s": 0}},
+    ),  # fmt: skip
+    scenario_case(
+        "trace-two-timings",
+        "either target_rate or time_scale",
+        **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "target_rate": 1, "time_scale": 2}},
+    ),  # fmt: skip
+    scenario_case(
+        "trace-max-input-1",
+        "workload.dataset.max_input_len",
+        **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "max_input_len": 1}},
+    ),  # fmt: skip
+    scenario_case(
+        "gsp-count-mismatch",
+        "differs from the shared_prefix dataset",
+        **{
+            "workload.dataset": {"kind": "shared_prefix", "num_groups": 2, "prompts_per_group": 2},
+            "workload.num_prompts": 5,
+        },
+    ),  # fmt: skip
+    scenario_case(
+        "multi-turn-0",
+        "workload.dataset.turns",
+        **{"workload.dataset": {"kind": "multi_turn", "turns": 0, "input_len": 5, "output_len": 5}},
+    ),  # fmt: skip
+    scenario_case("model-missing", "model: required field is missing", model=DELETE),
+    scenario_case("model-unknown", "is not in the zoo", **{"model.name": "gpt-17"}),
+    scenario_case("model-config-missing", "nope.json", **{"model.name": "x", "model.config": "nope.json"}),
+    scenario_case("weight-dtype", "model.weight_dtype", **{"model.weight_dtype": "int4"}),
+    scenario_case(
+        "weights-do-not-fit", "does not fit", **{"model.name": "deepseek-r1", "hardware.gpu": "h100"}
+    ),
+    scenario_case(
+        "overhead-negative",
+        "overheads.scheduler_us_per_iteration",
+        **{"overheads.scheduler_us_per_iteration": -1},
+    ),  # fmt: skip
+    scenario_case("overhead-unknown", "overheads.gc_pause_us: unknown key", **{"overheads.gc_pause_us": 5}),
+    scenario_case(
+        "disagg-too-few-gpus",
+        "disaggregation needs prefill.tp + decode.tp",
+        **{"disaggregation": {"prefill": {"tp": 1}, "decode": {"tp": 1}}},
+    ),  # fmt: skip
+    scenario_case(
+        "disagg-bad-tp",
+        "disaggregation.prefill.tp: 3 cannot serve",
+        **{"hardware.count": 4, "disaggregation": {"prefill": {"tp": 3}, "decode": {"tp": 1}}},
+    ),  # fmt: skip
+    scenario_case(
+        "disagg-link-0",
+        "disaggregation.kv_link_gbytes_per_s",
+        **{
+            "hardware.count": 2,
+            "disaggregation": {"prefill": {"tp": 1}, "decode": {"tp": 1}, "kv_link_gbytes_per_s": 0},
+        },
+    ),  # fmt: skip
+    scenario_case("calibration-dir-nowhere", "calibration_dir", calibration_dir="nowhere"),
+    scenario_case("name-list", "name", name=[1, 2]),
+    scenario_case("unknown-section", "router: unknown key", router={"policy": "random"}),
+    scenario_case("fleet-count-0", "fleet.replicas", fleet={"replicas": [{"count": 0}]}),
+    scenario_case(
+        "fleet-policy",
+        "fleet.router.policy",
+        fleet={"replicas": [{"count": 2}], "router": {"policy": "psychic"}},
+    ),  # fmt: skip
+]
+
+FILE_CASES = [
+    Case("scenario-missing", ("predict", "{ws}/nope.yaml"), "no such scenario file"),
+    Case("scenario-directory", ("predict", "{ws}"), "cannot read the scenario"),
+    Case("scenario-empty", ("predict", "{ws}/e.yaml"), "must be a mapping", {"e.yaml": ""}),
+    Case("scenario-list", ("predict", "{ws}/l.yaml"), "must be a mapping", {"l.yaml": "- 1\n- 2\n"}),
+    Case("scenario-bad-yaml", ("predict", "{ws}/y.yaml"), "not valid YAML", {"y.yaml": "model: [unclosed\n"}),
+    Case("scenario-tabs", ("predict", "{ws}/t.yaml"), "not valid YAML", {"t.yaml": "model:\n\t- x\n"}),
+    Case("scenario-binary", ("predict", "{ws}/b.yaml"), "b.yaml", {"b.yaml": "\x00\x01\x02garbage: ["}),
+    Case(
+        "trace-malformed-line",
+        ("predict", "{ws}/tr.yaml"),
+        "malformed.jsonl",
+        {
+            "tr.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "malformed.jsonl"}}),
+            "malformed.jsonl": TRACE_LINE + "{not json\n",
+        },
+    ),  # fmt: skip
+    Case(
+        "trace-empty-file",
+        ("predict", "{ws}/tr.yaml"),
+        "empty.jsonl",
+        {
+            "tr.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "empty.jsonl"}}),
+            "empty.jsonl": "",
+        },
+    ),  # fmt: skip
+    Case(
+        "trace-negative-length",
+        ("predict", "{ws}/tr.yaml"),
+        "neg.jsonl",
+        {
+            "tr.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "neg.jsonl"}}),
+            "neg.jsonl": '{"arrival_s": 0.0, "input_len": -5, "output_len": 10}\n',
+        },
+    ),  # fmt: skip
+    Case(
+        "trace-fake-parquet",
+        ("predict", "{ws}/tr.yaml"),
+        "fake.parquet",
+        {
+            "tr.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "fake.parquet"}}),
+        },
+    ),  # fmt: skip
+    Case(
+        "model-config-not-json",
+        ("predict", "{ws}/mc.yaml"),
+        "config.json",
+        {
+            "mc.yaml": scenario_text(**{"model.name": "x", "model.config": "config.json"}),
+            "config.json": "{not json",
+        },
+    ),  # fmt: skip
+    Case(
+        "model-config-not-a-model",
+        ("predict", "{ws}/mc.yaml"),
+        "config.json",
+        {
+            "mc.yaml": scenario_text(**{"model.name": "x", "model.config": "config.json"}),
+            "config.json": '{"hello": 1}',
+        },
+    ),  # fmt: skip
+]
+
+PREDICT_OPTION_CASES = [
+    Case("predict-output-format", ("predict", "{ws}/s.yaml", "-o", "xml"), "--output: got 'xml'"),
+    Case("predict-requests-csv", ("predict", "{ws}/s.yaml", "--requests", "{ws}/r.csv"), ".parquet"),
+    Case(
+        "predict-requests-readonly",
+        ("predict", "{ws}/s.yaml", "--requests", "/proc/r.parquet"),
+        "--requests /proc",
+    ),
+    Case(
+        "predict-requests-no-dir",
+        ("predict", "{ws}/s.yaml", "--requests", "{ws}/no/dir/r.parquet"),
+        "does not exist",
+    ),
+    Case(
+        "predict-requests-directory",
+        ("predict", "{ws}/s.yaml", "--requests", "{ws}/empty.parquet"),
+        "is a directory",
+    ),
+    Case(
+        "predict-calibration-missing",
+        ("predict", "{ws}/s.yaml", "--calibration", "/no/such/dir"),
+        "no such directory",
+    ),
+    Case(
+        "predict-calibration-empty",
+        ("predict", "{ws}/s.yaml", "--calibration", "{ws}/empty"),
+        "holds no calibration tables",
+    ),
+    Case(
+        "predict-calibration-file",
+        ("predict", "{ws}/s.yaml", "--calibration", "{ws}/s.yaml"),
+        "not a directory",
+    ),
+    Case(
+        "predict-calibration-not-tables",
+        ("predict", "{ws}/s.yaml", "--calibration", "{ws}/nottables"),
+        "not calibration tables",
+    ),  # fmt: skip
+    Case(
+        "predict-calibration-other-gpu",
+        ("predict", "{ws}/s.yaml", "--calibration", "{repo}/calibration/h200"),
+        "tables measured on h200",
+    ),  # fmt: skip
+    Case(
+        "predict-roofline-and-calibration",
+        ("predict", "{ws}/s.yaml", "--roofline-only", "--calibration", "{repo}/calibration/h100"),
+        "--roofline-only",
+    ),  # fmt: skip
+    Case("predict-like-missing", ("predict", "{ws}/s.yaml", "--like", "{ws}/nope.json"), "no such file"),
+    Case(
+        "predict-like-trace", ("predict", "{ws}/s.yaml", "--like", "{ws}/t.jsonl"), "one request of a trace"
+    ),
+    Case("predict-like-not-json", ("predict", "{ws}/s.yaml", "--like", "{ws}/broken.json"), "broken.json"),
+    Case(
+        "predict-like-text",
+        ("predict", "{ws}/s.yaml", "--like", "{ws}/notes.txt"),
+        "no benchmark result found",
+    ),
+    Case(
+        "predict-like-run-negative",
+        ("predict", "{ws}/s.yaml", "--like", "{ws}/result.json", "--like-run", "-1"),
+        "--like-run",
+    ),  # fmt: skip
+    Case(
+        "predict-like-run-missing",
+        ("predict", "{ws}/s.yaml", "--like", "{ws}/result.json", "--like-run", "5"),
+        "run 5 does not exist",
+    ),  # fmt: skip
+    Case("predict-memory-negative", ("predict", "{ws}/s.yaml", "--max-memory-gb", "-1"), "--max-memory-gb"),
+    Case("predict-memory-text", ("predict", "{ws}/s.yaml", "--max-memory-gb", "lots"), "--max-memory-gb"),
+    Case("predict-memory-too-small", ("predict", "{ws}/s.yaml", "--max-memory-gb", "0.01"), "limit 0.0 GB"),
+    Case("predict-unknown-option", ("predict", "{ws}/s.yaml", "--turbo"), "--turbo: not a flag"),
+    Case("predict-no-scenario", ("predict",), "give a scenario file"),
+    Case("predict-two-scenarios", ("predict", "{ws}/s.yaml", "{ws}/s.yaml"), "unexpected argument"),
+    Case("unknown-command", ("forecast", "{ws}/s.yaml"), "No such command"),
+    Case("schema-out-yaml", ("schema", "--out", "{ws}/schema.yaml"), ".json"),
+    Case("schema-out-readonly", ("schema", "--out", "/proc/schema.json"), "--out /proc"),
+    Case("schema-out-directory", ("schema", "--out", "{ws}/empty.json"), "is a directory"),
+    Case("models-extra-argument", ("models", "qwen"), "unexpected extra argument"),
+]
+
+CALIBRATE_CASES = [
+    Case("calibrate-no-gpu", ("calibrate", "--ops", "gemm", "--out", "{ws}/cal"), "CUDA GPU"),
+    Case("calibrate-no-gpu-named", ("calibrate", "--gpu", "h100", "--out", "{ws}/cal"), "CUDA GPU"),
+    Case("calibrate-gpu-unknown", ("calibrate", "--gpu", "h300", "--out", "{ws}/cal"), "--gpu: got 'h300'"),
+    Case("calibrate-limit-negative", ("calibrate", "--limit", "-1", "--out", "{ws}/cal"), "--limit: got -1"),
+    Case("calibrate-limit-0", ("calibrate", "--limit", "0", "--out", "{ws}/cal"), "--limit: got 0"),
+    Case("calibrate-limit-text", ("calibrate", "--limit", "many", "--out", "{ws}/cal"), "--limit"),
+    Case("calibrate-heldout-negative", ("calibrate", "--heldout", "-3", "--out", "{ws}/cal"), "--heldout"),
+    Case("calibrate-ragged-negative", ("calibrate", "--ragged", "-1", "--out", "{ws}/cal"), "--ragged"),
+    Case("calibrate-budget-0", ("calibrate", "--time-budget-s", "0", "--out", "{ws}/cal"), "--time-budget-s"),
+    Case(
+        "calibrate-budget-negative",
+        ("calibrate", "--time-budget-s", "-60", "--out", "{ws}/cal"),
+        "--time-budget-s",
+    ),  # fmt: skip
+    Case("calibrate-unknown-option", ("calibrate", "--turbo"), "unrecognized arguments"),
+    Case(
+        "calibrate-out-is-a-file",
+        ("calibrate", "--backends", "fake", "--gpu", "cpu", "--out", "{ws}/s.yaml"),
+        "not a directory",
+    ),  # fmt: skip
+    Case(
+        "calibrate-out-readonly",
+        ("calibrate", "--backends", "fake", "--gpu", "cpu", "--out", "/proc/cal"),
+        "--out /proc",
+    ),  # fmt: skip
+    Case(
+        "calibrate-grid-missing",
+        ("calibrate", "--backends", "fake", "--gpu", "cpu", "--grid", "{ws}/nope.yaml", "--out", "{ws}/cal"),
+        "nope.yaml",
+    ),  # fmt: skip
+    Case(
+        "import-unknown-source",
+        ("calibrate", "import", "vidur", "--system", "x", "--out", "{ws}/imp"),
+        "vidur",
+    ),
+    Case("import-missing-system", ("calibrate", "import", "aiconfigurator", "--out", "{ws}/imp"), "--system"),
+    Case(
+        "import-bad-root",
+        (
+            "calibrate",
+            "import",
+            "aiconfigurator",
+            "--system",
+            "b200_sxm",
+            "--out",
+            "{ws}/imp",
+            "--package-root",
+            "{ws}/empty",
+        ),
+        "empty",
+    ),  # fmt: skip
+]
+
+PERFDB_CASES = [
+    Case("check-missing", ("perfdb", "check", "{ws}/nope"), "not a directory"),
+    Case("check-file", ("perfdb", "check", "{ws}/s.yaml"), "not a directory"),
+    Case("check-empty", ("perfdb", "check", "{ws}/empty"), "holds no calibration tables"),
+    Case("check-not-tables", ("perfdb", "check", "{ws}/nottables"), "nottables"),
+    Case("coverage-missing", ("perfdb", "coverage", "{ws}/nope"), "not a directory"),
+    Case("coverage-not-tables", ("perfdb", "coverage", "{ws}/nottables"), "nottables"),
+    Case("diff-a-missing", ("perfdb", "diff", "{ws}/nope", "{repo}/calibration/h100"), "not a directory"),
+    Case("diff-b-missing", ("perfdb", "diff", "{repo}/calibration/h100", "{ws}/nope"), "not a directory"),
+    Case(
+        "diff-bad-pair",
+        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--pair", "fa3"),
+        "B_BACKEND=A_BACKEND",
+    ),  # fmt: skip
+    Case(
+        "diff-unknown-op",
+        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--op", "conv2d"),
+        "conv2d",
+    ),  # fmt: skip
+    Case(
+        "diff-points-csv",
+        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--points", "{ws}/p.csv"),
+        ".parquet",
+    ),  # fmt: skip
+    Case(
+        "diff-points-readonly",
+        (
+            "perfdb",
+            "diff",
+            "{repo}/calibration/h100",
+            "{repo}/calibration/h100",
+            "--points",
+            "/proc/p.parquet",
+        ),
+        "--points /proc",
+    ),  # fmt: skip
+    Case("diff-empty", ("perfdb", "diff", "{ws}/empty", "{ws}/empty"), "holds no calibration tables"),
+    Case("perfdb-unknown", ("perfdb", "compact", "{ws}/empty"), "No such command"),
+]
+
+TRACE_CASES = [
+    Case("inspect-missing", ("trace", "inspect", "{ws}/nope.jsonl"), "nope.jsonl"),
+    Case("inspect-malformed", ("trace", "inspect", "{ws}/malformed.jsonl"), "malformed.jsonl"),
+    Case("inspect-empty", ("trace", "inspect", "{ws}/empty.jsonl"), "empty.jsonl"),
+    Case("inspect-fake-parquet", ("trace", "inspect", "{ws}/fake.parquet"), "fake.parquet"),
+    Case("inspect-unknown-format", ("trace", "inspect", "{ws}/notes.txt"), "notes.txt"),
+    Case("inspect-bins-0", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "0"), "--bins"),
+    Case("inspect-cache-0", ("trace", "inspect", "{ws}/t.jsonl", "--cache-tokens", "0"), "--cache-tokens"),
+    Case("inspect-output", ("trace", "inspect", "{ws}/t.jsonl", "-o", "yaml"), "--output: got 'yaml'"),
+    Case("inspect-run-negative", ("trace", "inspect", "{ws}/t.jsonl", "--run", "-1"), "--run"),
+    Case(
+        "inspect-csv-columns", ("trace", "inspect", "{ws}/cols.csv"), "cols.csv", {"cols.csv": "a,b\n1,2\n"}
+    ),
+    Case("convert-missing", ("trace", "convert", "{ws}/nope.jsonl", "{ws}/o.jsonl"), "nope.jsonl"),
+    Case("convert-same-file", ("trace", "convert", "{ws}/t.jsonl", "{ws}/t.jsonl"), "is also an input"),
+    Case("convert-bad-suffix", ("trace", "convert", "{ws}/t.jsonl", "{ws}/o.txt"), ".jsonl"),
+    Case("convert-readonly", ("trace", "convert", "{ws}/t.jsonl", "/proc/o.jsonl"), "DST /proc"),
+    Case("convert-directory", ("trace", "convert", "{ws}/t.jsonl", "{ws}/dir.jsonl"), "is a directory"),
+    Case("convert-needs-rate", ("trace", "convert", "{ws}/run.jsonl", "{ws}/o.jsonl"), "give --rate"),
+    Case(
+        "convert-rate-with-times",
+        ("trace", "convert", "{ws}/t.jsonl", "{ws}/o.jsonl", "--rate", "2"),
+        "has its own arrival times",
+    ),  # fmt: skip
+    Case("convert-limit-0", ("trace", "convert", "{ws}/t.jsonl", "{ws}/o.jsonl", "--limit", "0"), "--limit"),
+    Case(
+        "convert-csv-with-hashes",
+        ("trace", "convert", "{ws}/h.jsonl", "{ws}/o.csv"),
+        "CSV cannot hold hash_ids",
+        {
+            "h.jsonl": '{"arrival_s": 0.0, "input_len": 100, "output_len": 10, "hash_ids": [1, 2]}\n',
+        },
+    ),  # fmt: skip
+    Case("export-missing", ("trace", "export", "{ws}/nope.yaml", "{ws}/o.jsonl"), "nope.yaml"),
+    Case(
+        "export-bad-scenario",
+        ("trace", "export", "{ws}/bad.yaml", "{ws}/o.jsonl"),
+        "hardware.gpu",
+        {
+            "bad.yaml": scenario_text(**{"hardware.gpu": "tpu"}),
+        },
+    ),  # fmt: skip
+    Case("export-bad-suffix", ("trace", "export", "{ws}/s.yaml", "{ws}/o.xlsx"), ".jsonl"),
+    Case("export-onto-scenario", ("trace", "export", "{ws}/s.yaml", "{ws}/s.yaml"), ".jsonl"),
+    Case("export-readonly", ("trace", "export", "{ws}/s.yaml", "/proc/o.jsonl"), "DST /proc"),
+]
+
+VALIDATE_CASES = [
+    Case("validate-no-gpu", ("validate", "{ws}/s.yaml", "--out", "{ws}/val"), "CUDA GPU"),
+    Case("validate-shipped-no-gpu", ("validate", "{repo}/scenarios/validate/qwen3-8b-h200.yaml"), "CUDA GPU"),
+    Case(
+        "validate-samples-0",
+        ("validate", "{ws}/s.yaml", "--samples", "0", "--plan-only", "--out", "{ws}/val"),
+        "--samples",
+    ),  # fmt: skip
+    Case(
+        "validate-replicas-0",
+        ("validate", "{ws}/s.yaml", "--replicas", "0", "--plan-only", "--out", "{ws}/val"),
+        "--replicas",
+    ),  # fmt: skip
+    Case(
+        "validate-prompts-0",
+        ("validate", "{ws}/s.yaml", "--num-prompts", "0", "--plan-only", "--out", "{ws}/val"),
+        "--num-prompts",
+    ),  # fmt: skip
+    Case(
+        "validate-plan-and-report",
+        ("validate", "{ws}/s.yaml", "--plan-only", "--report-only", "--out", "{ws}/val"),
+        "at most one",
+    ),  # fmt: skip
+    Case(
+        "validate-report-nothing",
+        ("validate", "{ws}/s.yaml", "--report-only", "--out", "{ws}/val"),
+        "no such directory",
+    ),  # fmt: skip
+    Case(
+        "validate-report-empty",
+        ("validate", "{ws}/s.yaml", "--report-only", "--out", "{ws}/empty"),
+        "nothing measured yet",
+    ),  # fmt: skip
+    Case(
+        "validate-bad-scenario",
+        ("validate", "{ws}/bad.yaml", "--plan-only", "--out", "{ws}/val"),
+        "hardware.gpu",
+        {
+            "bad.yaml": scenario_text(**{"hardware.gpu": "tpu"}),
+        },
+    ),  # fmt: skip
+    Case(
+        "validate-speculative",
+        ("validate", "{ws}/sp.yaml", "--plan-only", "--out", "{ws}/val"),
+        "serving.speculative",
+        {
+            "sp.yaml": scenario_text(**{"serving.speculative": {"accept_length": {"mean": 2.0}}}),
+        },
+    ),  # fmt: skip
+    Case(
+        "validate-out-file",
+        ("validate", "{ws}/s.yaml", "--plan-only", "--out", "{ws}/s.yaml"),
+        "not a directory",
+    ),  # fmt: skip
+    Case(
+        "validate-out-readonly",
+        ("validate", "{ws}/s.yaml", "--plan-only", "--out", "/proc/val"),
+        "--out /proc",
+    ),  # fmt: skip
+    Case(
+        "validate-missing-scenario",
+        ("validate", "{ws}/nope.yaml", "--plan-only", "--out", "{ws}/val"),
+        "no such scenario file",
+    ),  # fmt: skip
+]
+
+SWEEP_CASES = [
+    Case("sweep-missing", ("sweep", "{ws}/nope.yaml"), "no such sweep file"),
+    Case("sweep-bad-yaml", ("sweep", "{ws}/y.yaml"), "not valid YAML", {"y.yaml": "axes: [unclosed\n"}),
+    Case("sweep-not-a-mapping", ("sweep", "{ws}/l.yaml"), "must be a mapping", {"l.yaml": "- 1\n"}),
+    Case(
+        "sweep-unknown-key",
+        ("sweep", "{ws}/u.yaml"),
+        "unknown key",
+        {"u.yaml": yaml.safe_dump({**sweep_dict({"serving.page_size": [1]}), "extra": 1})},
+    ),  # fmt: skip
+    Case(
+        "sweep-no-axes",
+        ("sweep", "{ws}/n.yaml"),
+        "axes",
+        {"n.yaml": yaml.safe_dump({"name": "x", "base": GOOD})},
+    ),
+    Case(
+        "sweep-bad-axis-field",
+        ("sweep", "{ws}/a.yaml", "--executor", "serial", "--out", "{ws}/r.parquet"),
+        "serving.tpp",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"serving.tpp": [1, 2]}))},
+    ),  # fmt: skip
+    Case(
+        "sweep-base-missing",
+        ("sweep", "{ws}/b.yaml"),
+        "no such scenario file",
+        {"b.yaml": yaml.safe_dump({"name": "x", "base": "nope.yaml", "axes": {"serving.tp": [1]}})},
+    ),  # fmt: skip
+    Case(
+        "sweep-executor", ("sweep", "{ws}/sweep.yaml", "--executor", "threads"), "--executor: got 'threads'"
+    ),
+    Case("sweep-out-csv", ("sweep", "{ws}/sweep.yaml", "--out", "{ws}/r.csv"), ".parquet"),
+    Case("sweep-out-readonly", ("sweep", "{ws}/sweep.yaml", "--out", "/proc/r.parquet"), "--out /proc"),
+    Case("sweep-out-onto-sweep", ("sweep", "{ws}/sweep.yaml", "--out", "{ws}/sweep.yaml"), ".parquet"),
+    Case("plan-missing-table", ("plan", "{ws}/nope.parquet"), "no such result table"),
+    Case("plan-fake-table", ("plan", "{ws}/fake.parquet"), "fake.parquet"),
+    Case("plan-bad-sla", ("plan", "{table}", "--sla", "ttft fast"), "--sla"),
+    Case("plan-sla-unknown-metric", ("plan", "{table}", "--sla", "joy.p90 <= 2s"), "--sla"),
+    Case("plan-output", ("plan", "{table}", "--rate", "5", "-o", "csv"), "--output: got 'csv'"),
+    Case("plan-no-rate", ("plan", "{table}"), "--rate"),
+    Case("plan-rate-text", ("plan", "{table}", "--rate", "lots"), "--rate"),
+    Case("report-out-txt", ("report", "{table}", "-o", "{ws}/r.txt"), ".html"),
+    Case("report-out-readonly", ("report", "{table}", "-o", "/proc/r.html"), "-o /proc"),
+    Case("report-out-no-dir", ("report", "{table}", "-o", "{ws}/no/r.html"), "does not exist"),
+    Case(
+        "report-charts-file",
+        ("report", "{table}", "-o", "{ws}/r.html", "--charts", "{ws}/s.yaml"),
+        "--charts",
+    ),
+    Case(
+        "report-missing-table", ("report", "{ws}/nope.parquet", "-o", "{ws}/r.html"), "no such result table"
+    ),
+    Case("report-sweep-out-readonly", ("report", "{ws}/sweep.yaml", "-o", "/proc/r.html"), "-o /proc"),
+]
+
+ACCURACY_CASES = [
+    Case("accuracy-missing-dir", ("accuracy", "{ws}/nope", "--truth", "{ws}/truth.csv"), "nope"),
+    Case("accuracy-no-index", ("accuracy", "{ws}/empty", "--truth", "{ws}/truth.csv"), "index"),
+    Case(
+        "accuracy-missing-truth",
+        ("accuracy", "{repo}/scenarios/published", "--truth", "{ws}/nope.csv"),
+        "nope.csv",
+    ),  # fmt: skip
+    Case(
+        "accuracy-truth-not-csv",
+        ("accuracy", "{repo}/scenarios/published", "--truth", "{ws}/notes.txt"),
+        "notes.txt",
+    ),  # fmt: skip
+    Case("accuracy-no-truth-option", ("accuracy", "{repo}/scenarios/published"), "--truth"),
+    Case(
+        "accuracy-output",
+        ("accuracy", "{repo}/scenarios/published", "--truth", "{ws}/truth.csv", "-o", "html"),
+        "--output: got 'html'",
+    ),  # fmt: skip
+    Case(
+        "accuracy-doc-missing",
+        (
+            "accuracy",
+            "{repo}/scenarios/published",
+            "--truth",
+            "{ws}/truth.csv",
+            "--update-doc",
+            "{ws}/nope.md",
+        ),
+        "nope.md",
+    ),  # fmt: skip
+    Case(
+        "accuracy-doc-no-markers",
+        (
+            "accuracy",
+            "{repo}/scenarios/published",
+            "--truth",
+            "{ws}/truth.csv",
+            "--update-doc",
+            "{ws}/doc.md",
+        ),
+        "needs exactly one",
+    ),  # fmt: skip
+    Case("compare-missing-predicted", ("compare", "{ws}/nope.json", "{ws}/result.json"), "no such file"),
+    Case("compare-missing-measured", ("compare", "{ws}/result.json", "{ws}/nope.json"), "no such file"),
+    Case("compare-trace", ("compare", "{ws}/result.json", "{ws}/t.jsonl"), "one request of a trace"),
+    Case("compare-broken-json", ("compare", "{ws}/broken.json", "{ws}/result.json"), "broken.json"),
+    Case("compare-text", ("compare", "{ws}/notes.txt", "{ws}/result.json"), "no benchmark result found"),
+    Case(
+        "compare-output",
+        ("compare", "{ws}/result.json", "{ws}/result.json", "-o", "xml"),
+        "--output: got 'xml'",
+    ),
+    Case(
+        "compare-run-missing",
+        ("compare", "{ws}/result.json", "{ws}/result.json", "--run", "3"),
+        "run 3 does not exist",
+    ),  # fmt: skip
+    Case(
+        "compare-json-list",
+        ("compare", "{ws}/list.json", "{ws}/result.json"),
+        "list.json",
+        {"list.json": "[1, 2, 3]"},
+    ),  # fmt: skip
+]
+
+GROUNDTRUTH_CASES = [
+    Case("groundtruth-plan-missing", ("groundtruth", "run", "{ws}/nope.yaml"), "cannot read"),
+    Case("groundtruth-plan-not-a-plan", ("groundtruth", "run", "{ws}/s.yaml"), "servers"),
+    Case(
+        "groundtruth-deadline-0",
+        ("groundtruth", "run", "{repo}/groundtruth/plans/h100.yaml", "--deadline", "0"),
+        "--deadline",
+    ),  # fmt: skip
+    Case("groundtruth-index-missing", ("groundtruth", "index", "{ws}/nope"), "not a directory"),
+    Case("groundtruth-modeldir-unknown", ("groundtruth", "modeldir", "gpt-17", "{ws}/model"), "gpt-17"),
+]
+
+ONESHOT = ("plan", "--model", "qwen3-8b", "--gpu", "h100", "--total-gpus", "2", "--executor", "serial")
+NEWER_COMMAND_CASES = [
+    Case("backends-unknown-gpu", ("backends", "--gpu", "h300"), "unknown h300"),
+    Case("backends-unknown-model", ("backends", "--model", "gpt-17"), "unknown gpt-17"),
+    Case("backends-output", ("backends", "-o", "xml"), "xml"),
+    Case(
+        "oneshot-unknown-model",
+        ("plan", "--model", "gpt-17", "--gpu", "h100", "--total-gpus", "2"),
+        "--model",
+    ),
+    Case(
+        "oneshot-unknown-gpu", ("plan", "--model", "qwen3-8b", "--gpu", "h300", "--total-gpus", "2"), "--gpu"
+    ),
+    Case("oneshot-missing-gpus", ("plan", "--model", "qwen3-8b", "--gpu", "h100"), "--total-gpus"),
+    Case("oneshot-rate-negative", (*ONESHOT, "--rate", "-3"), "--rate"),
+    Case("oneshot-range-ratio", (*ONESHOT, "--range-ratio", "2"), "--range-ratio"),
+    Case("oneshot-table-csv", (*ONESHOT, "--table", "{ws}/t.csv"), ".parquet"),
+    Case("oneshot-save-dir-readonly", (*ONESHOT, "--save-dir", "/proc/plans"), "--save-dir /proc"),
+    Case("oneshot-and-table", ("plan", "{ws}/fake.parquet", "--model", "qwen3-8b"), "not both"),
+    Case("predict-save-scenario-json", ("predict", "{ws}/s.yaml", "--save-scenario", "{ws}/x.json"), ".yaml"),
+    Case(
+        "predict-save-over-input",
+        ("predict", "{ws}/s.yaml", "--save-scenario", "{ws}/s.yaml"),
+        "is also an input",
+    ),  # fmt: skip
+    Case(
+        "predict-output-file-readonly",
+        ("predict", "{ws}/s.yaml", "--output-file", "/proc/r.jsonl"),
+        "--output-file /proc",
+    ),  # fmt: skip
+    Case("predict-flag-bad-value", ("predict", "{ws}/s.yaml", "--page-size", "0"), "[from --page-size]"),
+    Case(
+        "predict-fleet-roofline-only",
+        ("predict", "{ws}/fleet.yaml", "--roofline-only"),
+        "fleet: --roofline-only",
+        {
+            "fleet.yaml": scenario_text(fleet={"replicas": [{"count": 2}]}),
+        },
+    ),  # fmt: skip
+    Case("predict-set-unknown-field", ("predict", "{ws}/s.yaml", "--set", "serving.tpp=2"), "serving.tpp"),
+]
+
+CASES = (
+    GROUNDTRUTH_CASES
+    + NEWER_COMMAND_CASES
+    + SCENARIO_CASES
+    + FILE_CASES
+    + PREDICT_OPTION_CASES
+    + CALIBRATE_CASES
+    + PERFDB_CASES
+    + TRACE_CASES
+    + VALIDATE_CASES
+    + SWEEP_CASES
+    + ACCURACY_CASES
+)
+
+
+def _write_workspace(ws: Path) -> None:
+    (ws / "s.yaml").write_text(scenario_text())
+    (ws / "t.jsonl").write_text(TRACE_LINE + TRACE_LINE.replace("0.0", "0.5"))
+    (ws / "malformed.jsonl").write_text(TRACE_LINE + "{not json\n")
+    (ws / "empty.jsonl").write_text("")
+    (ws / "run.jsonl").write_text(json.dumps({"input_lens": [5, 6], "output_lens": [2, 3]}) + "\n")
+    (ws / "notes.txt").write_text("nothing to see here\n")
+    (ws / "fake.parquet").write_text("this is not parquet\n")
+    (ws / "broken.json").write_text('{"completed": 3,')
+    (ws / "result.json").write_text(
+        json.dumps({"completed": 10, "duration": 2.0, "mean_ttft_ms": 30.0}) + "\n"
+    )
+    (ws / "truth.csv").write_text("id,source\n")
+    (ws / "doc.md").write_text("# no generated block here\n")
+    (ws / "sweep.yaml").write_text(yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]})))
+    for directory in ("empty", "empty.parquet", "empty.json", "dir.jsonl", "nottables"):
+        (ws / directory).mkdir()
+    (ws / "nottables" / "x.parquet").write_bytes(_small_parquet())
+
+
+def _small_parquet() -> bytes:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"a": [1, 2]}), buffer)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def sweep_table(tmp_path_factory) -> Path:
+    """A small finished sweep table for plan and report cases (made once, then only read)."""
+    directory = tmp_path_factory.mktemp("table")
+    sweep = directory / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]})))
+    out = directory / "t.sweep.parquet"
+    result = runner.invoke(app, ["sweep", str(sweep), "--executor", "serial", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _fingerprint(roots: list[Path], hashed: Path) -> dict[str, tuple]:
+    """Every file under the roots: (size, mtime) for the repository's, the content hash for the workspace's."""
+    out: dict[str, tuple] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                stat = path.stat()
+                if root == hashed:
+                    out[str(path)] = (hashlib.sha256(path.read_bytes()).hexdigest(),)
+                else:
+                    out[str(path)] = (stat.st_size, stat.st_mtime_ns)
+            elif path.is_dir():
+                out[str(path)] = ("dir",)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def no_gpu(monkeypatch):
+    probe = {"gpu": None, "gpu_name": None, "torch": None, "device_count": 0, "sm_major": None}
+    monkeypatch.setattr(calibrate_runner, "probe_device", lambda *a, **k: dict(probe))
+
+
+def test_the_suite_covers_every_command_with_150_cases():
+    assert len(CASES) >= 150 and len({c.id for c in CASES}) == len(CASES)
+    commands = {c.args[0] for c in CASES} | {" ".join(c.args[:2]) for c in CASES}
+    for command in ("predict", "schema", "models", "calibrate", "calibrate import", "perfdb check",
+                    "perfdb diff", "perfdb coverage", "trace inspect", "trace convert", "trace export", "validate",
+                    "sweep", "plan", "report", "accuracy", "compare", "groundtruth run"):  # fmt: skip
+        assert command in commands, command
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_gives_one_error_line_and_changes_nothing(case, tmp_path, monkeypatch, request):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _write_workspace(ws)
+    for name, text in case.files.items():
+        (ws / name).write_text(text)
+    table = request.getfixturevalue("sweep_table") if any("{table}" in a for a in case.args) else None
+    args = [a.format(ws=ws, repo=REPO, table=table) for a in case.args]
+    monkeypatch.chdir(tmp_path)  # default outputs (tables, validation/<stem>) would land here
+    watched = [REPO / name for name in WATCHED] + [tmp_path] + ([table.parent] if table else [])
+    before = _fingerprint(watched, tmp_path)
+    result = runner.invoke(app, args)
+    after = _fingerprint(watched, tmp_path)
+    output = result.output
+    assert result.exit_code not in (0, None), output
+    assert "Traceback" not in output and "internal error" not in output, output
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, output
+    assert case.expected in errors[0], errors[0]
+    changed = sorted(set(before.items()) ^ set(after.items()))
+    assert not changed, changed

@@ -1,0 +1,117 @@
+"""The committed ground-truth corpus: every run is usable, every host-cost default is what the corpus measured, and
+the accuracy and overheads sections of the docs are the commands' output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simperf.accuracy import corpus as corpus_accuracy
+from simperf.accuracy.run import generated_block
+from simperf.groundtruth.cli import OVERHEADS_BEGIN, OVERHEADS_END
+from simperf.groundtruth.decompose import corpus_stages, markdown, service_times
+from simperf.scenario.models import Overheads
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "groundtruth"
+
+
+@pytest.fixture(scope="module")
+def stages():
+    return corpus_stages(CORPUS)
+
+
+@pytest.fixture(scope="module")
+def report():
+    return corpus_accuracy.run_corpus(CORPUS)
+
+
+def test_every_recorded_run_is_complete_and_joined_to_its_server_records():
+    runs = sorted(CORPUS.glob("*/*/*/run.json"))
+    assert len(runs) >= 45
+    for path in runs:
+        status = json.loads(path.read_text())
+        assert status["status"] == "ok", path
+        assert (
+            status["requests_with_server_times"] == status["requests_with_client_times"] == status["requests"]
+        )
+        assert (path.parent / "bench_cmd.txt").exists() and (path.parent / "requests.parquet").exists()
+
+
+def test_every_request_passes_the_server_stages_in_order(stages):
+    """The server's own timestamps of each request come in pipeline order; stages measured across the client's and
+    the server's clocks (`http_in`, `to_client`) are in order at the median (single requests may differ by the
+    two processes' wall-clock conversions, a few ms)."""
+    from simperf.groundtruth.decompose import _stage_arrays
+
+    for path in sorted(CORPUS.glob("*/*/*/requests.parquet")):
+        per_request, _ = _stage_arrays(path)
+        for name in ("api_server", "to_scheduler", "queue", "prefill", "out"):
+            assert np.nanmin(per_request[name]) >= 0.0, f"{path}: {name}"
+    for s in stages:
+        assert min(s.stages_ms.values()) >= 0.0, s.run
+
+
+def test_host_cost_defaults_are_the_corpus_measurements(stages):
+    from simperf.pipeline import predict
+    from simperf.scenario.models import Scenario
+
+    measured = service_times(stages)
+    defaults = Overheads()
+    assert defaults.ingress_us == pytest.approx(measured.ingress_ms * 1e3, abs=5)
+    assert defaults.egress_us == pytest.approx(measured.egress_ms * 1e3, abs=5)
+    # the extend forward's host time: the short-prompt run's prefill stage, less the scheduler's per-iteration costs
+    # already in the simulator, over the kernels of that forward
+    scenario = Scenario.model_validate(
+        {
+            "model": {"name": "qwen3-8b"},
+            "hardware": {"gpu": "h100"},
+            "workload": {"dataset": {"kind": "fixed", "input_len": 128, "output_len": 2}, "num_prompts": 1},
+        }
+    )
+    cost = predict(scenario).cost
+    kernels = cost.breakdown_extend(np.array([128]), np.array([0]))[-1].count
+    host_us = measured.host_bound_prefill_ms * 1e3 - defaults.scheduler_us_per_iteration
+    host_us -= defaults.process_us_per_iteration
+    assert defaults.extend_launch_us_per_kernel == pytest.approx(host_us / kernels, abs=0.1)
+
+
+def test_docs_overheads_block_is_the_commands_output(stages):
+    assert generated_block(REPO / "docs" / "overheads.md", OVERHEADS_BEGIN, OVERHEADS_END) == markdown(stages)
+
+
+def test_docs_accuracy_corpus_block_is_the_commands_output(report):
+    block = generated_block(REPO / "docs" / "accuracy.md", corpus_accuracy.DOC_BEGIN, corpus_accuracy.DOC_END)
+    assert block == corpus_accuracy.markdown(report), (
+        "docs/accuracy.md is stale: run `simperf accuracy groundtruth/ -o markdown --update-doc docs/accuracy.md`"
+    )
+
+
+def test_every_run_is_predicted_from_what_it_recorded(report):
+    assert not report.skipped and len(report.runs) >= 45
+    for r in report.runs:
+        assert r.kv_measured and r.kv_predicted
+        assert set(corpus_accuracy.TARGET_METRICS) <= set(r.predicted)
+
+
+def test_a_launch_flag_simperf_does_not_model_refuses_the_run_with_the_reason():
+    with pytest.raises(corpus_accuracy.Unmodelled, match="--enable-lora"):
+        corpus_accuracy.serving_from_flags({"enable-lora": True, "attention-backend": "flashinfer"}, "0.5.17")
+    assert corpus_accuracy.serving_from_flags({"tp-size": "2", "port": "1"}, "0.5.17") == {
+        "tp": "2",
+        "sglang_version": "0.5.17",
+    }
+
+
+def test_the_kv_pool_is_within_three_percent_of_what_every_server_logged(report):
+    """simperf's KV pool (SGLang's memory accounting, scenario/resolve.py) against `max_total_num_tokens` from
+    each recorded server's start-up log."""
+    for r in report.runs:
+        assert abs(r.kv_predicted - r.kv_measured) <= 0.03 * r.kv_measured, (
+            r.run,
+            r.kv_predicted,
+            r.kv_measured,
+        )
