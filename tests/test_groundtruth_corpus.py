@@ -110,4 +110,8 @@ def test_the_kv_pool_is_within_three_percent_of_what_every_server_logged(report)
     """simperf's KV pool (SGLang's memory accounting, scenario/resolve.py) against `max_total_num_tokens` from
     each recorded server's start-up log."""
     for r in report.runs:
-        assert abs(r.kv_predicted - r.kv_measured) <= 0.03 * r.kv_measured, (r.run, r.kv_predicted, r.kv_measured)
+        assert abs(r.kv_predicted - r.kv_measured) <= 0.03 * r.kv_measured, (
+            r.run,
+            r.kv_predicted,
+            r.kv_measured,
+        )
