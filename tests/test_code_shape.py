@@ -60,8 +60,6 @@ def test_no_core_function_has_cyclomatic_complexity_over_15():
 # what the code may not cite: the serving-model account lives in docs/serving-model.md
 OUTSIDE_REFERENCES = re.compile(r"model doc\b|shared/docs|(?<!docs/)sglang-serving-model|\.\./shared/docs")
 DOC_PATH = re.compile(r"(?<![\w/.-])docs/[\w./-]+\.md")
-# cited by the ground-truth tooling, not written yet; listed so that this test fails once they exist (then drop them)
-KNOWN_MISSING = {"docs/groundtruth.md"}
 
 
 def _code_files():
@@ -82,7 +80,4 @@ def test_code_cites_no_document_outside_the_repository():
 def test_every_document_the_code_cites_exists():
     cited = {m.group(0).rstrip(".") for path in _code_files() for m in DOC_PATH.finditer(path.read_text())}
     missing = sorted(doc for doc in cited if not (ROOT / doc).is_file())
-    assert missing == sorted(KNOWN_MISSING & cited), missing
-    assert all(not (ROOT / doc).is_file() for doc in KNOWN_MISSING), (
-        "drop written documents from KNOWN_MISSING"
-    )
+    assert not missing, missing

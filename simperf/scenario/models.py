@@ -13,13 +13,15 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simperf.capabilities import BACKENDS, SCHEDULE_POLICIES
+from simperf.hardware.catalog import gpu_keys
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-GpuKind = Literal["h100", "h200", "b200"]
+# the GPU kinds of the hardware catalogue (simperf/hardware/gpus.yaml)
+GpuKind = Literal[tuple(gpu_keys())]  # type: ignore[valid-type]
 # SGLang's attention backends simperf models, one row each in simperf/capabilities.py
 AttentionBackend = Literal[tuple(BACKENDS)]  # type: ignore[valid-type]
 # SGLang's --schedule-policy values, each one module of simperf/sim/policy/
