@@ -94,11 +94,10 @@ class PrefillAdder:
         take = max(take, min(remaining, page))  # the chunk always progresses
         last = take >= remaining
         self.plan.add(r, take, prefix, last)
-        self.rem_chunk -= ceil_page(take, page)
-        self.rem_input -= ceil_page(take, page)
-        self.rem_total -= ceil_page(take, page) + (
-            min(t.output_len[r] - t.out_done[r], CLIP_MAX_NEW_TOKENS) if last else 0
-        )
+        pages = ceil_page(take, page)
+        self.rem_chunk -= pages
+        self.rem_input -= pages
+        self.rem_total -= pages + (min(t.output_len[r] - t.out_done[r], CLIP_MAX_NEW_TOKENS) if last else 0)
         return last
 
     def add_waiting(self, reject: Reject) -> None:
@@ -137,12 +136,13 @@ class PrefillAdder:
         rank.waiting.popleft()
         cached = rank.admit(r)
         ext = t.fill_len[r] - cached
-        if ceil_page(ext, page) > self.rem_chunk:
+        pages = ceil_page(ext, page)
+        if pages > self.rem_chunk:
             rank.chunked = r
             self.plan.add(r, floor_page(cached + self.rem_chunk, page) - cached, cached, False)
             return AddResult.OTHER
         self.plan.add(r, ext, cached, True)
-        self.rem_chunk -= ceil_page(ext, page)
-        self.rem_input -= ceil_page(ext, page)
-        self.rem_total -= ceil_page(ext, page) + page + out_reserve
+        self.rem_chunk -= pages
+        self.rem_input -= pages
+        self.rem_total -= pages + page + out_reserve
         return AddResult.CONTINUE

@@ -604,7 +604,7 @@ class Simulator:
                 rank.steps_to_first_finish(),
                 rank.decode_steps_that_fit(),
                 len(rank.running),
-                (waiting),
+                waiting,
                 blocked,
             )
         for rank in self.ranks:
@@ -631,7 +631,10 @@ class Simulator:
         if padded is None:
             padded = self._padded[max_bs] = self._padded_bs(max_bs)
         padded_bs, graph = padded
-        k_eval = self._iterations_to_price(k_max, c, next_ready)
+        # a short run is priced whole; a long one about up to the next arrival
+        k_eval = (
+            k_max if k_max <= 8 or next_ready == math.inf else self._iterations_to_price(k_max, c, next_ready)
+        )
         kv0 = ranks[0].decode_kv_now()
         totals, add_by_source = self.pricer.decode(ranks, max_bs, padded_bs, graph, k_eval, kv0)
         step_s = [t * US for t in totals]
@@ -655,8 +658,6 @@ class Simulator:
     def _iterations_to_price(self, k_max: int, c: float, next_ready: float) -> int:
         """How many of k_max iterations to price: about as many as fit before the next request reaches the
         scheduler (the run is cut there), so a long quiet run is one call and a busy one is not over-priced."""
-        if k_max <= 8 or next_ready == math.inf:
-            return k_max
         per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, MIN_ITERATION_S)
         return max(1, min(k_max, int((next_ready - c) / per_iter * RUN_ESTIMATE_SLACK) + RUN_ESTIMATE_EXTRA))
 
@@ -685,16 +686,16 @@ class Simulator:
                 # iteration j-1 is processed once iteration j has been launched
                 c = (scheduled if scheduled > prev_end else prev_end) + proc
                 emits.append(c)
+            elif self.pending is not None:
+                c, next_ready = self._process_pending(scheduled, next_ready)
             else:
-                c, next_ready = self._first_overlapped(scheduled, next_ready)
+                c = scheduled
             k_done = j + 1
         return c, gpu_free, emits, k_done, next_ready
 
-    def _first_overlapped(self, scheduled: float, next_ready: float) -> tuple[float, float]:
+    def _process_pending(self, scheduled: float, next_ready: float) -> tuple[float, float]:
         """Overlap loop, a run's first iteration: the batch still pending from before is processed now."""
         pending = self.pending
-        if pending is None:
-            return scheduled, next_ready
         c = self._process(pending, max(scheduled, pending.gpu_end_s))
         self.pending = None
         if pending.finished:
