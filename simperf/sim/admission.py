@@ -102,21 +102,19 @@ class PrefillAdder:
 
     def add_waiting(self, reject: Reject) -> None:
         """Admit from the head of the (policy-ordered) waiting queue until a budget stops it."""
-        waiting = self.rank.waiting
+        rank = self.rank
+        waiting = rank.waiting
+        max_running = rank.s.max_running_requests
         while waiting:
-            if self.rem_input <= 0 or self.rem_chunk <= 0 or self._batch_is_full():
+            if self.rem_input <= 0 or self.rem_chunk <= 0:
+                return
+            # batch_is_full: the running batch and this one's requests reach max_running_requests (a request
+            # being prefilled in chunks is counted once)
+            if self.running_bs + len(self.plan.reqs) - (rank.chunked is not None) >= max_running:
+                rank.batch_is_full = True
                 return
             if self.add_one_req(waiting[0], reject) is not AddResult.CONTINUE:
                 return
-
-    def _batch_is_full(self) -> bool:
-        rank = self.rank
-        # the chunked request is already in the running count SGLang checks against
-        already = self.running_bs + len(self.plan.reqs) - (1 if rank.chunked is not None else 0)
-        if already >= rank.s.max_running_requests:
-            rank.batch_is_full = True
-            return True
-        return False
 
     def add_one_req(self, r: int, reject: Reject) -> AddResult:
         """Admit request r, the queue's head, whole or as a first chunk — or say why not."""

@@ -313,6 +313,7 @@ class Simulator:
     def _server(self):
         env = self.env
         client = self.client
+        single = self.ranks[0] if len(self.ranks) == 1 else None
         progress = self.on_progress
         reported = 0
         every = max(1, self.n // PROGRESS_STEPS)
@@ -323,7 +324,14 @@ class Simulator:
                 progress(self.done, self.n)
             if client.next_ready_time() <= now:
                 self._ingest(now)
-            plans, extend, decoding = self._schedule()
+            if single is not None:
+                # one rank: skip building per-rank lists (this runs once per iteration or decode run)
+                plan = (
+                    single.form_extend(self._reject) if single.waiting or single.chunked is not None else None
+                )
+                plans, extend, decoding = [plan], plan is not None, bool(single.running)
+            else:
+                plans, extend, decoding = self._schedule_dp()
             if extend:
                 cpu_next = self._extend_iteration(plans)
             elif decoding:
@@ -349,13 +357,8 @@ class Simulator:
         if progress is not None:
             progress(self.done, self.n)
 
-    def _schedule(self) -> tuple[list[ExtendPlan | None], bool, bool]:
+    def _schedule_dp(self) -> tuple[list[ExtendPlan | None], bool, bool]:
         """Every rank's extend plan for this iteration, whether any rank extends, whether any rank decodes."""
-        if len(self.ranks) == 1:
-            # one rank: skip building per-rank lists (this runs once per iteration or decode run)
-            single = self.ranks[0]
-            plan = single.form_extend(self._reject) if single.waiting or single.chunked is not None else None
-            return [plan], plan is not None, bool(single.running)
         plans = [rank.form_extend(self._reject) for rank in self.ranks]
         return plans, any(p is not None for p in plans), any(rank.running for rank in self.ranks)
 
@@ -574,11 +577,27 @@ class Simulator:
         batch empties. Returns the CPU time of the next scheduler iteration.
         """
         c = self.env.now
+        single = self.ranks[0] if len(self.ranks) == 1 else None
         while True:
-            view = self._decode_view()
-            if view is None:
-                return c
-            ranks, k_finish, k_mem, max_bs, waiting, blocked = view
+            if single is not None:
+                # one rank: the view of _decode_view_dp without building lists (this runs once per segment)
+                if not single.running:
+                    return c
+                if not single.next_decode_fits():
+                    self._retract(single)
+                ranks = self.ranks
+                k_finish, k_mem, max_bs = (
+                    single.steps_to_first_finish(),
+                    single.decode_steps_that_fit(),
+                    len(single.running),
+                )
+                waiting = bool(single.waiting) or single.chunked is not None
+                blocked = waiting and not single.batch_is_full and single.ratio_applies
+            else:
+                view = self._decode_view_dp()
+                if view is None:
+                    return c
+                ranks, k_finish, k_mem, max_bs, waiting, blocked = view
             # under ignore_eos in SGLang >= 0.5.6 the admission budget only changes when a request finishes;
             # otherwise the decaying new_token_ratio can admit a waiting request at any iteration
             single_step = blocked or k_mem < 1
@@ -587,26 +606,10 @@ class Simulator:
             if single_step or c >= next_ready or k_done == k_mem or (waiting and k_done == k_finish):
                 return c
 
-    def _decode_view(self) -> tuple[list[RankState], int, int, int, bool, bool] | None:
-        """The decoding ranks after any retraction, and what bounds the next segment: (ranks, iterations to the
-        first finish, iterations the KV pool allows, largest batch, a request waits, admission could change at
-        any iteration); None when nothing decodes."""
-        if len(self.ranks) == 1:
-            rank = self.ranks[0]
-            if not rank.running:
-                return None
-            if not rank.next_decode_fits():
-                self._retract(rank)
-            waiting = bool(rank.waiting) or rank.chunked is not None
-            blocked = waiting and not rank.batch_is_full and rank.ratio_applies
-            return (
-                self.ranks,
-                rank.steps_to_first_finish(),
-                rank.decode_steps_that_fit(),
-                len(rank.running),
-                waiting,
-                blocked,
-            )
+    def _decode_view_dp(self) -> tuple[list[RankState], int, int, int, bool, bool] | None:
+        """DP attention: the decoding ranks after any retraction, and what bounds the next segment: (ranks,
+        iterations to the first finish, iterations the KV pool allows, largest batch, a request waits, admission
+        could change at any iteration); None when nothing decodes."""
         for rank in self.ranks:
             if rank.running and not rank.next_decode_fits():
                 self._retract(rank)
@@ -644,7 +647,17 @@ class Simulator:
         if self._step_log is not None:
             self._log_decode(ranks, padded_bs, graph, c_start, step_s[0] / US, k_done)
         batch = self._commit_decode(ranks, k_done, emits, gpu_free)
-        self._book_decode(ranks[0], max_bs, kv0, k_done, step_s, graph)
+        stats = self.stats
+        stats.iterations += k_done
+        stats.decode_iterations += k_done
+        stats.decode_rows += max_bs * k_done
+        stats.decode_kv_tokens += kv0 * k_done + ranks[0].tokens_per_step * max_bs * k_done * (k_done - 1) / 2
+        stats.decode_runs += 1
+        stats.gpu_busy_s += sum(step_s[:k_done])
+        if graph:
+            stats.graph_iterations += k_done
+        else:
+            stats.eager_decode_iterations += k_done
         add_by_source(self._source_us, k_done)
         if self.overlap:
             self.pending = batch
@@ -720,21 +733,6 @@ class Simulator:
         batch.gpu_end_s = gpu_free
         self.gpu_free = gpu_free
         return batch
-
-    def _book_decode(
-        self, rank0: RankState, max_bs: int, kv0: float, k_done: int, step_s: list[float], graph: bool
-    ) -> None:
-        stats = self.stats
-        stats.iterations += k_done
-        stats.decode_iterations += k_done
-        stats.decode_rows += max_bs * k_done
-        stats.decode_kv_tokens += kv0 * k_done + rank0.tokens_per_step * max_bs * k_done * (k_done - 1) / 2
-        stats.decode_runs += 1
-        stats.gpu_busy_s += sum(step_s[:k_done])
-        if graph:
-            stats.graph_iterations += k_done
-        else:
-            stats.eager_decode_iterations += k_done
 
     def _log_decode(
         self, ranks: list[RankState], padded_bs: int, graph: bool, c: float, step_us: float, k: int
