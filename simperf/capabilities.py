@@ -29,10 +29,6 @@ def gpu_arch(sm: float | int | str) -> GpuArch:
     return "blackwell" if float(sm) >= 10.0 else "hopper"
 
 
-def is_blackwell(sm: float | int | str) -> bool:
-    return gpu_arch(sm) == "blackwell"
-
-
 @dataclass(frozen=True)
 class BackendCaps:
     """One value of SGLang's `--attention-backend` (and of `--prefill/--decode-attention-backend`)."""

@@ -28,6 +28,33 @@ DP_ATTENTION_CONSERVATIVENESS = 0.3
 # the radix cache is disabled (0.5.17 srt/managers/schedule_policy.py, _get_running_request_total_token_offset).
 IGNORE_EOS_FULL_RESERVATION_SINCE = (0, 5, 6)
 
+# ---- memory-dependent defaults (docs/serving-model.md §1.5, §1.10, §1.12) --------------------------------------------
+# srt/server_args.py (0.5.17, ServerArgs._handle_gpu_memory_settings), by GPU memory in GiB: below each bound,
+# (chunked_prefill_size, decode cuda_graph_max_bs below TP 4, at TP >= 4); above the last, the last row.
+GPU_MEMORY_DEFAULTS: tuple[tuple[float, int, int, int], ...] = (
+    (20, 2048, 8, 8),
+    (35, 2048, 24, 80),
+    (60, 4096, 32, 160),
+    (160, 8192, 256, 512),
+    (float("inf"), 16384, 512, 512),
+)
+CUDA_GRAPH_MAX_BS_TP_THRESHOLD = 4
+# The same function's mem_fraction_static: reserved MB = base + per activation token x max(C, min tokens)
+# + TP slack per 8 ranks + graph reserve, at least the floor on GPUs above 60 GiB; graph reserve
+# (ServerArgs.reserve_for_graph_mb) = 2 MB per decode graph batch, + 3 (and 1.5 more above 300) x max_bs x DP under
+# DP attention, + 1536 MB for MLA prefill graphs.
+RESERVED_BASE_MB = 512
+RESERVED_MB_PER_ACTIVATION_TOKEN = 1.5
+MIN_ACTIVATION_TOKENS = 2048
+RESERVED_MB_PER_8_TP_RANKS = 1024
+RESERVED_FLOOR_MB = 10240
+RESERVED_FLOOR_ABOVE_GIB = 60
+GRAPH_RESERVE_MB_PER_BS = 2
+DP_GRAPH_RESERVE_MB_PER_BS = 3
+DP_GRAPH_RESERVE_LARGE_BS = 300
+DP_GRAPH_RESERVE_MB_PER_LARGE_BS = 1.5
+MLA_PREFILL_GRAPH_RESERVE_MB = 1536
+
 # ---- max_running_requests (docs/serving-model.md §1.12, §3) --------------------------------------------------------
 # srt/mem_cache/kv_cache_configurator.py (0.5.17, KVCacheConfigurator.resolve_max_num_reqs):
 # min(clamp(pool tokens / context_len x 512, 2048, 4096), pool tokens // 2) per DP rank.

@@ -15,23 +15,32 @@ from simperf.scenario.layout import check_layout
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
 from simperf.sglang_defaults import (
+    CUDA_GRAPH_MAX_BS_TP_THRESHOLD,
     DP_ATTENTION_CONSERVATIVENESS,
+    DP_GRAPH_RESERVE_LARGE_BS,
+    DP_GRAPH_RESERVE_MB_PER_BS,
+    DP_GRAPH_RESERVE_MB_PER_LARGE_BS,
+    GPU_MEMORY_DEFAULTS,
+    GRAPH_RESERVE_MB_PER_BS,
     INIT_NEW_TOKEN_RATIO,
     MAX_RUNNING_REQUESTS_CEIL,
     MAX_RUNNING_REQUESTS_FLOOR,
     MAX_RUNNING_REQUESTS_PER_CONTEXT,
+    MIN_ACTIVATION_TOKENS,
     MIN_NEW_TOKEN_RATIO_FACTOR,
+    MLA_PREFILL_GRAPH_RESERVE_MB,
     NEW_TOKEN_RATIO_DECAY_STEPS,
+    RESERVED_BASE_MB,
+    RESERVED_FLOOR_ABOVE_GIB,
+    RESERVED_FLOOR_MB,
+    RESERVED_MB_PER_8_TP_RANKS,
+    RESERVED_MB_PER_ACTIVATION_TOKEN,
     SPECULATIVE_MAX_RUNNING_REQUESTS,
 )
 
 MIB = 1024 * 1024
 # Memory the CUDA context and allocator hold before weights load; SGLang measures this on the machine, we cannot.
 CUDA_CONTEXT_MIB = 600
-
-
-def is_blackwell(gpu: GpuSpec) -> bool:
-    return capabilities.is_blackwell(gpu.sm)
 
 
 def default_backends(arch: ModelArch, gpu: GpuSpec, kv_dtype: str) -> tuple[str, str]:
@@ -44,23 +53,20 @@ def default_page_size(arch: ModelArch, prefill: str, decode: str) -> int:
     return capabilities.default_page_size(arch.family, prefill, decode)
 
 
-def default_chunked_prefill_size(gpu: GpuSpec) -> int:
-    """Model doc §1.5: by GPU memory."""
+def _memory_defaults(gpu: GpuSpec) -> tuple[float, int, int, int]:
     gib = gpu.memory_bytes / 1024**3
-    if gib < 20:
-        return 2048
-    if gib < 60:
-        return 4096
-    if gib < 160:
-        return 8192
-    return 16384
+    return next(row for row in GPU_MEMORY_DEFAULTS if gib < row[0])
+
+
+def default_chunked_prefill_size(gpu: GpuSpec) -> int:
+    """docs/serving-model.md §1.5: by GPU memory (sglang_defaults.GPU_MEMORY_DEFAULTS)."""
+    return _memory_defaults(gpu)[1]
 
 
 def default_cuda_graph_max_bs(gpu: GpuSpec, tp: int) -> int:
-    """Model doc §1.10: H100/H200 256 (TP<4) / 512 (TP>=4); B200 512."""
-    if is_blackwell(gpu):
-        return 512
-    return 512 if tp >= 4 else 256
+    """docs/serving-model.md §1.10: by GPU memory and TP (H100/H200 256 below TP 4, else 512; B200 512)."""
+    _, _, small_tp, large_tp = _memory_defaults(gpu)
+    return large_tp if tp >= CUDA_GRAPH_MAX_BS_TP_THRESHOLD else small_tp
 
 
 def decode_graph_buckets(max_bs: int, speculative: bool) -> tuple[int, ...]:
@@ -78,16 +84,22 @@ def decode_graph_buckets(max_bs: int, speculative: bool) -> tuple[int, ...]:
 def default_mem_fraction_static(
     gpu: GpuSpec, chunk: int, tp: int, max_bs: int, dp: int, mla: bool, prefill_graph: bool
 ) -> float:
-    """Model doc §1.12: reserve activations, graphs and the like; the rest is static (weights + KV)."""
+    """docs/serving-model.md §1.12: reserve activations, graphs and the like; the rest is static (weights + KV)."""
     gpu_mib = gpu.memory_bytes / MIB
-    graph_reserve = 2 * max_bs
+    graph_reserve = GRAPH_RESERVE_MB_PER_BS * max_bs
     if dp > 1:
-        graph_reserve += 3 * max_bs * dp + (1.5 * max_bs * dp if max_bs > 300 else 0)
+        large = DP_GRAPH_RESERVE_MB_PER_LARGE_BS * max_bs * dp if max_bs > DP_GRAPH_RESERVE_LARGE_BS else 0
+        graph_reserve += DP_GRAPH_RESERVE_MB_PER_BS * max_bs * dp + large
     if prefill_graph and mla:
-        graph_reserve += 1536
-    reserved = 512 + 1.5 * max(chunk, 2048) + 1024 * tp / 8 + graph_reserve
-    if gpu_mib > 60 * 1024:
-        reserved = max(reserved, 10240)
+        graph_reserve += MLA_PREFILL_GRAPH_RESERVE_MB
+    reserved = (
+        RESERVED_BASE_MB
+        + RESERVED_MB_PER_ACTIVATION_TOKEN * max(chunk, MIN_ACTIVATION_TOKENS)
+        + RESERVED_MB_PER_8_TP_RANKS * tp / 8
+        + graph_reserve
+    )
+    if gpu_mib > RESERVED_FLOOR_ABOVE_GIB * 1024:
+        reserved = max(reserved, RESERVED_FLOOR_MB)
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
