@@ -39,7 +39,7 @@ GPU_MEMORY_DEFAULTS: tuple[tuple[float, int, int, int], ...] = (
     (float("inf"), 16384, 512, 512),
 )
 CUDA_GRAPH_MAX_BS_TP_THRESHOLD = 4
-# The same function's mem_fraction_static: reserved MB = base + per activation token x max(C, min tokens)
+# srt/server_args.py (0.5.17), the same function's mem_fraction_static: reserved MB = base + per activation token x max(C, min tokens)
 # + TP slack per 8 ranks + graph reserve, at least the floor on GPUs above 60 GiB; graph reserve
 # (ServerArgs.reserve_for_graph_mb) = 2 MB per decode graph batch, + 3 (and 1.5 more above 300) x max_bs x DP under
 # DP attention, + 1536 MB for MLA prefill graphs.
