@@ -37,7 +37,9 @@ class BackendCaps:
     gpus: frozenset[GpuArch]  # where SGLang runs it
     gpu_refusal: str  # why it is refused elsewhere (after "{field}: {backend} ")
     tables: tuple[str, ...]  # calibration-table backend names that price its kernels, first preferred
-    families: frozenset[str] | None = None  # model families it serves; None: every family
+    # the model families it serves, by attention kind or by name; None: every family
+    attentions: frozenset[AttentionKind] | None = None
+    families: frozenset[str] | None = None
     family_refusal: str = ""  # template of the refusal for other families
     tables_on_hopper: tuple[str, ...] | None = None  # `tables` on SM90 when they differ
     # the MHA/GQA ragged-prefill kernel's tables (attn_mha_prefill); None: flashinfer's FA3 as proxy
@@ -55,14 +57,18 @@ class BackendCaps:
     dsa_kernel: bool = False
     sglang: str = ""  # where SGLang defines it (0.5.17 unless said otherwise)
 
+    def serves(self, family_name: str) -> bool:
+        if self.families is not None and family_name not in self.families:
+            return False
+        return self.attentions is None or family(family_name).attention in self.attentions
+
     def table_backends(self, sm_major: int) -> tuple[str, ...]:
         if self.tables_on_hopper is not None and sm_major == 9:
             return self.tables_on_hopper
         return self.tables
 
 
-MLA_FAMILIES = frozenset({"mla_moe", "nsa_moe"})
-DSA_FAMILIES = frozenset({"nsa_moe"})
+MLA_KINDS: frozenset[AttentionKind] = frozenset({"mla", "dsa"})  # DSA models run MLA with a sparse selection
 
 BACKENDS: dict[str, BackendCaps] = {}
 
@@ -105,7 +111,7 @@ for _caps in (
         frozenset({"hopper", "blackwell"}),
         "",
         ("flashmla",),
-        families=MLA_FAMILIES,
+        attentions=MLA_KINDS,
         family_refusal=_MLA_ONLY,
         page_size=64,
         dsa_fp8_layout="fp8_flashmla_656",
@@ -117,7 +123,7 @@ for _caps in (
         frozenset({"hopper", "blackwell"}),
         "",
         ("flashmla_sparse",),
-        families=DSA_FAMILIES,
+        attentions=frozenset({"dsa"}),
         family_refusal=_DSA_ONLY,
         dsa_fp8_layout="fp8_flashmla_656",
         dsa_head_multiple={"hopper": 64, "blackwell": 128},
@@ -129,7 +135,7 @@ for _caps in (
         frozenset({"hopper", "blackwell"}),
         "",
         ("flashmla_kv",),
-        families=DSA_FAMILIES,
+        attentions=frozenset({"dsa"}),
         family_refusal=_DSA_ONLY,
         kv_dtype="fp8_e4m3",
         kv_dtype_refusal="serving.kv_cache_dtype: flashmla_kv reads the fp8 KV layout; set kv_cache_dtype: fp8_e4m3",
@@ -143,7 +149,7 @@ for _caps in (
         frozenset({"blackwell"}),
         "requires a Blackwell GPU (SM100)",
         ("trtllm_mla", "trtllm_gen"),
-        families=MLA_FAMILIES,
+        attentions=MLA_KINDS,
         family_refusal=_MLA_ONLY,
         mha_prefill_tables={
             "hopper": ("trtllm", "flashinfer_fa3"),
@@ -158,7 +164,7 @@ for _caps in (
         frozenset({"blackwell"}),
         "requires a Blackwell GPU (SM100)",
         ("cutlass_mla", "cutlass"),
-        families=MLA_FAMILIES,
+        attentions=MLA_KINDS,
         family_refusal=_MLA_ONLY,
         page_size=128,
         sglang_flag="cutlass_mla",

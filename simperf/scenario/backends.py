@@ -27,7 +27,7 @@ def check_backends(arch: ModelArch, gpu: GpuSpec, prefill: str, decode: str, kv_
         caps = backend(name)
         if where not in caps.gpus:
             problems.append(f"{field}: {name} {caps.gpu_refusal}; {gpu.key} is SM{gpu.sm}")
-        if caps.families is not None and arch.family not in caps.families:
+        if not caps.serves(arch.family):
             problems.append(
                 caps.family_refusal.format(field=field, backend=name, model=arch.name, family=arch.family)
             )
