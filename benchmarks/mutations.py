@@ -40,6 +40,7 @@ class Mutation:
 
 STEP = "simperf/costmodel/step.py"
 ENGINE = "simperf/sim/engine.py"
+PRICING = "simperf/sim/pricing.py"
 SLICE = "simperf/perfdb/axisslice.py"
 MUTATIONS = (
     Mutation(
@@ -130,15 +131,15 @@ MUTATIONS = (
         "sim-fresh-extend",
         "Simulator._fresh_extend: step time +1%",
         ENGINE,
-        "            source_us[i] += v\n        cpu_next = self._launch(batch, step_us)",
-        "            source_us[i] += v\n        cpu_next = self._launch(batch, step_us * 1.01)",
+        "self._trace_extend([plan], step_us)\n        cpu_next = self._launch(batch, step_us)",
+        "self._trace_extend([plan], step_us)\n        cpu_next = self._launch(batch, step_us * 1.01)",
     ),
     Mutation(
         "sim-decode-kv",
         "Simulator fast decode segment: KV totals +1% (short segments)",
-        ENGINE,
-        "kv_totals: list[float] | np.ndarray = [kv0 + kv_step * j for j in range(k_eval)]",
-        "kv_totals: list[float] | np.ndarray = [(kv0 + kv_step * j) * 1.01 for j in range(k_eval)]",
+        PRICING,
+        "kv_totals: list[float] | np.ndarray = [kv0 + kv_step * j for j in range(k)]",
+        "kv_totals: list[float] | np.ndarray = [(kv0 + kv_step * j) * 1.01 for j in range(k)]",
     ),
 )
 

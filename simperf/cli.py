@@ -144,6 +144,14 @@ def predict(
         typer.Option(help="with --output-file: add per-request arrays, as bench_serving's --output-details"),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
+    trace_request: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--trace-request",
+            metavar="ID",
+            help="print this request's life in the simulated scheduler to stderr (repeatable; one server only)",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario file, or bench_serving / launch_server flags, and print bench_serving's metrics."""
     from simperf.perfdb.locate import CalibrationError
@@ -182,7 +190,12 @@ def predict(
 
             guards = RunGuards(memory_limit_bytes(max_memory_gb), finished)
             prediction = run_predict(
-                sc, calibration, roofline_only=roofline_only, guards=guards, on_phase=phase
+                sc,
+                calibration,
+                roofline_only=roofline_only,
+                guards=guards,
+                on_phase=phase,
+                trace_requests=trace_request,
             )
     except (FlagError, ScenarioError, UnsupportedScenario) as e:
         _fail(str(e))
@@ -192,6 +205,11 @@ def predict(
         _fail(f"{where}: {e}")
     for note in built.notes:
         err.print(f"note: {note}", highlight=False)
+    if trace_request:  # pipeline.predict refuses it for fleets and PD pairs, whose predictions carry no trace
+        from simperf.sim.trace import format_trace
+
+        for rid in trace_request:
+            err.print(format_trace(prediction.trace, rid, prediction.records), highlight=False, markup=False)
     _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
 
 

@@ -18,6 +18,7 @@ from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
 from simperf.perfdb.db import PerfDB, shipped_calibration_dir
 from simperf.perfdb.locate import CalibrationError, check_directory, check_rows, choose_directory
+from simperf.records import RequestRecords
 from simperf.report.arguments import bench_arguments
 from simperf.report.inflight import InFlight, check_closed_loop, records_in_flight
 from simperf.report.metrics import summarize
@@ -28,8 +29,8 @@ from simperf.scenario.resolve import resolve
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.disagg import Pool, simulate_disaggregated
 from simperf.sim.engine import SimStats, Simulator
-from simperf.sim.records import RequestRecords
 from simperf.sim.steplog import StepLog
+from simperf.sim.trace import RequestTrace
 from simperf.workload.requests import RequestSet, build_requests
 from simperf.workload.summary import hit_rate_over_time
 
@@ -57,6 +58,7 @@ class Prediction:
     wall_s: float
     notes: dict[str, str] = field(default_factory=dict)
     in_flight: InFlight | None = None  # closed-loop runs: what the client kept in flight (report/inflight.py)
+    trace: RequestTrace | None = None  # the requests followed by --trace-request
 
     def extra(self) -> dict:
         """simperf's own numbers beside bench_serving's keys (JSON output)."""
@@ -201,11 +203,17 @@ def predict(
     roofline_only: bool = False,
     guards: RunGuards | None = None,
     on_phase: Callable[[str], None] = _no_phase,
+    trace_requests: list[int] | None = None,
 ) -> Prediction:
     """step_log: when given, records what every iteration ran (simperf validate); not for disaggregated runs.
     roofline_only: price every kernel from the roofline, reading no tables (open_perfdb).
     guards: the memory limit (a run estimated beyond it is refused before anything is simulated) and a progress
-    callback. on_phase: told the stage the prediction is in (a progress display)."""
+    callback. on_phase: told the stage the prediction is in (a progress display). trace_requests: request ids whose
+    life the simulator reports (`Prediction.trace`, `sim.trace.format_trace`); one server only."""
+    if trace_requests and (scenario.fleet is not None or scenario.disaggregation is not None):
+        raise UnsupportedScenario(
+            "--trace-request follows a request through one server, not a fleet or PD pair"
+        )
     if scenario.fleet is not None:
         if step_log is not None:
             raise UnsupportedScenario("fleet: step logging covers one server, not a fleet")
@@ -234,7 +242,8 @@ def predict(
     on_phase("building the workload")
     requests = _requests(scenario, arch, guards, serving.max_total_tokens)
     on_phase(f"simulating {len(requests.input_len):,} requests")
-    simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log)
+    trace = RequestTrace(frozenset(trace_requests)) if trace_requests else None
+    simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log, trace=trace)
     simulator.on_progress = guards.on_progress
     if scenario.serving.load_balance_method == "total_requests":
         simulator.balance_by_load = True
@@ -250,7 +259,11 @@ def predict(
         block_tokens=requests.hash_block_tokens,
     )
     wall = time.perf_counter() - started
-    return _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, {})
+    prediction = _finish(
+        scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, {}
+    )
+    prediction.trace = trace
+    return prediction
 
 
 def _requests(scenario: Scenario, arch: ModelArch, guards: RunGuards, kv_pool_tokens: int) -> RequestSet:

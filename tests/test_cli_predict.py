@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -105,3 +106,22 @@ def test_calibrate_subcommand_passes_its_arguments_through(tmp_path):
         app, ["calibrate", "--dry-run", "--ops", "gemm", "--gpu", "h200", "--out", str(tmp_path)]
     )
     assert result.exit_code == 0, result.output
+
+
+def test_trace_request_prints_one_requests_life_to_stderr(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL)
+    result = runner.invoke(app, ["predict", str(path), "-o", "json", "--trace-request", "5"])
+    assert result.exit_code == 0, result.output
+    json.loads(result.stdout)  # stdout stays the JSON document
+    trace = result.stderr
+    assert "request 5" in trace
+    for what in ("queued", "admitted", "chunk", "token", "finished", "TTFT"):
+        assert what in trace, trace
+
+
+def test_trace_request_is_refused_for_a_pd_pair():
+    pd_pair = Path(__file__).resolve().parents[1] / "scenarios" / "layouts" / "r1-1p1d-h200.yaml"
+    result = runner.invoke(app, ["predict", str(pd_pair), "--trace-request", "1"])
+    assert result.exit_code != 0
+    assert "--trace-request" in result.output

@@ -63,25 +63,25 @@ def llama(empty_db):
 def test_decode_step_grows_with_kv_length(v3, llama):
     for cm in (v3, llama):
         kv = np.array([16 * 100, 16 * 1000, 16 * 10000, 16 * 100000], dtype=float)
-        times = cm.decode_steps(16, 16, kv, 100, True).sum(axis=1)
+        times = cm.decode_steps(16, 16, kv, True).sum(axis=1)
         assert (np.diff(times) > 0).all()
 
 
 def test_decode_step_grows_with_batch(v3, llama):
     for cm in (v3, llama):
-        times = [cm.decode_steps(bs, bs, np.array([bs * 2000.0]), 2000, True).sum() for bs in (1, 8, 32, 128)]
+        times = [cm.decode_steps(bs, bs, np.array([bs * 2000.0]), True).sum() for bs in (1, 8, 32, 128)]
         assert (np.diff(times) > 0).all()
 
 
 def test_graph_padding_runs_gemm_rows_and_attention_at_the_bucket_with_the_real_kv_bytes(v3):
-    real = v3.decode_steps(20, 20, np.array([20 * 3000.0]), 3000, True).sum()
-    padded = v3.decode_steps(20, 24, np.array([20 * 3000.0]), 3000, True).sum()
+    real = v3.decode_steps(20, 20, np.array([20 * 3000.0]), True).sum()
+    padded = v3.decode_steps(20, 24, np.array([20 * 3000.0]), True).sum()
     assert padded > real
-    rows = {r.name: r for r in v3.breakdown_decode(20, 24, 20 * 3000, 3000, True)}
+    rows = {r.name: r for r in v3.breakdown_decode(20, 24, 20 * 3000, True)}
     # the graph replays 24 rows; the 4 padding rows attend one token each (SGLang's fill value)
     assert rows["q_b_proj"].axes["m"] == 24 and rows["attention"].axes["batch"] == 24
     assert rows["attention"].axes["kv_len"] == pytest.approx((20 * 3000 + 4) / 24)
-    eager = {r.name: r for r in v3.breakdown_decode(20, 20, 20 * 3000, 3000, False)}
+    eager = {r.name: r for r in v3.breakdown_decode(20, 20, 20 * 3000, False)}
     assert eager["attention"].axes["batch"] == 20
 
 
@@ -89,16 +89,16 @@ def test_graph_padding_runs_gemm_rows_and_attention_at_the_bucket_with_the_real_
 @given(bs=st.integers(1, 64), kv0=st.integers(1, 20000), k=st.integers(2, 40), graph=st.booleans())
 def test_vectorised_decode_equals_one_step_at_a_time(v3, bs, kv0, k, graph):
     kv_total = bs * kv0 + bs * np.arange(k, dtype=float)
-    together = v3.decode_steps(bs, bs, kv_total, kv0, graph)
+    together = v3.decode_steps(bs, bs, kv_total, graph)
     assert together.shape == (k, len(SOURCES))
-    one_by_one = np.vstack([v3.decode_steps(bs, bs, kv_total[j : j + 1], kv0, graph) for j in range(k)])
+    one_by_one = np.vstack([v3.decode_steps(bs, bs, kv_total[j : j + 1], graph) for j in range(k)])
     np.testing.assert_allclose(together, one_by_one, rtol=1e-9)
 
 
 def test_breakdown_rows_sum_to_the_step_and_split_by_source(v3):
     bs, kv_total = 32, 32 * 4096
-    step = v3.decode_steps(bs, bs, np.array([float(kv_total)]), 4096, False)[0]
-    rows = v3.breakdown_decode(bs, bs, kv_total, 4096, False)
+    step = v3.decode_steps(bs, bs, np.array([float(kv_total)]), False)[0]
+    rows = v3.breakdown_decode(bs, bs, kv_total, False)
     assert sum(r.total_us for r in rows) == pytest.approx(step.sum(), rel=1e-9)
     per_source = np.zeros(len(SOURCES))
     for r in rows:
@@ -130,9 +130,9 @@ def test_extend_step_grows_with_tokens_and_cache_returns_copies(llama):
 
 def test_cuda_graph_replay_replaces_per_kernel_launches(v3):
     kv = np.array([8 * 1000.0])
-    graph = v3.decode_steps(8, 8, kv, 1000, True)
-    eager = v3.decode_steps(8, 8, kv, 1000, False)
-    kernels = v3.breakdown_decode(8, 8, 8000, 1000, False)[-1].count
+    graph = v3.decode_steps(8, 8, kv, True)
+    eager = v3.decode_steps(8, 8, kv, False)
+    kernels = v3.breakdown_decode(8, 8, 8000, False)[-1].count
     constant = SOURCES.index("constant")
     kernel_time = graph.sum() - graph[0, constant]
     # graph: kernels + one replay; eager: the CPU launches every kernel, so the step lasts as long as the slower
@@ -150,8 +150,8 @@ def test_speculative_iteration_is_drafts_plus_verify_plus_draft_extend(empty_db,
     spec = SpecSettings("mtp", 3, 1, 4, 2.5)
     cm = SGLangStepCost(load_arch("deepseek-v3"), serving(spec=spec), empty_db, Overheads())
     kv = np.array([4 * 1000.0])
-    plain = v3.decode_steps(4, 4, kv, 1000, True)[0].sum()
-    iteration = cm.decode_steps(4, 4, kv, 1000, True)[0].sum()
+    plain = v3.decode_steps(4, 4, kv, True)[0].sum()
+    iteration = cm.decode_steps(4, 4, kv, True)[0].sum()
     # one target forward of 4x the rows, plus three one-layer draft forwards: dearer than one decode step,
     # far cheaper than four
     assert plain < iteration < 4 * plain
@@ -170,7 +170,7 @@ def test_speculative_iteration_is_drafts_plus_verify_plus_draft_extend(empty_db,
 
 
 def test_empty_database_labels_every_kernel_roofline(v3):
-    step = v3.decode_steps(8, 8, np.array([8000.0]), 1000, True)[0]
+    step = v3.decode_steps(8, 8, np.array([8000.0]), True)[0]
     kernels = step.sum() - step[SOURCE_INDEX["constant"]]
     assert step[SOURCE_INDEX["measured"]] == 0 and step[SOURCE_INDEX["roofline"]] == pytest.approx(kernels)
 
@@ -199,11 +199,11 @@ def test_measured_candidate_is_chosen_and_labelled_measured(tmp_path):
     )
     db = PerfDB.load(tmp_path, get_gpu("h200"))
     cm = SGLangStepCost(load_arch("deepseek-v3"), serving(), db, Overheads())
-    rows = {r.name: r for r in cm.breakdown_decode(8, 8, 8000, 1000, True)}
+    rows = {r.name: r for r in cm.breakdown_decode(8, 8, 8000, True)}
     q_b = rows["q_b_proj"]
     assert q_b.key["dtype"] == "fp8_rowwise" and q_b.source == "measured"
     assert q_b.us_per_call == pytest.approx(7.5) and q_b.total_us == pytest.approx(7.5 * 61)
-    step = cm.decode_steps(8, 8, np.array([8000.0]), 1000, True)[0]
+    step = cm.decode_steps(8, 8, np.array([8000.0]), True)[0]
     assert step[SOURCE_INDEX["measured"]] == pytest.approx(7.5 * 61)
 
 
@@ -214,13 +214,13 @@ def test_deepseek_v32_and_dense_moe_models_cost_end_to_end(empty_db):
         empty_db,
         Overheads(),
     )
-    assert v32.decode_steps(16, 16, np.array([16 * 50000.0]), 50000, True).sum() > 0
+    assert v32.decode_steps(16, 16, np.array([16 * 50000.0]), True).sum() > 0
     assert (
         v32.extend_step(np.array([4096]), np.array([8192])).sum()
         > v32.extend_step(np.array([1024]), np.array([0])).sum()
     )
     qwen = SGLangStepCost(load_arch("qwen3-30b-a3b"), serving(tp=2, weight="bf16"), empty_db, Overheads())
-    assert qwen.decode_steps(4, 4, np.array([4000.0]), 1000, True).sum() > 0
+    assert qwen.decode_steps(4, 4, np.array([4000.0]), True).sum() > 0
 
 
 @settings(max_examples=20, deadline=None)

@@ -23,7 +23,8 @@ from realcost import LAUNCH_BOUND, GeneralPathCost, padded_bs, real_cost, real_s
 
 from simperf.perfdb.schema import SOURCE_INDEX, SOURCES
 from simperf.scenario.models import Overheads
-from simperf.sim.engine import SMALL_SEGMENT, Simulator
+from simperf.sim.engine import Simulator
+from simperf.sim.pricing import SMALL_SEGMENT
 
 RTOL = 1e-9
 MODELS = ["qwen3-8b-h100", "r1-tp8-h200"]
@@ -81,7 +82,7 @@ def test_decode_totals_equal_decode_steps(name, overheads):
     general = real_cost(name, overheads=overheads)
     launch_bound_steps = 0
     for bs, padded, graph, kv in cases:
-        matrix = general.decode_steps(bs, padded, np.array(kv), 0, graph)
+        matrix = general.decode_steps(bs, padded, np.array(kv), graph)
         as_input = kv if len(kv) <= SMALL_SEGMENT else np.array(kv)  # what the simulator passes
         totals, add_by_source = fast.decode_totals(bs, padded, as_input, graph)
         close(totals, matrix.sum(axis=1))
@@ -108,10 +109,10 @@ def test_shared_graph_bucket_entries_equal_an_entry_built_for_each_batch(name):
             # inside the measured KV grid: there the slice is exact; beyond it the curve is sampled (perfdb docs)
             kv_mean = float(rng.integers(1024, 16384))
             kv = np.array([kv_mean * bs, kv_mean * bs + bs])
-            got = shared.decode_steps(bs, hi, kv, 0, True)
-            alone = real_cost(name).decode_steps(bs, hi, kv, 0, True)
+            got = shared.decode_steps(bs, hi, kv, True)
+            alone = real_cost(name).decode_steps(bs, hi, kv, True)
             close(got, alone)
-            rows = shared.breakdown_decode(bs, hi, int(kv[0]), 0, True)
+            rows = shared.breakdown_decode(bs, hi, int(kv[0]), True)
             by_source = np.zeros(len(SOURCES))
             for row in rows:
                 by_source[SOURCE_INDEX[row.source]] += row.total_us

@@ -33,7 +33,7 @@ def test_a_b200_prediction_labels_every_op_with_its_provenance():
     )
     prediction = predict(scenario.model_copy(update={"workload": workload}))
     assert prediction.db.provenance()["scaled_from"] == "h200"
-    rows = prediction.cost.breakdown_decode(1, 1, 2048, 2048, True)
+    rows = prediction.cost.breakdown_decode(1, 1, 2048, True)
     by_name = {r.name: r for r in rows}
     attention = by_name["attention"]
     assert "third-party:aiconfigurator" in attention.detail or attention.source == "third_party"

@@ -6,7 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simperf.sim.radix import LPM_MAX_QUEUE, RadixCache, lpm_order
+from simperf.radix_cache import RadixCache
+from simperf.sglang_defaults import LPM_MAX_QUEUE
+from simperf.sim.policy.lpm import lpm_order
 
 BIG = 1 << 40
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simperf.records import RequestRecords
 from simperf.report.metrics import summarize
-from simperf.sim.records import RequestRecords
 
 
 def records_from_chunks(

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from simperf.records import RequestRecords
 from simperf.report.arguments import bench_arguments
 from simperf.report.metrics import summarize
 from simperf.report.output import read_requests_parquet, result_json, write_requests_parquet
 from simperf.report.text import bench_block_lines, print_bench_block
 from simperf.scenario.models import WorkloadSpec
-from simperf.sim.records import RequestRecords
 
 
 def make_records(

@@ -1,4 +1,4 @@
-"""SGLang's default rules as simperf applies them (model doc §1.5, §1.10–1.12, §4.3)."""
+"""SGLang's default rules as simperf applies them (docs/serving-model.md §1.5, §1.10–1.12, §4.3)."""
 
 from __future__ import annotations
 

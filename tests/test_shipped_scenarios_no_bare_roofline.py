@@ -37,7 +37,7 @@ def _servers(path: Path):
 def _rows(cost: SGLangStepCost):
     top = max(1, min(256, cost.serving.max_running_requests))
     for bs in sorted({1, 8, 64, top}):
-        yield from cost.breakdown_decode(bs, bs, 2048 * bs, 2048, graph=True)
+        yield from cost.breakdown_decode(bs, bs, 2048 * bs, graph=True)
     for ext, pre in EXTENDS:
         ext, pre = np.array(ext), np.array(pre)
         yield from cost.breakdown_extend(ext, pre)

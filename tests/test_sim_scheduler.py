@@ -66,9 +66,9 @@ def test_admission_stops_at_max_running_requests():
     seen_bs = []
 
     class Spy(LinearCost):
-        def decode_steps(self, bs, padded_bs, kv_total, kv_max, graph):
+        def decode_steps(self, bs, padded_bs, kv_total, graph):
             seen_bs.append(bs)
-            return super().decode_steps(bs, padded_bs, kv_total, kv_max, graph)
+            return super().decode_steps(bs, padded_bs, kv_total, graph)
 
     _, rec, _ = simulate([10] * 20, [30] * 20, serving=make_serving(max_running_requests=4), cost=Spy())
     assert max(seen_bs) == 4
@@ -79,9 +79,9 @@ def test_decode_pads_to_cuda_graph_bucket_and_runs_eager_past_max_bs():
     seen = []
 
     class Spy(LinearCost):
-        def decode_steps(self, bs, padded_bs, kv_total, kv_max, graph):
+        def decode_steps(self, bs, padded_bs, kv_total, graph):
             seen.append((bs, padded_bs, graph))
-            return super().decode_steps(bs, padded_bs, kv_total, kv_max, graph)
+            return super().decode_steps(bs, padded_bs, kv_total, graph)
 
     serving = make_serving(cuda_graph_bs=(1, 2, 4, 8), cuda_graph_max_bs=8)
     simulate([10] * 5, [4] * 5, serving=serving, cost=Spy())
@@ -248,16 +248,16 @@ def test_dp_ranks_take_requests_round_robin_and_step_in_lock_step():
     seen = []
 
     class Spy(LinearCost):
-        def decode_steps(self, bs, padded_bs, kv_total, kv_max, graph):
+        def decode_steps(self, bs, padded_bs, kv_total, graph):
             seen.append((bs, padded_bs))
-            return super().decode_steps(bs, padded_bs, kv_total, kv_max, graph)
+            return super().decode_steps(bs, padded_bs, kv_total, graph)
 
     serving = make_serving(layout=ParallelLayout(2, 2, 1), cuda_graph_bs=(1, 2, 4, 8))
     _, rec, stats = simulate([10] * 4, [20, 20, 20, 5], serving=serving, cost=Spy())
     assert list(rec.dp_rank[np.argsort(rec.request_id)]) == [0, 1, 0, 1]
     assert stats.per_rank_requests == [2, 2]
     # rank 1's short request leaves first: from then on rank 1 has one row, rank 0 two, and both pad to the
-    # largest rank's bucket (model doc §1.10, §2.4)
+    # largest rank's bucket (docs/serving-model.md §1.10, §2.4)
     assert (1, 2) in seen and (2, 2) in seen
 
 

@@ -48,7 +48,7 @@ def test_step_log_records_every_iteration_as_it_was_priced(case):
             bs = step.decode_kv_lens.size
             assert bs >= 1 and step.padded_bs >= bs and (step.decode_kv_lens >= 1).all()
             # the first iteration of the run, priced from the logged lengths, is what the simulator charged
-            expected = cost.decode_steps(bs, step.padded_bs, [step.decode_kv_lens.sum()], 0, step.graph)
+            expected = cost.decode_steps(bs, step.padded_bs, [step.decode_kv_lens.sum()], step.graph)
             assert np.isclose(step.predicted_us, expected.sum())
         else:
             dec = step.decode_kv_lens if step.decode_kv_lens.size else None

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from simperf.radix_cache import RadixCache
 from simperf.scenario.models import WorkloadSpec
-from simperf.sim.radix import RadixCache
 from simperf.workload.arrivals import gamma_arrivals, poisson_arrivals
 from simperf.workload.requests import build_requests
 

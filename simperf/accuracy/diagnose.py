@@ -65,7 +65,7 @@ def decode_composition(prediction) -> StepComposition:
     """The run's representative decode step (mean batch and KV) priced op by op, grouped by family."""
     _, bs, padded, kv_mean = representative_steps(prediction)
     graph = padded <= (prediction.serving.cuda_graph_max_bs or 0)
-    rows = prediction.cost.breakdown_decode(bs, padded, round(kv_mean * bs), round(kv_mean), graph)
+    rows = prediction.cost.breakdown_decode(bs, padded, round(kv_mean * bs), graph)
     return _compose("decode", rows, prediction.gpu, bs, padded, float(kv_mean))
 
 

@@ -1,14 +1,17 @@
-"""Per-rank kernel shapes of the zoo models, as SGLang runs them (shared model doc section 4).
+"""Per-rank kernel shapes of the zoo models, as SGLang runs them (docs/serving-model.md §4).
 
-These are the shapes calibration measures; they are written out here (not read from simperf/models/zoo)
-so that the GPU-side runner has no dependency beyond this package. Numbers come from each model's HF
-config.json.
+These are the shapes calibration measures, derived from the model zoo (simperf/models/zoo/*.json, through the
+same parser the predictions use), so a model added to the zoo is calibrated at its own shapes on the next run.
+Zoo models keep the names calibration grid files and shape names have always used (`GRID_NAMES`); a new one goes
+by its zoo name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simperf.models.arch import ModelArch
+from simperf.models.zoo import load_arch, zoo_names
 from simperf.perfdb.schema import fused_shared_routing
 
 TP_DEGREES: tuple[int, ...] = (1, 2, 4, 8)
@@ -35,40 +38,82 @@ class MoeModelShape:
     shared_experts: int = 0  # same width as a routed expert; SGLang fuses them into the MoE at EP 1
 
 
-DENSE_MODELS: tuple[DenseModelShape, ...] = (
-    DenseModelShape("Llama-3.1-8B", 4096, 14336, 32, 8, 128, 128256),
-    DenseModelShape("Llama-3.1-70B", 8192, 28672, 64, 8, 128, 128256),
-    DenseModelShape("Llama-2-7B", 4096, 11008, 32, 32, 128, 32000),
-    DenseModelShape("Qwen3-8B", 4096, 12288, 32, 8, 128, 151936),
-    DenseModelShape("Qwen3-32B", 5120, 25600, 64, 8, 128, 151936),
-)
+# zoo name -> the name grids and shape names use, in grid order (DeepSeek first: the MoE grid starts with it)
+GRID_NAMES: dict[str, str] = {
+    "deepseek-v3": "DeepSeek-V3",
+    "llama-3.1-8b": "Llama-3.1-8B",
+    "llama-3.1-70b": "Llama-3.1-70B",
+    "llama-2-7b": "Llama-2-7B",
+    "qwen3-8b": "Qwen3-8B",
+    "qwen3-32b": "Qwen3-32B",
+    "qwen3-30b-a3b": "Qwen3-30B-A3B",
+    "qwen3-235b-a22b": "Qwen3-235B-A22B",
+}
 
-# Attention and lm_head of the Qwen3 MoE models are dense-shaped too (intermediate 0: no dense MLP).
-QWEN3_MOE_ATTENTION: tuple[DenseModelShape, ...] = (
-    DenseModelShape("Qwen3-30B-A3B", 2048, 0, 32, 4, 128, 151936),
-    DenseModelShape("Qwen3-235B-A22B", 4096, 0, 64, 4, 128, 151936),
-)
 
-MOE_MODELS: tuple[MoeModelShape, ...] = (
-    MoeModelShape("DeepSeek-V3", 256, 8, 2048, 7168, shared_experts=1),
-    MoeModelShape("Qwen3-30B-A3B", 128, 8, 768, 2048),
-    MoeModelShape("Qwen3-235B-A22B", 128, 8, 1536, 4096),
-)
+def _zoo_archs() -> list[tuple[str, ModelArch]]:
+    """(grid name, architecture) of every zoo model: the named ones in grid order, then the rest by name."""
+    names = [n for n in GRID_NAMES if n in zoo_names()] + [n for n in zoo_names() if n not in GRID_NAMES]
+    return [(GRID_NAMES.get(n, n), load_arch(n)) for n in names]
 
-# DeepSeek-V3 dimensions used below.
-DSV3_HIDDEN = 7168
-DSV3_HEADS = 128
-DSV3_Q_LORA = 1536
-DSV3_KV_LORA = 512
-DSV3_QK_NOPE = 128
-DSV3_QK_ROPE = 64
-DSV3_V_HEAD = 128
-DSV3_DENSE_INTER = 18432
-DSV3_SHARED_INTER = 2048
-DSV3_VOCAB = 129280
-DSV3_INDEX_HEADS = 64
-DSV3_INDEX_HEAD_DIM = 128
-DSV3_INDEX_TOPK = 2048
+
+def _gqa_shapes(moe: bool) -> tuple[DenseModelShape, ...]:
+    """Attention and LM-head shapes of the GQA models (with their dense MLP; MoE models have none)."""
+    return tuple(
+        DenseModelShape(
+            name,
+            arch.hidden_size,
+            0 if arch.is_moe else arch.intermediate_size,
+            arch.num_heads,
+            arch.num_kv_heads,
+            arch.head_dim,
+            arch.vocab_size,
+        )
+        for name, arch in _zoo_archs()
+        if arch.attention == "gqa" and arch.is_moe == moe
+    )
+
+
+def _moe_shapes() -> tuple[MoeModelShape, ...]:
+    """Routed-expert layers of the MoE models, one per distinct shape (DeepSeek-R1 and V3.2 share V3's)."""
+    out: dict[tuple[int, ...], MoeModelShape] = {}
+    for name, arch in _zoo_archs():
+        if arch.is_moe:
+            shape = MoeModelShape(
+                name,
+                arch.num_routed_experts,
+                arch.experts_per_token,
+                arch.moe_intermediate_size,
+                arch.hidden_size,
+                arch.num_shared_experts,
+            )
+            out.setdefault(
+                (shape.num_experts, shape.topk, shape.intermediate, shape.hidden, shape.shared_experts), shape
+            )
+    return tuple(out.values())
+
+
+DENSE_MODELS: tuple[DenseModelShape, ...] = _gqa_shapes(moe=False)
+# Attention and lm_head of the GQA MoE models are dense-shaped too (intermediate 0: no dense MLP).
+QWEN3_MOE_ATTENTION: tuple[DenseModelShape, ...] = _gqa_shapes(moe=True)
+MOE_MODELS: tuple[MoeModelShape, ...] = _moe_shapes()
+
+# DeepSeek-V3's dimensions (its MLA and DSA shapes are written out below from these).
+_DSV3 = load_arch("deepseek-v3")
+_DSV32 = load_arch("deepseek-v3.2")
+DSV3_HIDDEN = _DSV3.hidden_size
+DSV3_HEADS = _DSV3.num_heads
+DSV3_Q_LORA = _DSV3.q_lora_rank
+DSV3_KV_LORA = _DSV3.kv_lora_rank
+DSV3_QK_NOPE = _DSV3.qk_nope_head_dim
+DSV3_QK_ROPE = _DSV3.qk_rope_head_dim
+DSV3_V_HEAD = _DSV3.v_head_dim
+DSV3_DENSE_INTER = _DSV3.intermediate_size
+DSV3_SHARED_INTER = _DSV3.moe_intermediate_size * _DSV3.num_shared_experts
+DSV3_VOCAB = _DSV3.vocab_size
+DSV3_INDEX_HEADS = _DSV32.index_n_heads
+DSV3_INDEX_HEAD_DIM = _DSV32.index_head_dim
+DSV3_INDEX_TOPK = _DSV32.index_topk
 
 MLA_HEADS_PER_RANK: tuple[int, ...] = (128, 64, 32, 16, 8)
 
@@ -92,7 +137,7 @@ def deepseek_gemm_shapes() -> list[GemmShape]:
         # SGLang before v0.4.6 (sgl-project/sglang#5619) ran q_a_proj and kv_a_proj_with_mqa as two GEMMs
         GemmShape(DSV3_Q_LORA, DSV3_HIDDEN, "dsv3.q_a_unfused"),
         GemmShape(DSV3_KV_LORA + DSV3_QK_ROPE, DSV3_HIDDEN, "dsv3.kv_a_unfused"),
-        GemmShape(256, DSV3_HIDDEN, "dsv3.router"),
+        GemmShape(_DSV3.num_routed_experts, DSV3_HIDDEN, "dsv3.router"),
         # DeepSeek-V3.2 lightning indexer projections (replicated)
         GemmShape(DSV3_INDEX_HEADS * DSV3_INDEX_HEAD_DIM, DSV3_Q_LORA, "dsv32.indexer.wq_b"),
         GemmShape(DSV3_INDEX_HEAD_DIM, DSV3_HIDDEN, "dsv32.indexer.wk"),

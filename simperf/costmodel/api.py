@@ -1,39 +1,82 @@
-"""The seam between the simulator and the cost model.
+"""The seam between the simulator and the cost model: what the simulator calls, and what it may rely on.
 
-The simulator asks for step times in two shapes:
-* `extend_step`: one prefill/extend (or mixed) batch, per-request new tokens and cached prefix lengths;
-* `decode_steps`: k consecutive decode steps of an unchanged batch, vectorised over the steps (the KV total grows
-  by `bs` each step), so that a quiet stretch of decoding costs one call, not k.
+`StepCostModel` is the whole contract. `FastStepCost` is an optional second protocol a cost model may also
+implement: the same numbers in the shapes the simulator's hot loop consumes cheapest. The simulator decides in one
+place whether it uses them (simperf/sim/pricing.py); a cost model that only implements `StepCostModel` is priced
+through it alone, with the same results.
 
-Both return time split by source label (perfdb.schema.SOURCES): the last axis has one column per source and the
-row sum is the step time in microseconds. The simulator aggregates these to report the measured share.
+Contract of every method (tests/test_costmodel_contract.py checks it on SGLangStepCost and the test doubles):
+
+* Times are microseconds of one forward step on one rank, split by source label: the last axis has one column per
+  `perfdb.schema.SOURCES`, every entry is >= 0, and a step's row sums to its time, which is > 0.
+* Pure: equal arguments give equal results, so the caller may cache them, and calls may come in any order. The
+  returned arrays are the caller's (a cost model that caches must hand out copies).
+* Preconditions are the caller's: lengths are positive integers, `1 <= bs <= padded_bs`, `kv_total[j] >= bs`.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+# add_by_source(acc, n): add the per-source time of the first n steps of a decode_totals call to acc
+AddBySource = Callable[[list[float], int], None]
 
 
 class StepCostModel(Protocol):
     def extend_step(
-        self, extend_lens: np.ndarray, prefix_lens: np.ndarray, decode_kv_lens: np.ndarray | None = None
+        self,
+        extend_lens: np.ndarray,
+        prefix_lens: np.ndarray,
+        decode_kv_lens: np.ndarray | None = None,
+        gathered_rows: int | None = None,
+        gathered_logit_rows: int | None = None,
     ) -> np.ndarray:
-        """Time of one extend batch -> array (len(SOURCES),) in µs.
+        """Time of one extend (prefill, or mixed) batch -> array (len(SOURCES),) in µs.
 
-        extend_lens[i]: new tokens of request i this step; prefix_lens[i]: tokens already in its KV cache.
-        decode_kv_lens: KV lengths of decode rows riding along (mixed chunked prefill), or None.
+        extend_lens[i] >= 1: new tokens of request i this step; prefix_lens[i] >= 0: its tokens already in the KV
+        cache (same length as extend_lens, at least one request). decode_kv_lens: KV lengths (incl. the new token)
+        of decode rows riding along (mixed chunked prefill), or None. gathered_rows / gathered_logit_rows: under DP
+        attention, the token rows and logit rows of all DP ranks this step (the MLP/MoE, the gathers and the LM
+        head run on them); None means this rank's rows times the DP size.
         """
         ...
 
-    def decode_steps(
-        self, bs: int, padded_bs: int, kv_total: np.ndarray, kv_max: int, graph: bool
-    ) -> np.ndarray:
-        """Times of len(kv_total) decode steps of `bs` requests -> array (k, len(SOURCES)) in µs.
+    def decode_steps(self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool) -> np.ndarray:
+        """Times of len(kv_total) consecutive decode steps of `bs` requests -> array (k, len(SOURCES)) in µs.
 
-        padded_bs: CUDA-graph bucket the batch is padded to (== bs when eager); kv_total[j]: sum of the requests'
-        KV lengths at step j (including the token being decoded); kv_max: longest KV length at the first step.
-        graph: True when the step replays a CUDA graph, False when it runs eagerly.
+        padded_bs: the CUDA-graph bucket the batch is padded to (== bs when eager); kv_total[j]: the requests' KV
+        tokens at step j, including the token being decoded; graph: the step replays a CUDA graph.
         """
         ...
+
+
+@runtime_checkable
+class FastStepCost(Protocol):
+    """Optional: `StepCostModel`'s numbers on Python floats, for the simulator's hot loop.
+
+    Contract: equal to the protocol methods' results up to floating-point summation order
+    (tests/test_costmodel_step.py checks SGLangStepCost bit for bit where it claims so).
+    """
+
+    def decode_totals(
+        self, bs: int, padded_bs: int, kv_total: Sequence[float] | np.ndarray, graph: bool
+    ) -> tuple[list[float], AddBySource]:
+        """decode_steps' per-step totals (µs) as a list, and `add_by_source(acc, n)`, which adds the per-source sum
+        over the first n steps to `acc` (a list of len(SOURCES) floats)."""
+        ...
+
+    def fresh_prefill_totals(self, tokens: int) -> tuple[float, list[float]] | None:
+        """extend_step of one request of `tokens` new tokens, nothing cached, nothing riding along, no DP
+        gathering: (total µs, per-source µs list); None where the cost model has no such fast form."""
+        ...
+
+
+def is_single_fresh_prompt(
+    extend_lens: Sequence[int], prefix_lens: Sequence[int], decode_rows: int, gathered: bool
+) -> bool:
+    """The batch shape `FastStepCost.fresh_prefill_totals` prices: one request, nothing cached, no decode rows
+    riding along, no rows gathered from other DP ranks. Both sides of the seam ask this one question."""
+    return len(extend_lens) == 1 and prefix_lens[0] == 0 and decode_rows == 0 and not gathered

@@ -1,7 +1,7 @@
 """SGLangStepCost: the time of one SGLang forward step on one rank, from the calibration tables.
 
 Step time = sum over the step's ops (models.ops) of count x the perf database's timing of that op, plus one named
-overhead (CUDA-graph replay, or per-kernel launch gaps when eager), shared model doc §8. Every op's time keeps the
+overhead (CUDA-graph replay, or per-kernel launch gaps when eager), docs/serving-model.md §8. Every op's time keeps the
 source label the database gave it, so a step comes back split by schema.SOURCES.
 
 Cost of a call matters (the simulator asks ~100k times): the row-dependent part of a decode step is cached per
@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from simperf.costmodel.api import AddBySource, is_single_fresh_prompt
 from simperf.costmodel.overhead import OVERHEAD_SOURCE, StepOverhead, step_overhead
 from simperf.costmodel.rowtable import RowCostTable
 from simperf.hardware.catalog import get_gpu
@@ -115,7 +116,18 @@ class SGLangStepCost:
         self.serving = serving
         self.db = db
         self.overheads = overheads
-        self.settings = StepSettings.from_serving(serving, sm_major, prefill_graph_max_tokens)
+        self.settings = StepSettings(
+            layout=serving.layout,
+            weight_dtype=serving.weight_dtype,
+            kv_dtype=serving.kv_dtype,
+            page_size=serving.page_size,
+            prefill_backend=serving.prefill_backend,
+            decode_backend=serving.decode_backend,
+            sm_major=sm_major,
+            sglang_version=serving.sglang_version,
+            prefill_graph_max_tokens=prefill_graph_max_tokens,
+            dsa_dense_threshold=serving.dsa_dense_prefill_threshold,
+        )
         self._chosen: dict[tuple[str, tuple[Key, ...]], tuple[Key, OpCurve]] = {}
         self._decode_rows: dict[int, tuple[np.ndarray, int]] = {}
         self._decode: dict[tuple[int, int, bool], tuple[np.ndarray, list[_DecodeAttention]]] = {}
@@ -131,6 +143,7 @@ class SGLangStepCost:
         self._fresh_table: np.ndarray | None = None
         # fresh_prefill_totals by token count
         self._fresh_totals: dict[int, tuple[float, list[float]]] = {}
+        self._fresh_applies: bool | None = None  # _fresh_prefill_applies, once known
 
     # ---- the StepCostModel protocol ----------------------------------------------------------------------------
     def extend_step(
@@ -143,12 +156,11 @@ class SGLangStepCost:
     ) -> np.ndarray:
         """gathered_rows / gathered_logit_rows: under DP attention, the token rows and logit rows of all DP ranks
         together this step (the MLP/MoE, the gathers and the LM head run on them); default: DP x this rank's."""
-        if (
-            len(extend_lens) == 1
-            and prefix_lens[0] == 0
-            and (decode_kv_lens is None or len(decode_kv_lens) == 0)
-            and gathered_rows is None
-            and gathered_logit_rows is None
+        if is_single_fresh_prompt(
+            extend_lens,
+            prefix_lens,
+            _size(decode_kv_lens),
+            gathered_rows is not None or gathered_logit_rows is not None,
         ):
             fresh = self._fresh_prefill(int(extend_lens[0]))
             if fresh is not None:
@@ -168,9 +180,7 @@ class SGLangStepCost:
         )
         return value.copy()
 
-    def decode_steps(
-        self, bs: int, padded_bs: int, kv_total: np.ndarray, kv_max: int, graph: bool
-    ) -> np.ndarray:
+    def decode_steps(self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool) -> np.ndarray:
         if bs < 1 or padded_bs < bs:
             raise ValueError(f"need 1 <= bs <= padded_bs, got bs={bs}, padded_bs={padded_bs}")
         base, attention, eager = self._decode_entry(bs, padded_bs, graph)
@@ -194,7 +204,7 @@ class SGLangStepCost:
 
     def decode_totals(
         self, bs: int, padded_bs: int, kv_total: list[float] | np.ndarray, graph: bool
-    ) -> tuple[list[float], Callable[[list[float], int], None]]:
+    ) -> tuple[list[float], AddBySource]:
         """decode_steps for the simulator's hot loop: per-step totals (µs), and `add_by_source(acc, n)`, which adds
         the per-source sum over the first n steps to `acc` (a list of len(SOURCES) floats) — the same numbers as
         decode_steps, without building the (k, sources) matrix.
@@ -283,9 +293,7 @@ class SGLangStepCost:
         graph = self._extend_graph(int(sum(int(x) for x in extend_lens)) + _size(decode_kv_lens))
         return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows, extend=True)]
 
-    def breakdown_decode(
-        self, bs: int, padded_bs: int, kv_total: int, kv_max: int, graph: bool
-    ) -> list[BreakdownRow]:
+    def breakdown_decode(self, bs: int, padded_bs: int, kv_total: int, graph: bool) -> list[BreakdownRow]:
         rows_bs = padded_bs if graph else bs
         kv_mean = float(self._attention_kv_mean(np.asarray(float(kv_total)), bs, padded_bs, graph))
         ops = self.decode_ops(rows_bs, padded_bs, kv_mean)
@@ -383,7 +391,7 @@ class SGLangStepCost:
     ) -> tuple[list[OpCall], list[tuple[OpCall, float]]]:
         """One decode iteration as (row ops, [(attention op, KV offset)]).
 
-        Without speculative decoding: one target forward. With it (model doc §3): num_steps - 1 draft forwards on
+        Without speculative decoding: one target forward. With it (docs/serving-model.md §3): num_steps - 1 draft forwards on
         bs·topk rows, one target verify on bs·num_draft_tokens rows (attention q_len = num_draft_tokens over the
         KV plus the draft tokens), and one draft extend on bs·num_draft_tokens rows. The draft model is the
         checkpoint's MTP / EAGLE layer: one decoder layer plus its projection of [embedding, hidden] and the LM head.
@@ -552,7 +560,7 @@ class SGLangStepCost:
             # its kernels are launched like every other op's (breakdown_extend counts them too)
             kernels += convert.count * convert.kernels
         if self.serving.speculative is not None:
-            # the draft layer runs over the same tokens to produce the first draft (model doc §3, prefill)
+            # the draft layer runs over the same tokens to produce the first draft (docs/serving-model.md §3, prefill)
             draft = self.draft_arch
             draft_rows, draft_kernels = self._rows_cost(
                 plan.method, plan.num_tokens, plan.num_logit_rows, gathered, gathered_logits, draft
@@ -591,33 +599,44 @@ class SGLangStepCost:
         `step.tolist()` of extend_step's array — or None where the fresh-prefill path does not apply."""
         cached = self._fresh_totals.get(tokens)
         if cached is None:
+            if not self._fresh_prefill_applies:
+                return None
             row = self._fresh_prefill(tokens)
             if row is None:
                 return None
             cached = self._fresh_totals[tokens] = (float(row.sum()), row.tolist())
         return cached
 
+    @property
+    def _fresh_prefill_applies(self) -> bool:
+        """Whether this server's single fresh prompts can come from a table over their length: their attention
+        ops' axes are affine in the length (GQA, and DeepSeek's MHA path, which a request without prefix always
+        takes), so `RowCostTable` tabulates them exactly like the row ops. Not for DSA models (their path depends
+        on the length), speculative decoding, DP attention, prefill graphs or a KV-layout conversion."""
+        applies = self._fresh_applies
+        if applies is None:
+            s = self.serving
+            applies = self._fresh_applies = (
+                s.speculative is None
+                and s.layout.dp_attention == 1
+                and self.arch.caps.fresh_prefill_method is not None
+                and not self.settings.prefill_graph_max_tokens
+                and not self._kv_conversion_needed()
+            )
+        return applies
+
     def _single_fresh_prefill(self, ext, pre, dec, gathered, gathered_logits) -> np.ndarray | None:
         """The commonest extend — one request, nothing cached, nothing riding along — from a table over its
-        length. Its attention ops' axes are affine in the length (GQA, and DeepSeek's MHA path, which a request
-        without prefix always takes), so `RowCostTable` tabulates them exactly like the row ops. Other cases
-        (prefixes, several requests, DSA models whose path depends on the length, speculative, DP) take the
-        general path."""
-        if (
-            len(ext) != 1
-            or pre[0] != 0
-            or (dec is not None and dec.size)
-            or gathered is not None
-            or self.serving.speculative is not None
-            or self.serving.layout.dp_attention != 1
-            or self.arch.family == "nsa_moe"
-            or self.settings.prefill_graph_max_tokens
-        ):
+        length, where `_fresh_prefill_applies`; None for any other batch (the general path prices it)."""
+        shape_ok = is_single_fresh_prompt(
+            ext, pre, _size(dec), gathered is not None or gathered_logits is not None
+        )
+        if not shape_ok or not self._fresh_prefill_applies:
             return None
-        method = "gqa" if self.arch.family in ("dense", "gqa_moe") else "mha"
+        method = self.arch.caps.fresh_prefill_method
         tokens = int(ext[0])
         table = self._fresh_attention_table(method)
-        if tokens > table.t_max or self._kv_conversion_needed():
+        if tokens > table.t_max:
             return None
         rows_cost, row_kernels = self._rows_cost(method, tokens, 1, None, None)
         out = rows_cost + table.cost(tokens, 1)
@@ -636,7 +655,7 @@ class SGLangStepCost:
         probe = np.array([1], dtype=np.int64), np.zeros(1, dtype=np.int64)
         if self._single_fresh_prefill(*probe, None, None, None) is None:
             return none
-        method = "gqa" if self.arch.family in ("dense", "gqa_moe") else "mha"
+        method = self.arch.caps.fresh_prefill_method
         local, shared = self._row_table(method, "local"), self._row_table(method, "gathered")
         attention = self._fresh_attention_table(method)
         if local.has_direct_ops or shared.has_direct_ops or attention.has_direct_ops:

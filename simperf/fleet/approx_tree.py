@@ -4,7 +4,7 @@ The gateway (`policies/tree.rs`) keeps one radix tree over request texts shared 
 node records which tenants hold it and when each last touched it. It never asks a worker what it really caches:
 a routed request's text is inserted for the chosen worker, and a background thread trims each tenant to
 `max_tree_size` characters every `eviction_interval_secs`, least recently used leaves first. The replicas' real
-radix caches (`simperf/sim/radix.py`) evict on their own schedule, so the router's belief and the replicas' caches
+radix caches (`simperf/radix_cache.py`) evict on their own schedule, so the router's belief and the replicas' caches
 drift apart; that gap is part of what a fleet simulation shows.
 
 simperf's requests name content by prefix block ids, so this tree has one node per block (the gateway's nodes hold

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simperf.records import RequestRecords
 from simperf.report.metrics import inter_token_latencies, per_request, token_chunks, token_times
-from simperf.sim.records import RequestRecords
 
 
 @dataclass

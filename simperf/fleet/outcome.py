@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simperf.fleet.digest import Digest, digest_of
+from simperf.records import RequestRecords
 from simperf.sim.engine import SimStats
-from simperf.sim.records import RequestRecords
 
 # streamed tokens (Σ output lengths) up to which every chunk is kept: ~40 bytes a token while merging, ~0.8 GB
 EXACT_TOKEN_LIMIT = 20_000_000

@@ -19,11 +19,11 @@ from simperf.fleet.stream import RouteStream
 from simperf.fleet.summary import fleet_metrics, per_server, source_shares, timelines
 from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
+from simperf.records import RequestRecords
 from simperf.report.arguments import bench_arguments
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.engine import SimStats
-from simperf.sim.records import RequestRecords
 from simperf.workload.requests import RequestSet, build_requests
 
 

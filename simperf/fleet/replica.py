@@ -24,10 +24,10 @@ from dataclasses import fields
 import numpy as np
 import simpy
 
+from simperf.records import RequestRecords
 from simperf.sim.client import RequestSource
 from simperf.sim.engine import US, Batch, SimStats, Simulator
-from simperf.sim.rank import RequestTable
-from simperf.sim.records import RequestRecords
+from simperf.sim.request import RequestTable
 
 # the request count of a replica whose router may still send it requests: its event loop must not end
 _OPEN = 1 << 62

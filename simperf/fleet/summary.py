@@ -8,8 +8,8 @@ from simperf.fleet.digest import Rows, merge_histograms, merge_itl, rows_of
 from simperf.fleet.metrics import summarize_digest
 from simperf.fleet.outcome import ServerOutcome, merge_records, server_of_records
 from simperf.perfdb.schema import SOURCES
+from simperf.records import RequestRecords
 from simperf.report.metrics import summarize
-from simperf.sim.records import RequestRecords
 
 
 def fleet_metrics(

@@ -1,7 +1,7 @@
 """ModelArch: the architecture numbers of one model, and what they imply for memory on one rank.
 
 Everything here is arithmetic on the HF config numbers; nothing is measured. The sharding rules follow SGLang
-(shared model doc §1.12, §2.1): MLA attention weights are sharded over the attention-TP group (A = TP/DP) and
+(docs/serving-model.md §1.12, §2.1): MLA attention weights are sharded over the attention-TP group (A = TP/DP) and
 replicated across DP ranks; routed experts are sharded over TP (TP-MoE) or split over EP with the remaining TP
 factor sharding each expert; the vocabulary is split over TP.
 """
@@ -9,29 +9,20 @@ factor sharding each expert; the vocabulary is split over TP.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-from simperf.scenario.resolved import ParallelLayout
+from simperf import capabilities
+from simperf.capabilities import FamilyCaps, dsa_fp8_layout
+from simperf.layout import ParallelLayout
 
-Family = Literal["dense", "gqa_moe", "mla_moe", "nsa_moe"]
+Family = str  # a key of simperf.capabilities.FAMILIES
 
 # Bytes per element of the dtype names used in scenarios and tables.
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp32": 4}
 
-MLA_FAMILIES: tuple[str, ...] = ("mla_moe", "nsa_moe")
-
-# DSA/NSA KV layouts (shared model doc §1.12, §4.3): FlashMLA's fp8 layout stores 512 fp8 nope values, one fp32
+# DSA/NSA KV layouts (docs/serving-model.md §1.12, §4.3): FlashMLA's fp8 layout stores 512 fp8 nope values, one fp32
 # scale per 128 of them and the 64 rope dims in bf16; trtllm/tilelang keep the raw 576-dim latent.
 NSA_FLASHMLA_FP8_BYTES_PER_LAYER = 512 + (512 // 128) * 4 + 64 * 2  # 656
 NSA_INDEXER_K_BYTES_PER_LAYER = 128 + 4  # fp8 key + one fp32 scale
-_NSA_FLASHMLA_LAYOUT_BACKENDS = (
-    "flashmla_kv",
-    "flashmla_sparse",
-    "flashmla_sparse_q8",
-    "flashmla_auto",
-    "flashmla",
-)
-
 # SGLang pads the vocabulary of VocabParallelEmbedding / ParallelLMHead to a multiple of 64.
 VOCAB_PAD = 64
 
@@ -85,8 +76,18 @@ class ModelArch:
 
     # ---- derived shape facts -------------------------------------------------------------------------------
     @property
+    def caps(self) -> FamilyCaps:
+        """The family's row of the capability table."""
+        return capabilities.family(self.family)
+
+    @property
+    def attention(self) -> str:
+        """gqa | mla | dsa: which attention op-list code the family runs."""
+        return capabilities.family(self.family).attention
+
+    @property
     def is_mla(self) -> bool:
-        return self.family in MLA_FAMILIES
+        return capabilities.family(self.family).is_mla
 
     @property
     def is_moe(self) -> bool:
@@ -169,7 +170,7 @@ class ModelArch:
             ),
             _Tensor("o_proj", h, H * self.v_head_dim, L, "attn_heads_in"),
         ]
-        if self.family == "nsa_moe":
+        if self.attention == "dsa":
             ih, idim = self.index_n_heads, self.index_head_dim
             q_in = self.q_lora_rank or h
             t += [
@@ -196,7 +197,7 @@ class ModelArch:
                 _Tensor("moe.experts.w13", E * 2 * mi, h, n, "experts"),
                 _Tensor("moe.experts.w2", E * h, mi, n, "experts_in"),
             ]
-            if self.family in MLA_FAMILIES:  # noaux_tc routing keeps a per-expert fp32 bias
+            if self.is_mla:  # noaux_tc routing keeps a per-expert fp32 bias
                 t.append(_Tensor("moe.gate.e_score_correction_bias", 1, E, n, "replicated", False, fp32=True))
             if self.num_shared_experts:
                 si = mi * self.num_shared_experts
@@ -241,13 +242,13 @@ class ModelArch:
         """
         b = dtype_bytes(kv_dtype)
         L = self.num_layers
-        if self.family == "mla_moe":
+        if self.attention == "mla":
             return self.kv_latent_dim * b * L
-        if self.family == "nsa_moe":
+        if self.attention == "dsa":
             if b == 1:
                 main = (
                     NSA_FLASHMLA_FP8_BYTES_PER_LAYER
-                    if backend in _NSA_FLASHMLA_LAYOUT_BACKENDS
+                    if dsa_fp8_layout(backend) == "fp8_flashmla_656"
                     else self.kv_latent_dim  # raw 576-byte layout (trtllm, tilelang)
                 )
             else:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from itertools import product
 from typing import Any
 
+from simperf.capabilities import BACKENDS
 from simperf.perfdb.schema import OP_SPECS, fused_shared_routing
 
 Key = tuple[tuple[str, Any], ...]  # (column, value) pairs in OpSpec.key_columns order
@@ -51,27 +52,12 @@ def _dedupe(values: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-# Scenario attention-backend name -> table backend names (first preferred). SGLang's `fa3` runs sgl-kernel's
-# FA3; simperf calibrates flashinfer's FA3 kernels as its proxy. `flashinfer` is flashinfer's FA2 path.
-_ATTN_BACKEND_ALIASES: dict[str, tuple[str, ...]] = {
-    "fa3": ("flashinfer_fa3",),
-    "flashinfer": ("flashinfer_fa2",),
-    "flashmla": ("flashmla",),
-    "flashmla_sparse": ("flashmla_sparse",),
-    "flashmla_kv": ("flashmla_kv",),
-    "trtllm_mla": ("trtllm_mla", "trtllm_gen"),
-    "cutlass_mla": ("cutlass_mla", "cutlass"),
-    "trtllm": ("trtllm", "trtllm_gen"),
-}
-
-
 def table_attention_backends(scenario_backend: str, sm_major: int = 9) -> tuple[str, ...]:
-    """Table backends for a scenario's attention backend on a GPU of this compute capability. SGLang's flashinfer
-    MLA backend (0.5.17 flashinfer_mla_backend.py) and its ragged prefill ask flashinfer for backend="auto", which
-    is fa3 on SM90 (flashinfer utils.determine_mla_backend / determine_attention_backend), fa2 elsewhere."""
-    if scenario_backend == "flashinfer" and sm_major == 9:
-        return ("flashinfer_fa3", "flashinfer_fa2")
-    return _ATTN_BACKEND_ALIASES.get(scenario_backend, (scenario_backend,))
+    """Table backends that price a scenario attention backend's kernels on a GPU of this compute capability, first
+    preferred (the capability table's `tables`: e.g. SGLang's `fa3` runs sgl-kernel's FA3, priced with
+    flashinfer's FA3 kernels as its proxy; `flashinfer` asks flashinfer for backend="auto", FA3 on SM90)."""
+    caps = BACKENDS.get(scenario_backend)
+    return (scenario_backend,) if caps is None else caps.table_backends(sm_major)
 
 
 def kv_dtype_names(kv_dtype: str) -> tuple[str, ...]:

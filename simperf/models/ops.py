@@ -1,6 +1,6 @@
 """The ops of one forward step on one rank: names, calibration-table keys, axes and per-step multiplicity.
 
-Follows the shared model doc §4 (DeepSeek per-layer table §4.1, MLA/MHA selection §4.2, V3.2 additions §4.3)
+Follows the docs/serving-model.md §4 (DeepSeek per-layer table §4.1, MLA/MHA selection §4.2, V3.2 additions §4.3)
 and the usual Llama/Qwen layer for dense models. Ops that are the same in every layer of a kind appear once,
 with `count` = number of such layers, so a step is a few dozen OpCalls, not layers × ops.
 
@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from simperf.capabilities import dsa_padded_heads, mha_prefill_tables
+from simperf.layout import ParallelLayout
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import (
     Key,
@@ -35,7 +37,11 @@ from simperf.models.kernels import (
     moe_keys,
     table_attention_backends,
 )
-from simperf.scenario.resolved import ParallelLayout, ResolvedServing
+from simperf.sglang_defaults import (
+    CHUNKED_PREFIX_CACHE_THRESHOLD,
+    DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD,
+    MAX_KV_CHUNK_CAPACITY,
+)
 
 Method = Literal["absorb", "mha", "sparse", "gqa"]
 Phase = Literal["extend", "decode"]
@@ -43,10 +49,6 @@ Phase = Literal["extend", "decode"]
 # works too: True counts as a table of the target GPU).
 HasTable = Callable[[str, dict[str, Any]], int]
 
-# Shared model doc §4.2 / §4.3 thresholds (SGLang env defaults).
-CHUNKED_PREFIX_CACHE_THRESHOLD = 8192  # SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD
-MAX_KV_CHUNK_CAPACITY = 131072  # SGLANG_MAX_KV_CHUNK_CAPACITY (above: MHA_CHUNKED_KV, costed like one shot)
-DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD = 2048  # SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
 # DeepSeek's q_a_proj and kv_a_proj_with_mqa run as one fused GEMM (fused_qkv_a_proj_with_mqa) from SGLang v0.4.6
 # on (sgl-project/sglang#5619, merged 2025-04-22; deepseek_v2.py in 0.5.17 still builds it when q_lora_rank is
 # set); up to v0.4.5 they were two GEMMs.
@@ -79,23 +81,6 @@ class StepSettings:
     # absorbed MLA path (§4.2). 0: never captured (ResolvedServing has no such field yet).
     prefill_graph_max_tokens: int = 0
     dsa_dense_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
-
-    @classmethod
-    def from_serving(
-        cls, serving: ResolvedServing, sm_major: int = 9, prefill_graph_max_tokens: int = 0
-    ) -> StepSettings:
-        return cls(
-            layout=serving.layout,
-            weight_dtype=serving.weight_dtype,
-            kv_dtype=serving.kv_dtype,
-            page_size=serving.page_size,
-            prefill_backend=serving.prefill_backend,
-            decode_backend=serving.decode_backend,
-            sm_major=sm_major,
-            sglang_version=serving.sglang_version,
-            prefill_graph_max_tokens=prefill_graph_max_tokens,
-            dsa_dense_threshold=serving.dsa_dense_prefill_threshold,
-        )
 
 
 @dataclass(frozen=True)
@@ -179,7 +164,7 @@ def select_nsa_method(
 
 
 def decode_method(arch: ModelArch) -> Method:
-    return {"mla_moe": "absorb", "nsa_moe": "sparse"}.get(arch.family, "gqa")  # type: ignore[return-value]
+    return arch.caps.decode_method  # type: ignore[return-value]
 
 
 def _version_le(version: str, bound: tuple[int, ...]) -> bool:
@@ -258,9 +243,9 @@ def plan_extend(
     captured = 0 < num_tokens <= s.prefill_graph_max_tokens
     topk = arch.index_topk
     method: Method
-    if arch.family == "mla_moe":
+    if arch.attention == "mla":
         method = select_mla_method(sum_prefix, captured)
-    elif arch.family == "nsa_moe":
+    elif arch.attention == "dsa":
         method = select_nsa_method(
             int(seq_lens.max()),
             int(seq_lens.sum()),
@@ -380,7 +365,7 @@ def _mla_row_ops(arch: ModelArch, s: StepSettings, T: int, method: Method, gemm,
         gemm("kv_a_proj_with_mqa", arch.kv_latent_dim, h, T, L)
         gemm("q_proj", H * qk, h, T, L)
     norm("kv_a_layernorm", "rmsnorm", arch.kv_lora_rank, T, L)
-    if arch.family == "nsa_moe":
+    if arch.attention == "dsa":
         ih, idim = arch.index_n_heads, arch.index_head_dim
         gemm("indexer.wq_b", ih * idim, arch.q_lora_rank or h, T, L)
         gemm("indexer.wk", idim, h, T, L)
@@ -540,18 +525,10 @@ def _mha_prefill_op(
     count: int,
     suffix: str,
 ) -> OpCall:
-    # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); `flashinfer` runs its ragged prefill with
-    # backend="auto": FA3 on SM90 (192/128 and 128/128 are FA3 head dims), FA2 elsewhere (FA3's table the proxy).
-    if backend == "flashinfer":
-        backends: tuple[str, ...] = ("flashinfer_fa3", "flashinfer_fa2")
-        if s.sm_major != 9:
-            backends = ("flashinfer_fa2", "flashinfer_fa3")
-    elif backend in ("trtllm_mla", "trtllm") or (arch.family == "nsa_moe" and s.sm_major >= 10):
-        # SM100 TRT-LLM ragged prefill: trtllm_mla's MHA path, and DSA's dense short prefill on SM100
-        # (nsa_backend._forward_standard_mha, sglang PR 12788), where a table has it
-        backends = ("trtllm", "flashinfer_fa3")
-    else:
-        backends = ("flashinfer_fa3",)
+    # MHA/GQA prefill runs FA3 on Hopper (flashinfer's FA3 as proxy); flashinfer's ragged prefill asks for
+    # backend="auto" (FA3 on SM90, FA2 elsewhere); SM100 TRT-LLM ragged prefill for trtllm_mla / trtllm and DSA's
+    # dense short prefill on SM100 (sglang PR 12788): simperf/capabilities.py `mha_prefill_tables`
+    backends = mha_prefill_tables(backend, arch.family, s.sm_major)
     keys = key_candidates(
         "attn_mha_prefill",
         backend=backends,
@@ -566,14 +543,8 @@ def _mha_prefill_op(
 
 
 def nsa_padded_heads(heads: int, backend: str, sm_major: int) -> int:
-    """Query heads as the DSA kernels run them (§2.1): flashmla_sparse pads to 64 (SM90) / 128 (SM100+),
-    flashmla_kv to 64 when <= 64 else 128."""
-    if backend.startswith("flashmla_sparse"):
-        mult = 64 if sm_major < 10 else 128
-        return -(-heads // mult) * mult
-    if backend.startswith("flashmla_kv"):
-        return 64 if heads <= 64 else 128
-    return heads
+    """Query heads as the DSA kernels of `backend` run them (simperf/capabilities.py `dsa_padded_heads`)."""
+    return dsa_padded_heads(heads, backend, sm_major)
 
 
 def _nsa_ops(
@@ -588,7 +559,7 @@ def _nsa_ops(
     suffix: str,
 ) -> list[OpCall]:
     L, topk = arch.num_layers, arch.index_topk
-    heads = nsa_padded_heads(H, backends[0], s.sm_major)
+    heads = nsa_padded_heads(H, s.decode_backend if phase == "decode" else s.prefill_backend, s.sm_major)
     ops: list[OpCall] = []
     if phase == "decode":
         keys = key_candidates(
@@ -673,7 +644,7 @@ def extend_ops(
 def uncosted_kernels_per_step(arch: ModelArch) -> int:
     n = UNCOSTED_KERNELS_PER_STEP + UNCOSTED_KERNELS_PER_LAYER * arch.num_layers
     n += UNCOSTED_KERNELS_PER_MOE_LAYER * arch.num_moe_layers
-    if arch.family == "nsa_moe":
+    if arch.attention == "dsa":
         n += UNCOSTED_KERNELS_PER_NSA_LAYER * arch.num_layers
     return n
 

@@ -12,18 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from simperf.models.arch import Family, ModelArch
-
-# HF `architectures[0]` -> simperf family. Dense GQA models of the Llama lineage share one op list.
-_ARCHITECTURE_FAMILY: dict[str, Family] = {
-    "LlamaForCausalLM": "dense",
-    "MistralForCausalLM": "dense",
-    "Qwen2ForCausalLM": "dense",
-    "Qwen3ForCausalLM": "dense",
-    "Qwen3MoeForCausalLM": "gqa_moe",
-    "DeepseekV3ForCausalLM": "mla_moe",
-    "DeepseekV32ForCausalLM": "nsa_moe",
-}
+from simperf.capabilities import FAMILIES, FamilyCaps, family_of_architecture
+from simperf.models.arch import ModelArch
 
 
 class UnknownModelError(ValueError):
@@ -59,19 +49,19 @@ def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
 def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "config") -> ModelArch:
     archs = config.get("architectures") or []
     hf_arch = archs[0] if archs else ""
-    family = _ARCHITECTURE_FAMILY.get(hf_arch)
-    if family is None:
+    caps = family_of_architecture(hf_arch)
+    if caps is None:
+        supported = sorted(a for f in FAMILIES.values() for a in f.hf_architectures)
         raise UnknownModelError(
-            f"{source}: architecture {hf_arch or '(none)'!r} is not supported; "
-            f"supported: {', '.join(sorted(_ARCHITECTURE_FAMILY))}"
+            f"{source}: architecture {hf_arch or '(none)'!r} is not supported; supported: {', '.join(supported)}"
         )
     try:
-        return _parse(name, hf_arch, family, config)
+        return _parse(name, hf_arch, caps, config)
     except KeyError as e:
         raise UnknownModelError(f"{source}: {hf_arch} config lacks the field {e.args[0]!r}") from None
 
 
-def _parse(name: str, hf_arch: str, family: Family, c: Mapping[str, Any]) -> ModelArch:
+def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> ModelArch:
     heads = int(c["num_attention_heads"])
     hidden = int(c["hidden_size"])
     quant = c.get("quantization_config") or {}
@@ -79,7 +69,7 @@ def _parse(name: str, hf_arch: str, family: Family, c: Mapping[str, Any]) -> Mod
     block = quant.get("weight_block_size")
     common: dict[str, Any] = dict(
         name=name,
-        family=family,
+        family=caps.name,
         hf_architecture=hf_arch,
         hidden_size=hidden,
         num_layers=int(c["num_hidden_layers"]),
@@ -92,14 +82,14 @@ def _parse(name: str, hf_arch: str, family: Family, c: Mapping[str, Any]) -> Mod
         tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         weight_block_size=tuple(int(x) for x in block) if block else None,
     )
-    if family in ("dense", "gqa_moe"):
+    if caps.attention == "gqa":
         common.update(
             head_dim=int(c.get("head_dim") or hidden // heads),
             # Qwen2 always has q/k/v biases; Llama and Qwen3 say so in attention_bias.
             attention_bias=bool(c.get("attention_bias", hf_arch == "Qwen2ForCausalLM")),
             qk_norm=hf_arch.startswith("Qwen3"),
         )
-        if family == "gqa_moe":
+        if caps.moe:
             if c.get("mlp_only_layers"):
                 raise UnknownModelError(f"{name}: mlp_only_layers (mixed dense/MoE Qwen3) is not modelled")
             if int(c.get("decoder_sparse_step", 1)) != 1:
@@ -111,7 +101,7 @@ def _parse(name: str, hf_arch: str, family: Family, c: Mapping[str, Any]) -> Mod
             )
         return ModelArch(**common)
 
-    # DeepSeek V3 / V3.2
+    # MLA families (DeepSeek V3 / V3.2)
     if int(c.get("moe_layer_freq", 1)) != 1:
         raise UnknownModelError(f"{name}: moe_layer_freq != 1 is not modelled")
     nope, rope = int(c["qk_nope_head_dim"]), int(c["qk_rope_head_dim"])
@@ -129,7 +119,7 @@ def _parse(name: str, hf_arch: str, family: Family, c: Mapping[str, Any]) -> Mod
         moe_intermediate_size=int(c["moe_intermediate_size"]),
         num_nextn_predict_layers=int(c.get("num_nextn_predict_layers", 0)),
     )
-    if family == "nsa_moe":
+    if caps.attention == "dsa":
         common.update(
             index_n_heads=int(c["index_n_heads"]),
             index_head_dim=int(c["index_head_dim"]),

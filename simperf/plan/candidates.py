@@ -26,7 +26,6 @@ from simperf.models.arch import ModelArch
 from simperf.scenario.backend_matrix import backend_options
 
 GPUS_PER_NODE = 8  # HGX H100/H200/B200 baseboards hold 8 GPUs on one NVLink switch
-DP_ATTENTION_FAMILIES = ("mla_moe", "nsa_moe", "gqa_moe")  # ServerArgs.enable_dp_attention help (0.5.17)
 # SGLang's documented MTP setting for DeepSeek (docs: "--speculative-algorithm EAGLE --speculative-num-steps 3
 # --speculative-eagle-topk 1 --speculative-num-draft-tokens 4")
 MTP_SETTINGS = {"algorithm": "mtp", "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}
@@ -74,7 +73,7 @@ def layouts(arch: ModelArch, gpus: int) -> list[Layout]:
     out = [Layout(gpus)]
     if gpus == 1:
         return out
-    dp_ok = arch.family in DP_ATTENTION_FAMILIES
+    dp_ok = arch.caps.dp_attention  # ServerArgs.enable_dp_attention help (0.5.17)
     ep_ok = arch.is_moe and arch.num_routed_experts % gpus == 0
     for dp in (1, gpus) if dp_ok else (1,):
         if arch.num_heads % (gpus // dp):

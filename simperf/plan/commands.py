@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from simperf import capabilities
 from simperf.models.hf_names import checkpoint_for
 from simperf.models.zoo import load_arch
 from simperf.scenario.flags import SGLANG_ATTENTION_BACKENDS
@@ -24,7 +25,6 @@ ROUTER = ("python", "-m", "sglang_router.launch_router")  # the separate sglang-
 BASE_PORT = 30000
 ROUTER_PORT = 8000
 SCENARIO_TO_SGLANG_BACKEND = {v: k for k, v in SGLANG_ATTENTION_BACKENDS.items()}
-DSA_KERNELS = ("flashmla_sparse", "flashmla_kv")
 # serving field -> launch_server flag, for fields that map one to one (the rest are written below)
 PLAIN_FIELDS = (
     ("page_size", "--page-size"),
@@ -56,7 +56,7 @@ class Command:
 def _backend_flags(s: ServingSpec, family: str) -> list[str]:
     prefill = s.prefill_attention_backend or s.attention_backend
     decode = s.decode_attention_backend or s.attention_backend
-    if family == "nsa_moe" and (prefill or decode):
+    if capabilities.family(family).attention == "dsa" and (prefill or decode):
         # DSA models run SGLang's nsa backend; the kernel per phase is --nsa-{prefill,decode}-backend
         out = ["--attention-backend", "nsa"]
         out += ["--nsa-prefill-backend", prefill] if prefill else []
@@ -95,7 +95,7 @@ def server_flags(scenario: Scenario, s: ServingSpec) -> list[str]:
     checkpoint = checkpoint_for(scenario.model.name, weight_dtype)
     out = ["--model-path", str(scenario.model.config.parent) if scenario.model.config else checkpoint.repo]
     out += ["--quantization", checkpoint.quantization] if checkpoint.quantization else []
-    out += ["--trust-remote-code"] if arch.family in ("mla_moe", "nsa_moe") else []
+    out += ["--trust-remote-code"] if arch.caps.trust_remote_code else []
     out += ["--tp-size", str(s.tp)]
     if s.dp_attention > 1:
         out += ["--dp-size", str(s.dp_attention), "--enable-dp-attention"]

@@ -57,7 +57,7 @@ def breakdown_tables(prediction) -> list[TableData]:
     cost = prediction.cost
     extend = cost.breakdown_extend(np.array([tokens]), np.array([0]))
     graph = padded <= (prediction.serving.cuda_graph_max_bs or 0)
-    decode = cost.breakdown_decode(bs, padded, round(kv_mean * bs), round(kv_mean), graph)
+    decode = cost.breakdown_decode(bs, padded, round(kv_mean * bs), graph)
     return [
         _table(
             f"Representative prefill step: one request of {tokens} new tokens (the run's mean)",

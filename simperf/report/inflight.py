@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simperf.sim.records import RequestRecords
+from simperf.records import RequestRecords
 
 SATURATION_TOLERANCE = 0.01  # a saturated closed loop keeps C in flight within 1%
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simperf.sim.records import RequestRecords
+from simperf.records import RequestRecords
 
 # Statistic prefixes per latency family, in the order they appear in the result.
 _STAT_PREFIXES = ("mean", "median", "std", "p90", "p95", "p99")

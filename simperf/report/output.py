@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simperf import strictjson
-from simperf.sim.records import RequestRecords
+from simperf.records import RequestRecords
 
 _META_DURATION = b"simperf.duration_s"
 _META_EXTRA = b"simperf.extra"

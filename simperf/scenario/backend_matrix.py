@@ -6,26 +6,16 @@ cannot disagree with `simperf predict`: a backend listed as refused is refused t
 
 from __future__ import annotations
 
-import typing
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from simperf.capabilities import BACKENDS, auto_kv_dtype, family
 from simperf.hardware.catalog import GpuSpec, get_gpu
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import table_attention_backends
 from simperf.scenario.backends import BackendError, check_backends
-from simperf.scenario.models import AttentionBackend
-from simperf.scenario.resolve import default_backends, is_blackwell
-
-BACKENDS: tuple[str, ...] = typing.get_args(AttentionBackend)
-# the table each attention family's decode kernel is looked up in (simperf/models/ops.py)
-DECODE_TABLE = {
-    "dense": "attn_gqa_decode",
-    "gqa_moe": "attn_gqa_decode",
-    "mla_moe": "attn_mla_decode",
-    "nsa_moe": "attn_nsa_decode",
-}
+from simperf.scenario.resolve import default_backends
 
 
 @dataclass(frozen=True)
@@ -42,7 +32,7 @@ class BackendOption:
 
 def _auto_kv_dtype(arch: ModelArch, gpu: GpuSpec) -> str:
     """resolve()'s kv_cache_dtype for `auto`."""
-    return "fp8_e4m3" if arch.family == "nsa_moe" and is_blackwell(gpu) else "bf16"
+    return auto_kv_dtype(arch.family, gpu.sm)
 
 
 def _refusal(error: BackendError) -> str:
@@ -75,7 +65,7 @@ def _table_backends(gpu_key: str, table: str) -> dict[str, str]:
 
 
 def _decode_table(arch: ModelArch, gpu: GpuSpec, backend: str) -> str:
-    table = DECODE_TABLE[arch.family]
+    table = family(arch.family).decode_table
     candidates = table_attention_backends(backend)
     if table == "attn_gqa_decode":
         candidates = ("flashinfer", *candidates)  # GQA decode is priced by flashinfer's decode kernel first

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from simperf.capabilities import BACKENDS
 from simperf.scenario.flags import (
     BENCH_RANDOM_INPUT_LEN,
     BENCH_RANDOM_OUTPUT_LEN,
@@ -103,7 +104,11 @@ def _apply_backends(settings: FlagSettings, data: dict[str, Any], origin: dict[s
     both = settings.given("--attention-backend")
     dsa = both in DSA_ATTENTION_BACKENDS
     if both is not None and not dsa:
-        kernels = {**SGLANG_ATTENTION_BACKENDS, **{k: k for k in ("flashmla_sparse", "flashmla_kv")}}
+        # simperf's names of the DSA-only kernels are accepted too (they have no --attention-backend value)
+        kernels = {
+            **SGLANG_ATTENTION_BACKENDS,
+            **{c.name: c.name for c in BACKENDS.values() if c.sglang_flag is None},
+        }
         _set(data, "serving.attention_backend", _choose("--attention-backend", both, kernels, "backends"))
         origin["serving.attention_backend"] = "--attention-backend"
     for role in ("prefill", "decode"):

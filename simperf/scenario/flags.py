@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from simperf.capabilities import BACKENDS, SCHEDULE_POLICIES
+
 Origin = Literal["bench_serving", "launch_server", "simperf"]
 
 
@@ -187,7 +189,7 @@ FLAGS: tuple[Flag, ...] = (
     _server(
         "--enable-mixed-chunk", "serving.enable_mixed_chunk", "decode rows ride in prefill batches", None
     ),
-    _server("--schedule-policy", "serving.schedule_policy", "fcfs | lpm"),
+    _server("--schedule-policy", "serving.schedule_policy", " | ".join(SCHEDULE_POLICIES)),
     _server(
         "--schedule-conservativeness",
         "serving.schedule_conservativeness",
@@ -232,22 +234,10 @@ BY_NAME: dict[str, Flag] = {n: f for f in FLAGS for n in (f.name, *f.aliases)}
 BENCH_RANDOM_INPUT_LEN = 1024
 BENCH_RANDOM_OUTPUT_LEN = 1024
 
-# SGLang --attention-backend / --*-attention-backend names -> scenario backend names
-SGLANG_ATTENTION_BACKENDS = {
-    "fa3": "fa3",
-    "flashinfer": "flashinfer",
-    "flashmla": "flashmla",
-    "trtllm_mla": "trtllm_mla",
-    "cutlass_mla": "cutlass_mla",
-    "trtllm_mha": "trtllm",
-}
+# SGLang --attention-backend / --*-attention-backend names -> scenario backend names (simperf/capabilities.py)
+SGLANG_ATTENTION_BACKENDS = {c.sglang_flag: c.name for c in BACKENDS.values() if c.sglang_flag is not None}
 DSA_ATTENTION_BACKENDS = ("nsa", "dsa")  # the DSA kernels are chosen by --nsa-{prefill,decode}-backend
-SGLANG_DSA_KERNELS = {
-    "flashmla_sparse": "flashmla_sparse",
-    "flashmla_kv": "flashmla_kv",
-    "fa3": "fa3",
-    "trtllm": "trtllm",
-}
+SGLANG_DSA_KERNELS = {c.name: c.name for c in BACKENDS.values() if c.dsa_kernel}
 SPECULATIVE_ALGORITHMS = {"eagle": "eagle", "eagle3": "eagle3", "nextn": "mtp", "mtp": "mtp"}
 DATASET_KINDS = {
     "random": "random",

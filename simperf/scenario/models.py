@@ -12,22 +12,20 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from simperf.capabilities import BACKENDS, SCHEDULE_POLICIES
+from simperf.hardware.catalog import gpu_keys
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-GpuKind = Literal["h100", "h200", "b200"]
-AttentionBackend = Literal[
-    "fa3",  # flashinfer's FA3 kernels (SGLang's Hopper default)
-    "flashinfer",  # flashinfer FA2 kernels
-    "flashmla",
-    "flashmla_sparse",
-    "flashmla_kv",
-    "trtllm_mla",
-    "cutlass_mla",
-    "trtllm",
-]
+# the GPU kinds of the hardware catalogue (simperf/hardware/gpus.yaml)
+GpuKind = Literal[tuple(gpu_keys())]  # type: ignore[valid-type]
+# SGLang's attention backends simperf models, one row each in simperf/capabilities.py
+AttentionBackend = Literal[tuple(BACKENDS)]  # type: ignore[valid-type]
+# SGLang's --schedule-policy values, each one module of simperf/sim/policy/
+SchedulePolicyName = Literal[SCHEDULE_POLICIES]  # type: ignore[valid-type]
 
 
 class ModelSpec(_Strict):
@@ -102,7 +100,7 @@ class ServingSpec(_Strict):
     disable_cuda_graph: bool = Field(default=False, description="--disable-cuda-graph (decode runs eagerly)")
     disable_overlap_schedule: bool = Field(default=False, description="--disable-overlap-schedule")
     enable_mixed_chunk: bool = Field(default=False, description="--enable-mixed-chunk")
-    schedule_policy: Literal["fcfs", "lpm"] = "fcfs"
+    schedule_policy: SchedulePolicyName = "fcfs"
     disable_radix_cache: bool = Field(default=False, description="--disable-radix-cache: no prefix reuse")
     schedule_conservativeness: float = Field(default=1.0, gt=0.0, description="--schedule-conservativeness")
     load_balance_method: Literal["round_robin", "total_requests"] = "round_robin"
@@ -349,7 +347,7 @@ class Overheads(_Strict):
 
 class DisaggregationSpec(_Strict):
     """PD disaggregation (--disaggregation-mode prefill|decode): one prefill server and one decode server, each
-    with its own server arguments, KV shipped from prefill to decode over a link (model doc §5)."""
+    with its own server arguments, KV shipped from prefill to decode over a link (docs/serving-model.md §5)."""
 
     prefill: ServingSpec = Field(description="server arguments of the prefill server")
     decode: ServingSpec = Field(description="server arguments of the decode server")

@@ -1,11 +1,12 @@
 """SGLang's default rules, applied once: Scenario -> ResolvedServing.
 
-Each rule cites the section of the shared model doc (docs/simulator.md repeats them). Numbers the user gives win;
+Each rule cites its section of docs/serving-model.md and the SGLang source (docs/simulator.md lists them). Numbers the user gives win;
 numbers the server log gives (max_total_tokens) win over derived ones.
 """
 
 from __future__ import annotations
 
+from simperf import capabilities
 from simperf.hardware.catalog import GpuSpec, get_gpu
 from simperf.models.arch import ModelArch
 from simperf.models.zoo import load_arch
@@ -13,57 +14,63 @@ from simperf.scenario.backends import check_backends
 from simperf.scenario.layout import check_layout
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
+from simperf.sglang_defaults import (
+    CUDA_GRAPH_MAX_BS_TP_THRESHOLD,
+    DP_ATTENTION_CONSERVATIVENESS,
+    DP_GRAPH_RESERVE_LARGE_BS,
+    DP_GRAPH_RESERVE_MB_PER_BS,
+    DP_GRAPH_RESERVE_MB_PER_LARGE_BS,
+    GPU_MEMORY_DEFAULTS,
+    GRAPH_RESERVE_MB_PER_BS,
+    INIT_NEW_TOKEN_RATIO,
+    MAX_RUNNING_REQUESTS_CEIL,
+    MAX_RUNNING_REQUESTS_FLOOR,
+    MAX_RUNNING_REQUESTS_PER_CONTEXT,
+    MIN_ACTIVATION_TOKENS,
+    MIN_NEW_TOKEN_RATIO_FACTOR,
+    MLA_PREFILL_GRAPH_RESERVE_MB,
+    NEW_TOKEN_RATIO_DECAY_STEPS,
+    RESERVED_BASE_MB,
+    RESERVED_FLOOR_ABOVE_GIB,
+    RESERVED_FLOOR_MB,
+    RESERVED_MB_PER_8_TP_RANKS,
+    RESERVED_MB_PER_ACTIVATION_TOKEN,
+    SPECULATIVE_MAX_RUNNING_REQUESTS,
+)
 
 MIB = 1024 * 1024
 # Memory the CUDA context and allocator hold before weights load; SGLang measures this on the machine, we cannot.
 CUDA_CONTEXT_MIB = 600
 
 
-def is_blackwell(gpu: GpuSpec) -> bool:
-    return float(gpu.sm) >= 10.0
-
-
 def default_backends(arch: ModelArch, gpu: GpuSpec, kv_dtype: str) -> tuple[str, str]:
-    """(prefill, decode) attention backends SGLang picks when none is given (model doc §4.2, §4.3)."""
-    if arch.family == "nsa_moe":
-        if is_blackwell(gpu):
-            return ("trtllm", "trtllm")
-        return ("flashmla_kv", "flashmla_kv") if kv_dtype == "fp8_e4m3" else ("flashmla_sparse", "fa3")
-    if arch.family == "mla_moe":
-        return ("trtllm_mla", "trtllm_mla") if is_blackwell(gpu) else ("fa3", "fa3")
-    return ("flashinfer", "flashinfer") if is_blackwell(gpu) else ("fa3", "fa3")
+    """(prefill, decode) attention backends SGLang picks when none is given (docs/serving-model.md §4.2, §4.3)."""
+    return capabilities.default_backends(arch.family, gpu.sm, kv_dtype)
 
 
 def default_page_size(arch: ModelArch, prefill: str, decode: str) -> int:
-    """Model doc §1.11: FlashMLA forces 64, trtllm_mla/cutedsl 64, DSA/NSA 64, otherwise 1."""
-    if arch.family == "nsa_moe":
-        return 64
-    if {"flashmla", "trtllm_mla", "cutlass_mla"} & {prefill, decode}:
-        return 64 if "cutlass_mla" not in (prefill, decode) else 128
-    return 1
+    """docs/serving-model.md §1.11: FlashMLA forces 64, trtllm_mla 64, cutlass_mla 128, DSA 64, otherwise 1."""
+    return capabilities.default_page_size(arch.family, prefill, decode)
+
+
+def _memory_defaults(gpu: GpuSpec) -> tuple[float, int, int, int]:
+    gib = gpu.memory_bytes / 1024**3
+    return next(row for row in GPU_MEMORY_DEFAULTS if gib < row[0])
 
 
 def default_chunked_prefill_size(gpu: GpuSpec) -> int:
-    """Model doc §1.5: by GPU memory."""
-    gib = gpu.memory_bytes / 1024**3
-    if gib < 20:
-        return 2048
-    if gib < 60:
-        return 4096
-    if gib < 160:
-        return 8192
-    return 16384
+    """docs/serving-model.md §1.5: by GPU memory (sglang_defaults.GPU_MEMORY_DEFAULTS)."""
+    return _memory_defaults(gpu)[1]
 
 
 def default_cuda_graph_max_bs(gpu: GpuSpec, tp: int) -> int:
-    """Model doc §1.10: H100/H200 256 (TP<4) / 512 (TP>=4); B200 512."""
-    if is_blackwell(gpu):
-        return 512
-    return 512 if tp >= 4 else 256
+    """docs/serving-model.md §1.10: by GPU memory and TP (H100/H200 256 below TP 4, else 512; B200 512)."""
+    _, _, small_tp, large_tp = _memory_defaults(gpu)
+    return large_tp if tp >= CUDA_GRAPH_MAX_BS_TP_THRESHOLD else small_tp
 
 
 def decode_graph_buckets(max_bs: int, speculative: bool) -> tuple[int, ...]:
-    """Decode CUDA-graph batch sizes (model doc §1.10), up to and including max_bs."""
+    """Decode CUDA-graph batch sizes (docs/serving-model.md §1.10), up to and including max_bs."""
     if speculative:
         sizes = list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4))
         sizes += list(range(72, 257, 8)) + list(range(272, max(max_bs, 272) + 1, 16))
@@ -77,16 +84,22 @@ def decode_graph_buckets(max_bs: int, speculative: bool) -> tuple[int, ...]:
 def default_mem_fraction_static(
     gpu: GpuSpec, chunk: int, tp: int, max_bs: int, dp: int, mla: bool, prefill_graph: bool
 ) -> float:
-    """Model doc §1.12: reserve activations, graphs and the like; the rest is static (weights + KV)."""
+    """docs/serving-model.md §1.12: reserve activations, graphs and the like; the rest is static (weights + KV)."""
     gpu_mib = gpu.memory_bytes / MIB
-    graph_reserve = 2 * max_bs
+    graph_reserve = GRAPH_RESERVE_MB_PER_BS * max_bs
     if dp > 1:
-        graph_reserve += 3 * max_bs * dp + (1.5 * max_bs * dp if max_bs > 300 else 0)
+        large = DP_GRAPH_RESERVE_MB_PER_LARGE_BS * max_bs * dp if max_bs > DP_GRAPH_RESERVE_LARGE_BS else 0
+        graph_reserve += DP_GRAPH_RESERVE_MB_PER_BS * max_bs * dp + large
     if prefill_graph and mla:
-        graph_reserve += 1536
-    reserved = 512 + 1.5 * max(chunk, 2048) + 1024 * tp / 8 + graph_reserve
-    if gpu_mib > 60 * 1024:
-        reserved = max(reserved, 10240)
+        graph_reserve += MLA_PREFILL_GRAPH_RESERVE_MB
+    reserved = (
+        RESERVED_BASE_MB
+        + RESERVED_MB_PER_ACTIVATION_TOKEN * max(chunk, MIN_ACTIVATION_TOKENS)
+        + RESERVED_MB_PER_8_TP_RANKS * tp / 8
+        + graph_reserve
+    )
+    if gpu_mib > RESERVED_FLOOR_ABOVE_GIB * 1024:
+        reserved = max(reserved, RESERVED_FLOOR_MB)
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
@@ -101,12 +114,9 @@ def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing
     notes: list[str] = []
 
     weight_dtype = scenario.model.weight_dtype or arch.default_weight_dtype
-    if s.kv_cache_dtype != "auto":
-        kv_dtype = s.kv_cache_dtype
-    elif arch.family == "nsa_moe" and is_blackwell(gpu):
-        kv_dtype = "fp8_e4m3"
-    else:
-        kv_dtype = "bf16"
+    kv_dtype = (
+        s.kv_cache_dtype if s.kv_cache_dtype != "auto" else capabilities.auto_kv_dtype(arch.family, gpu.sm)
+    )
 
     auto_prefill, auto_decode = default_backends(arch, gpu, kv_dtype)
     prefill_backend = s.prefill_attention_backend or s.attention_backend or auto_prefill
@@ -120,14 +130,14 @@ def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing
     else:
         chunk = s.chunked_prefill_size
     if chunk > 0 and s.dp_attention > 1:
-        chunk = chunk // s.dp_attention  # model doc §1.5: C is split across DP ranks
+        chunk = chunk // s.dp_attention  # docs/serving-model.md §1.5: C is split across DP ranks
 
     graphs_on = not s.disable_cuda_graph
     max_bs = s.cuda_graph_max_bs or default_cuda_graph_max_bs(gpu, s.tp)
     if s.max_running_requests is not None:
         max_bs = min(max_bs, max(1, s.max_running_requests // s.dp_attention))
 
-    mla = arch.family in ("mla_moe", "nsa_moe")
+    mla = arch.is_mla
     mem_fraction = s.mem_fraction_static
     if mem_fraction is None:
         mem_fraction = default_mem_fraction_static(
@@ -161,15 +171,17 @@ def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing
     if s.max_running_requests is not None:
         max_running = max(1, s.max_running_requests // s.dp_attention)
     elif s.speculative is not None:
-        max_running = 48
+        max_running = SPECULATIVE_MAX_RUNNING_REQUESTS
     else:
-        by_context = max_total_tokens / arch.context_len * 512
-        max_running = int(min(min(max(by_context, 2048), 4096), max_total_tokens // 2))
+        by_context = max_total_tokens / arch.context_len * MAX_RUNNING_REQUESTS_PER_CONTEXT
+        clamped = min(max(by_context, MAX_RUNNING_REQUESTS_FLOOR), MAX_RUNNING_REQUESTS_CEIL)
+        max_running = int(min(clamped, max_total_tokens // 2))
     max_bs = min(max_bs, max_running)
     buckets = decode_graph_buckets(max_bs, s.speculative is not None) if graphs_on else ()
 
-    init_ratio = min(0.7 * s.schedule_conservativeness * (0.3 if s.dp_attention > 1 else 1.0), 1.0)
-    min_ratio = init_ratio * 0.14
+    dp_factor = DP_ATTENTION_CONSERVATIVENESS if s.dp_attention > 1 else 1.0
+    init_ratio = min(INIT_NEW_TOKEN_RATIO * s.schedule_conservativeness * dp_factor, 1.0)
+    min_ratio = init_ratio * MIN_NEW_TOKEN_RATIO_FACTOR
     spec = None
     if s.speculative is not None:
         sp = s.speculative
@@ -203,7 +215,7 @@ def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing
         schedule_policy=s.schedule_policy,
         init_new_token_ratio=init_ratio,
         min_new_token_ratio=min_ratio,
-        new_token_ratio_decay=(init_ratio - min_ratio) / 600,
+        new_token_ratio_decay=(init_ratio - min_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS,
         context_len=arch.context_len,
         speculative=spec,
         sglang_version=s.sglang_version,

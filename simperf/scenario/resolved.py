@@ -8,20 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# SGLang's clip of the expected output length used in admission (SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION).
-CLIP_MAX_NEW_TOKENS = 4096
+from simperf.layout import ParallelLayout
+from simperf.sglang_defaults import CLIP_MAX_NEW_TOKENS, DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
 
-
-@dataclass(frozen=True)
-class ParallelLayout:
-    tp: int
-    dp_attention: int
-    ep: int
-
-    @property
-    def attn_tp(self) -> int:
-        """Attention TP size A = TP / DP (shared model doc §2.1)."""
-        return self.tp // self.dp_attention
+__all__ = ["CLIP_MAX_NEW_TOKENS", "ParallelLayout", "ResolvedServing", "SpecSettings"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +50,6 @@ class ResolvedServing:
     speculative: SpecSettings | None
     sglang_version: str
     disable_radix_cache: bool = False
-    dsa_dense_prefill_threshold: int = 2048  # SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+    dsa_dense_prefill_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
     # how each number was obtained, for the report ("default rule", "user", "server log")
     notes: tuple[str, ...] = ()

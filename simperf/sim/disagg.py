@@ -1,4 +1,4 @@
-"""PD disaggregation: a prefill server and a decode server joined by a KV link (model doc §5).
+"""PD disaggregation: a prefill server and a decode server joined by a KV link (docs/serving-model.md §5).
 
 The two servers are two instances of the same scheduler model, simulated jointly in one SimPy environment:
 1. The prefill server sees the client's requests and runs only prefills (output 1 token; no decode).
@@ -26,11 +26,11 @@ import numpy as np
 import simpy
 
 from simperf.costmodel.api import StepCostModel
+from simperf.records import RequestRecords
 from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.client import Client, IdleWait
 from simperf.sim.engine import US, SimStats, Simulator, _cyclic_gc_paused
-from simperf.sim.records import RequestRecords
 
 
 @dataclass

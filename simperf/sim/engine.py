@@ -1,4 +1,4 @@
-"""The SimPy model of one SGLang server: DP ranks in lock-step, overlap or normal event loop (model doc §1.2, §2.3).
+"""The SimPy model of one SGLang server: DP ranks in lock-step, overlap or normal event loop (docs/serving-model.md §1.2, §2.3).
 
 One SimPy timeout per scheduler iteration, or per *run* of decode iterations in which nothing but the KV lengths
 changes (no arrival reaches the scheduler, no request finishes, the KV pool does not fill up). A run's iterations are
@@ -25,17 +25,29 @@ import simpy
 
 from simperf.costmodel.api import StepCostModel
 from simperf.perfdb.schema import SOURCES
+from simperf.radix_cache import RadixCache
+from simperf.records import RequestRecords
 from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
+from simperf.sim.admission import ExtendPlan
 from simperf.sim.client import Client
-from simperf.sim.radix import RadixCache
-from simperf.sim.rank import ExtendPlan, RankState, RequestTable
-from simperf.sim.records import RequestRecords
+from simperf.sim.pricing import StepPricer
+from simperf.sim.rank import RankState
+from simperf.sim.request import Request, RequestTable
 from simperf.sim.spec import AcceptSampler
+from simperf.sim.streams import build_records
+from simperf.sim.trace import RequestTrace
 
 US = 1e-6
-# decode segments up to this many iterations are costed on Python floats, longer ones on arrays
-SMALL_SEGMENT = 16
+# Sizing a decode run's cost call: the iterations expected before the next arrival, with 25% + 4 to spare, so that
+# one call usually covers the run (the run is cut at the arrival anyway; iterations priced beyond it are dropped)
+RUN_ESTIMATE_SLACK = 1.25
+RUN_ESTIMATE_EXTRA = 4
+# the shortest iteration assumed when sizing that call (10 µs), so that the estimate never divides by zero
+MIN_ITERATION_S = 1e-5
+# one rank's part of an extend iteration: (rank, its plan — None for a rank whose running requests decode as
+# 1-token extends under DP attention —, new tokens, cached prefixes, KV of decode rows riding along)
+ExtendWork = tuple[RankState, ExtendPlan | None, np.ndarray, np.ndarray, np.ndarray | None]
 PROGRESS_STEPS = 200  # progress reports over a run (on_progress)
 
 
@@ -49,9 +61,8 @@ class Batch:
         self.gpu_end_s = math.nan
         self.token_reqs: list[int] = []  # get a token from an extend
         self.finished: list[tuple[int, int]] = []  # (rank, request) finishing with this batch
-        self.prefilled: list[
-            tuple[int, int]
-        ] = []  # (rank, request) whose prefill ends here and that decode on
+        # (rank, request) whose prefill ends here and that decode on
+        self.prefilled: list[tuple[int, int]] = []
         self.timeline: list[tuple[int, int]] = []  # (rank, timeline index) of decode entries
 
 
@@ -112,6 +123,7 @@ class Simulator:
         *,
         kv_observer=None,
         step_log=None,
+        trace: RequestTrace | None = None,
     ) -> None:
         self.s = serving
         self.cost = cost
@@ -122,9 +134,10 @@ class Simulator:
         self.overlap = serving.overlap_schedule
         self._kv_observer = kv_observer  # test hook: called with the ranks after every commit
         self._step_log = step_log  # sim.steplog.StepLog: what each iteration ran (simperf validate)
+        self.trace = trace  # sim.trace.RequestTrace: the requests followed by --trace-request
         self.balance_by_load = False  # load_balance_method=total_requests
         # PD disaggregation decode server: admitted requests already hold their prompt's KV (shipped from the
-        # prefill server), so their "extend" is a PREBUILT batch with no forward pass (model doc §5)
+        # prefill server), so their "extend" is a PREBUILT batch with no forward pass (docs/serving-model.md §5)
         self.prebuilt = False
         self.on_progress = None  # called with (finished, total) every 1/PROGRESS_STEPS of the requests
 
@@ -171,6 +184,19 @@ class Simulator:
         table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
         self._prepare(table, client, len(input_len), seed, block_hashes, block_tokens)
 
+    def start(self, env: simpy.Environment) -> None:
+        """Add this server's scheduler loop to `env` (two servers can share one environment)."""
+        self.env = env
+        env.process(self._server())
+
+    def finish(self) -> tuple[RequestRecords, SimStats]:
+        """Statistics and per-request records once `env` has run out."""
+        return self._collect()
+
+    def request(self, rid: int) -> Request:
+        """A view of request `rid`'s scheduler state (during or after a run)."""
+        return self.table.request(rid)
+
     def _prepare(
         self,
         table: RequestTable,
@@ -184,17 +210,7 @@ class Simulator:
         self.table = table
         self.client = client
         dp = self.s.layout.dp_attention
-        spec = self.s.speculative
-        sampler = None
-        if spec is not None:
-            if spec.accept_length_mean is None:
-                raise ValueError(
-                    "serving.speculative.accept_length: required (mean accepted tokens per verify step, "
-                    "including the bonus token, e.g. {mean: 2.4}; optionally min and max across requests)"
-                )
-            sampler = AcceptSampler(
-                spec.num_steps, spec.accept_length_mean, spec.accept_length_min, spec.accept_length_max, seed
-            )
+        sampler = self._accept_sampler(seed)
         self.ranks = [RankState(i, self.s, self.table, sampler) for i in range(dp)]
         use_cache = block_hashes is not None and block_tokens and not self.s.disable_radix_cache
         if use_cache:
@@ -203,15 +219,15 @@ class Simulator:
             rank.prebuilt = self.prebuilt
             if use_cache:
                 rank.cache = RadixCache(self.s.max_total_tokens, int(block_tokens), self.s.page_size)
+            rank.set_policy(self.s.schedule_policy, seed + rank.rank_id)
         self.stats = SimStats(kv_capacity=self.s.max_total_tokens, per_rank_requests=[0] * dp)
         self._rr = 0
         self.gpu_free = 0.0
         self.pending: Batch | None = None
         self._last_decode_us = 0.0
-        self._offsets = np.arange(4096, dtype=np.float64)
-        # the cost model's matrix-free decode path, when it has one (SGLangStepCost does)
-        self._fast_totals = getattr(self.cost, "decode_totals", None)
-        self._fresh_totals = getattr(self.cost, "fresh_prefill_totals", None)
+        self.pricer = StepPricer(
+            self.cost, single_rank=dp == 1, step_log=self._step_log is not None, prebuilt=self.prebuilt
+        )
         self._batch_emit: list[float] = []  # process time of each batch, by key
         # time per source, summed on Python floats in the same order as numpy would (copied to stats at the end)
         self._source_us = [0.0] * len(SOURCES)
@@ -225,14 +241,18 @@ class Simulator:
         # when this server's process runs next (PD disaggregation: the decode server's look-ahead bound)
         self.next_wakeup = 0.0
 
-    def start(self, env: simpy.Environment) -> None:
-        """Add this server's scheduler loop to `env` (two servers can share one environment)."""
-        self.env = env
-        env.process(self._server())
-
-    def finish(self) -> tuple[RequestRecords, SimStats]:
-        """Statistics and per-request records once `env` has run out."""
-        return self._collect()
+    def _accept_sampler(self, seed: int) -> AcceptSampler | None:
+        spec = self.s.speculative
+        if spec is None:
+            return None
+        if spec.accept_length_mean is None:
+            raise ValueError(
+                "serving.speculative.accept_length: required (mean accepted tokens per verify step, "
+                "including the bonus token, e.g. {mean: 2.4}; optionally min and max across requests)"
+            )
+        return AcceptSampler(
+            spec.num_steps, spec.accept_length_mean, spec.accept_length_min, spec.accept_length_max, seed
+        )
 
     def _collect(self) -> tuple[RequestRecords, SimStats]:
         self.stats.time_by_source_us = np.asarray(self._source_us)
@@ -241,11 +261,26 @@ class Simulator:
             self.stats.max_kv_used.append(rank.max_used)
         return self._records(), self.stats
 
+    def _records(self) -> RequestRecords:
+        return build_records(
+            self.table,
+            self.n,
+            self._batch_emit,
+            [rank.timeline_emit[: rank.timeline_len] for rank in self.ranks],
+            self.finish_s,
+            self.client.send_s,
+            self.egress_s,
+            self.s.speculative is not None,
+            self.stats.rejected,
+        )
+
     # ------------------------------------------------------------------ dispatch
     def _reject(self, r: int, reason: str) -> None:
         self.stats.rejected.append((r, reason))
         self.done += 1
         self.client.reject(self.env.now, r)
+        if self.trace is not None:
+            self.trace.add(r, self.env.now, "rejected", reason)
 
     def _ingest(self, now: float) -> None:
         for r in self.client.pop_ready(now):
@@ -263,9 +298,11 @@ class Simulator:
             rank.waiting.append(r)
             self.table.rank[r] = rank.rank_id
             self.stats.per_rank_requests[rank.rank_id] += 1
+            if self.trace is not None:
+                self.trace.queued(r, now, float(self.client.send_s[r]), rank.rank_id)
 
     def _pick_rank(self) -> RankState:
-        # round_robin ignores load; total_requests picks the least loaded (model doc §2.2)
+        # round_robin ignores load; total_requests picks the least loaded (docs/serving-model.md §2.2)
         if self.balance_by_load:
             return min(self.ranks, key=lambda rk: len(rk.running) + len(rk.waiting))
         rank = self.ranks[self._rr % len(self.ranks)]
@@ -288,16 +325,13 @@ class Simulator:
             if client.next_ready_time() <= now:
                 self._ingest(now)
             if single is not None:
-                # one rank: skip building per-rank lists (this loop runs once per iteration or decode run)
+                # one rank: skip building per-rank lists (this runs once per iteration or decode run)
                 plan = (
                     single.form_extend(self._reject) if single.waiting or single.chunked is not None else None
                 )
-                plans = [plan]
-                extend, decoding = plan is not None, bool(single.running)
+                plans, extend, decoding = [plan], plan is not None, bool(single.running)
             else:
-                plans = [rank.form_extend(self._reject) for rank in self.ranks]
-                extend = any(p is not None for p in plans)
-                decoding = any(rank.running for rank in self.ranks)
+                plans, extend, decoding = self._schedule_dp()
             if extend:
                 cpu_next = self._extend_iteration(plans)
             elif decoding:
@@ -322,6 +356,11 @@ class Simulator:
             yield env.timeout(self.next_wakeup - now)
         if progress is not None:
             progress(self.done, self.n)
+
+    def _schedule_dp(self) -> tuple[list[ExtendPlan | None], bool, bool]:
+        """Every rank's extend plan for this iteration, whether any rank extends, whether any rank decodes."""
+        plans = [rank.form_extend(self._reject) for rank in self.ranks]
+        return plans, any(p is not None for p in plans), any(rank.running for rank in self.ranks)
 
     def _reject_stuck(self) -> int:
         """Reject waiting requests that can never be admitted; returns how many."""
@@ -365,7 +404,19 @@ class Simulator:
             self.done += 1
         for rank_id, r in batch.prefilled:
             self.ranks[rank_id].cache_unfinished(r)
+        if self.trace is not None:
+            self._trace_processed(batch, emit)
         return emit
+
+    def _trace_processed(self, batch: Batch, emit: float) -> None:
+        for r in batch.token_reqs:
+            self.trace.add(
+                r, emit, "token", f"from the extend; reaches the client at {emit + self.egress_s:.6f} s"
+            )
+        for _, r in batch.finished:
+            self.trace.add(
+                r, emit, "finished", f"last token reaches the client at {emit + self.egress_s:.6f} s"
+            )
 
     def _new_batch(self) -> Batch:
         key = len(self._batch_emit)
@@ -378,60 +429,43 @@ class Simulator:
             return bs, False
         return buckets[bisect.bisect_left(buckets, bs)], True
 
+    def _observe(self) -> None:
+        if self._kv_observer is not None:
+            self._kv_observer(self.ranks)
+
+    def _retract(self, rank: RankState) -> None:
+        """retract_decode on `rank` (its next decode step does not fit the KV pool)."""
+        retracted = rank.retract_for_next_decode()
+        if self.trace is not None:
+            for r in retracted:
+                self.trace.add(
+                    r, self.env.now, "retracted", f"re-queued; will re-prefill {self.table.fill_len[r]}"
+                )
+
     # ------------------------------------------------------------------ extend
     def _extend_iteration(self, plans: list[ExtendPlan | None]) -> float:
-        """One iteration in which at least one rank extends (prefill has priority over decode, model doc §1.3).
+        """One iteration in which at least one rank extends (prefill has priority over decode, docs/serving-model.md
+        §1.3).
 
         DP attention (§2.3–2.5): ranks run in lock-step. A rank without a prefill decodes in the same iteration as
         1-token extends (SGLang 0.5.23 re-labels it to replay the prefill graph; with speculative decoding it idles
         instead), the MLP/MoE and the LM head run on all ranks' rows gathered, and the iteration lasts as long as
         the slowest rank.
         """
-        fresh = self._fresh_prompt_cost(plans)
+        fresh = self.pricer.fresh_prompt(plans, len(self.ranks[0].running))
         if fresh is not None:
             return self._fresh_extend(self.ranks[0], plans[0], *fresh)
         batch = self._new_batch()
-        speculative = self.s.speculative is not None
-        work: list[tuple[RankState, ExtendPlan | None, np.ndarray, np.ndarray, np.ndarray | None]] = []
-        for rank, plan in zip(self.ranks, plans, strict=True):
-            if plan is not None:
-                decode_kv = None
-                if plan.mixed_decode and rank.running:
-                    decode_kv = np.array([rank.kv_len_now(r) + 1 for r in rank.running], dtype=np.int64)
-                ext = np.asarray(plan.extend_lens, dtype=np.int64)
-                pre = np.asarray(plan.prefix_lens, dtype=np.int64)
-                work.append((rank, plan, ext, pre, decode_kv))
-            elif rank.running and len(self.ranks) > 1 and not speculative and not self.prebuilt:
-                kv = np.fromiter((rank.kv_len_now(r) for r in rank.running), dtype=np.int64)
-                work.append((rank, None, np.ones(len(kv), dtype=np.int64), kv, None))
-        gathered = gathered_logits = None
-        if len(self.ranks) > 1:
-            a = self.s.layout.attn_tp
-            gathered = sum(
-                -(-(int(e.sum()) + (0 if d is None else len(d))) // a) * a for _, _, e, _, d in work
-            )
-            gathered_logits = sum(len(e) + (0 if d is None else len(d)) for _, _, e, _, d in work)
+        work = self._extend_work(plans)
+        gathered, gathered_logits = self._gathered_rows(work)
         step, step_us, slowest = None, 0.0, None
-        for rank, plan, ext, pre, decode_kv in work:
-            if self.prebuilt and plan is not None:
-                rank_cost = np.zeros(len(SOURCES))
-            elif gathered is None:
-                rank_cost = self.cost.extend_step(ext, pre, decode_kv)
-            else:
-                rank_cost = self.cost.extend_step(ext, pre, decode_kv, gathered, gathered_logits)
-            if plan is not None:
-                if decode_kv is not None:
-                    self._decode_one(rank, batch)
-                _record_extend(batch, rank.rank_id, *rank.commit_extend(plan, batch.key))
-                if rank is self.ranks[0]:
-                    self.stats.extend_tokens += sum(plan.extend_lens)
-            else:
-                self._decode_one(rank, batch)
+        for item in work:
+            rank_cost = self._extend_rank(item, batch, gathered, gathered_logits)
             rank_us = float(rank_cost.sum())
             if step is None or rank_us > step_us:
-                step, step_us, slowest = rank_cost, rank_us, (plan, ext, pre, decode_kv)
+                step, step_us, slowest = rank_cost, rank_us, item
         if self._step_log is not None and slowest is not None:
-            plan, ext, pre, decode_kv = slowest
+            _, plan, ext, pre, decode_kv = slowest
             self._step_log.extend(
                 self.env.now,
                 step_us,
@@ -445,29 +479,62 @@ class Simulator:
         self.stats.extend_iterations += 1
         for i, v in enumerate(step.tolist()):
             self._source_us[i] += v
+        self._trace_extend(plans, step_us)
         cpu_next = self._launch(batch, step_us)
         self._observe()
         return cpu_next
 
+    def _extend_work(self, plans: list[ExtendPlan | None]) -> list[ExtendWork]:
+        """What each rank runs this iteration, as the cost model is asked for it."""
+        speculative = self.s.speculative is not None
+        work: list[ExtendWork] = []
+        for rank, plan in zip(self.ranks, plans, strict=True):
+            if plan is not None:
+                decode_kv = None
+                if plan.mixed_decode and rank.running:
+                    decode_kv = np.array([rank.kv_len_now(r) + 1 for r in rank.running], dtype=np.int64)
+                ext = np.asarray(plan.extend_lens, dtype=np.int64)
+                pre = np.asarray(plan.prefix_lens, dtype=np.int64)
+                work.append((rank, plan, ext, pre, decode_kv))
+            elif rank.running and len(self.ranks) > 1 and not speculative and not self.prebuilt:
+                kv = np.fromiter((rank.kv_len_now(r) for r in rank.running), dtype=np.int64)
+                work.append((rank, None, np.ones(len(kv), dtype=np.int64), kv, None))
+        return work
+
+    def _gathered_rows(self, work: list[ExtendWork]) -> tuple[int | None, int | None]:
+        """DP attention: token rows (each rank's padded to the attention-TP size) and logit rows of all ranks."""
+        if len(self.ranks) == 1:
+            return None, None
+        a = self.s.layout.attn_tp
+        gathered = sum(-(-(int(e.sum()) + (0 if d is None else len(d))) // a) * a for _, _, e, _, d in work)
+        gathered_logits = sum(len(e) + (0 if d is None else len(d)) for _, _, e, _, d in work)
+        return gathered, gathered_logits
+
+    def _extend_rank(
+        self, item: ExtendWork, batch: Batch, gathered: int | None, gathered_logits: int | None
+    ) -> np.ndarray:
+        """Price one rank's part of the iteration and commit it; returns its time per source."""
+        rank, plan, ext, pre, decode_kv = item
+        if self.prebuilt and plan is not None:
+            rank_cost = np.zeros(len(SOURCES))
+        else:
+            rank_cost = self.pricer.extend(ext, pre, decode_kv, gathered, gathered_logits)
+        if plan is None:
+            self._decode_one(rank, batch)
+            return rank_cost
+        if decode_kv is not None:
+            self._decode_one(rank, batch)
+        _record_extend(batch, rank.rank_id, *rank.commit_extend(plan, batch.key))
+        if rank is self.ranks[0]:
+            self.stats.extend_tokens += sum(plan.extend_lens)
+        return rank_cost
+
     def _decode_one(self, rank: RankState, batch: Batch) -> None:
         if not rank.next_decode_fits():
-            rank.retract_for_next_decode()
+            self._retract(rank)
         t0, finished = rank.advance_decode(1)
         batch.timeline.append((rank.rank_id, t0))
         batch.finished.extend((rank.rank_id, r) for r in finished)
-
-    def _fresh_prompt_cost(self, plans: list[ExtendPlan | None]) -> tuple[float, list[float]] | None:
-        """(step µs, µs per source) when this extend is the commonest kind — one new prompt on one rank, nothing
-        cached, no decode rows riding along — and the cost model prices it from its per-length table; else None.
-        Step logging (simperf validate) takes the general path, which records the step."""
-        if len(plans) != 1 or self._fresh_totals is None or self._step_log is not None or self.prebuilt:
-            return None
-        plan = plans[0]
-        if plan is None or len(plan.reqs) != 1 or plan.prefix_lens[0] != 0:
-            return None
-        if plan.mixed_decode and self.ranks[0].running:
-            return None
-        return self._fresh_totals(plan.extend_lens[0])
 
     def _fresh_extend(
         self, rank: RankState, plan: ExtendPlan, step_us: float, by_source: list[float]
@@ -480,9 +547,25 @@ class Simulator:
         source_us = self._source_us
         for i, v in enumerate(by_source):
             source_us[i] += v
+        if self.trace is not None:
+            self._trace_extend([plan], step_us)
         cpu_next = self._launch(batch, step_us)
         self._observe()
         return cpu_next
+
+    def _trace_extend(self, plans: list[ExtendPlan | None], step_us: float) -> None:
+        """Before the launch (the normal loop processes the batch inside it): its GPU interval as _launch sets it."""
+        if self.trace is None:
+            return
+        start = max(self.env.now + self.sched_s, self.gpu_free)
+        end = start + step_us * US
+        for plan in plans:
+            if plan is None:
+                continue
+            for r, ext, prefix, last in zip(
+                plan.reqs, plan.extend_lens, plan.prefix_lens, plan.last_chunk, strict=True
+            ):
+                self.trace.extend(r, self.env.now, ext, prefix, last, start, end)
 
     # ------------------------------------------------------------------ decode runs
     def _decode_run(self) -> float:
@@ -494,34 +577,27 @@ class Simulator:
         batch empties. Returns the CPU time of the next scheduler iteration.
         """
         c = self.env.now
-        multi = len(self.ranks) > 1
+        single = self.ranks[0] if len(self.ranks) == 1 else None
         while True:
-            if multi:
-                for rank in self.ranks:
-                    if rank.running and not rank.next_decode_fits():
-                        rank.retract_for_next_decode()
-                ranks = [rank for rank in self.ranks if rank.running]
-                if not ranks:
+            if single is not None:
+                # one rank: the view of _decode_view_dp without building lists (this runs once per segment)
+                if not single.running:
                     return c
-                k_finish = min(rank.steps_to_first_finish() for rank in ranks)
-                k_mem = min(rank.decode_steps_that_fit() for rank in ranks)
-                max_bs = max(len(rank.running) for rank in ranks)
-                waiting = any(rank.waiting or rank.chunked is not None for rank in self.ranks)
-                blocked = any(
-                    rank.waiting and not rank.batch_is_full and rank.ratio_applies for rank in self.ranks
-                )
-            else:
+                if not single.next_decode_fits():
+                    self._retract(single)
                 ranks = self.ranks
-                rank = ranks[0]
-                if not rank.running:
+                k_finish, k_mem, max_bs = (
+                    single.steps_to_first_finish(),
+                    single.decode_steps_that_fit(),
+                    len(single.running),
+                )
+                waiting = bool(single.waiting) or single.chunked is not None
+                blocked = waiting and not single.batch_is_full and single.ratio_applies
+            else:
+                view = self._decode_view_dp()
+                if view is None:
                     return c
-                if not rank.next_decode_fits():
-                    rank.retract_for_next_decode()
-                k_finish = rank.steps_to_first_finish()
-                k_mem = rank.decode_steps_that_fit()
-                max_bs = len(rank.running)
-                waiting = bool(rank.waiting) or rank.chunked is not None
-                blocked = waiting and not rank.batch_is_full and rank.ratio_applies
+                ranks, k_finish, k_mem, max_bs, waiting, blocked = view
             # under ignore_eos in SGLang >= 0.5.6 the admission budget only changes when a request finishes;
             # otherwise the decaying new_token_ratio can admit a waiting request at any iteration
             single_step = blocked or k_mem < 1
@@ -529,6 +605,25 @@ class Simulator:
             c, k_done, next_ready = self._decode_segment(ranks, max_bs, k_max, c)
             if single_step or c >= next_ready or k_done == k_mem or (waiting and k_done == k_finish):
                 return c
+
+    def _decode_view_dp(self) -> tuple[list[RankState], int, int, int, bool, bool] | None:
+        """DP attention: the decoding ranks after any retraction, and what bounds the next segment: (ranks,
+        iterations to the first finish, iterations the KV pool allows, largest batch, a request waits, admission
+        could change at any iteration); None when nothing decodes."""
+        for rank in self.ranks:
+            if rank.running and not rank.next_decode_fits():
+                self._retract(rank)
+        ranks = [rank for rank in self.ranks if rank.running]
+        if not ranks:
+            return None
+        return (
+            ranks,
+            min(rank.steps_to_first_finish() for rank in ranks),
+            min(rank.decode_steps_that_fit() for rank in ranks),
+            max(len(rank.running) for rank in ranks),
+            any(rank.waiting or rank.chunked is not None for rank in self.ranks),
+            any(rank.waiting and not rank.batch_is_full and rank.ratio_applies for rank in self.ranks),
+        )
 
     def _decode_segment(
         self, ranks: list[RankState], max_bs: int, k_max: int, c: float
@@ -539,70 +634,94 @@ class Simulator:
         if padded is None:
             padded = self._padded[max_bs] = self._padded_bs(max_bs)
         padded_bs, graph = padded
-        # size the cost call by how many iterations fit before the next request reaches the scheduler
-        k_eval = k_max
-        if k_max > 8 and next_ready != math.inf:
-            per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, 1e-5)
-            k_eval = max(1, min(k_max, int((next_ready - c) / per_iter * 1.25) + 4))
-        rank0 = ranks[0]
-        kv0 = rank0.decode_kv_now()
-        if self._fast_totals is not None and len(ranks) == 1:
-            kv_step = len(rank0.running) * rank0.tokens_per_step
-            if k_eval <= SMALL_SEGMENT:
-                # the same sums as decode_kv_totals, on Python floats: cheaper than numpy for a few steps
-                kv_totals: list[float] | np.ndarray = [kv0 + kv_step * j for j in range(k_eval)]
-            else:
-                kv_totals = kv0 + kv_step * self._offset_array(k_eval)
-            totals, add_by_source = self._fast_totals(max_bs, padded_bs, kv_totals, graph)
-        else:
-            steps = self._decode_costs(ranks, padded_bs, graph, k_eval)
-            totals = steps.sum(axis=1).tolist()
-
-            def add_by_source(acc: list[float], n: int, steps=steps) -> None:
-                for i, v in enumerate(steps[:n].sum(axis=0).tolist()):
-                    acc[i] += v
-
+        # a short run is priced whole; a long one about up to the next arrival
+        k_eval = (
+            k_max if k_max <= 8 or next_ready == math.inf else self._iterations_to_price(k_max, c, next_ready)
+        )
+        kv0 = ranks[0].decode_kv_now()
+        totals, add_by_source = self.pricer.decode(ranks, max_bs, padded_bs, graph, k_eval, kv0)
         step_s = [t * US for t in totals]
         self._last_decode_us = step_s[-1] / US
         c_start = c
+        c, gpu_free, emits, k_done, next_ready = self._iterate(step_s, c, next_ready)
+        if self._step_log is not None:
+            self._log_decode(ranks, padded_bs, graph, c_start, step_s[0] / US, k_done)
+        batch = self._commit_decode(ranks, k_done, emits, gpu_free)
+        stats = self.stats
+        stats.iterations += k_done
+        stats.decode_iterations += k_done
+        stats.decode_rows += max_bs * k_done
+        stats.decode_kv_tokens += kv0 * k_done + ranks[0].tokens_per_step * max_bs * k_done * (k_done - 1) / 2
+        stats.decode_runs += 1
+        stats.gpu_busy_s += sum(step_s[:k_done])
+        if graph:
+            stats.graph_iterations += k_done
+        else:
+            stats.eager_decode_iterations += k_done
+        add_by_source(self._source_us, k_done)
+        if self.overlap:
+            self.pending = batch
+        else:
+            c = self._process(batch, gpu_free)
+            next_ready = self.client.next_ready_time()
+        if self._kv_observer is not None:
+            self._kv_observer(self.ranks)
+        return c, k_done, next_ready
 
-        # the iteration recurrence (model doc §1.2), one iteration at a time: cheap float work
+    def _iterations_to_price(self, k_max: int, c: float, next_ready: float) -> int:
+        """How many of k_max iterations to price: about as many as fit before the next request reaches the
+        scheduler (the run is cut there), so a long quiet run is one call and a busy one is not over-priced."""
+        per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, MIN_ITERATION_S)
+        return max(1, min(k_max, int((next_ready - c) / per_iter * RUN_ESTIMATE_SLACK) + RUN_ESTIMATE_EXTRA))
+
+    def _iterate(
+        self, step_s: list[float], c: float, next_ready: float
+    ) -> tuple[float, float, list[float], int, float]:
+        """The iteration recurrence (docs/simulator.md), one iteration at a time on floats, until the CPU would see
+        a new request. Returns (CPU time, GPU free time, emit times of the iterations processed, iterations done,
+        next arrival)."""
         sched, proc = self.sched_s, self.proc_s
         overlap = self.overlap
         gpu_free = self.gpu_free
         emits: list[float] = []
         k_done = 0
-        for j in range(k_eval):
+        for j in range(len(step_s)):
             if j and c >= next_ready:
                 break  # the CPU sees a new request at this iteration: re-plan from here
             scheduled = c + sched
             start = scheduled if scheduled > gpu_free else gpu_free
             prev_end = gpu_free
             gpu_free = start + step_s[j]
-            if overlap:
-                if j:
-                    # iteration j-1 is processed once iteration j has been launched
-                    c = (scheduled if scheduled > prev_end else prev_end) + proc
-                    emits.append(c)
-                elif self.pending is not None:
-                    pending = self.pending
-                    c = self._process(pending, max(scheduled, pending.gpu_end_s))
-                    self.pending = None
-                    if pending.finished:
-                        # finishes it emitted may free client slots: requests sent then reach us later
-                        next_ready = self.client.next_ready_time()
-                else:
-                    c = scheduled
-            else:
+            if not overlap:
                 c = gpu_free + proc
                 emits.append(c)
+            elif j:
+                # iteration j-1 is processed once iteration j has been launched
+                c = (scheduled if scheduled > prev_end else prev_end) + proc
+                emits.append(c)
+            elif self.pending is not None:
+                c, next_ready = self._process_pending(scheduled, next_ready)
+            else:
+                c = scheduled
             k_done = j + 1
+        return c, gpu_free, emits, k_done, next_ready
 
-        if self._step_log is not None:
-            self._log_decode(ranks, padded_bs, graph, c_start, step_s[0] / US, k_done)
-        # commit k_done iterations on every decoding rank; the last one stays pending (overlap loop)
+    def _process_pending(self, scheduled: float, next_ready: float) -> tuple[float, float]:
+        """Overlap loop, a run's first iteration: the batch still pending from before is processed now."""
+        pending = self.pending
+        c = self._process(pending, max(scheduled, pending.gpu_end_s))
+        self.pending = None
+        if pending.finished:
+            # finishes it emitted may free client slots: requests sent then reach us later
+            next_ready = self.client.next_ready_time()
+        return c, next_ready
+
+    def _commit_decode(
+        self, ranks: list[RankState], k_done: int, emits: list[float], gpu_free: float
+    ) -> Batch:
+        """Commit k_done iterations on every decoding rank; the last one stays pending under the overlap loop."""
         batch = self._new_batch()
-        emitted = emits[: k_done - 1] if overlap else emits
+        emitted = emits[: k_done - 1] if self.overlap else emits
         n_emitted = len(emitted)
         for rank in ranks:
             t0, finished = rank.advance_decode(k_done)
@@ -613,26 +732,7 @@ class Simulator:
                 batch.finished.extend((rank.rank_id, r) for r in finished)
         batch.gpu_end_s = gpu_free
         self.gpu_free = gpu_free
-        stats = self.stats
-        stats.iterations += k_done
-        stats.decode_iterations += k_done
-        stats.decode_rows += max_bs * k_done
-        stats.decode_kv_tokens += kv0 * k_done + rank0.tokens_per_step * max_bs * k_done * (k_done - 1) / 2
-        stats.decode_runs += 1
-        stats.gpu_busy_s += sum(step_s[:k_done])
-        add_by_source(self._source_us, k_done)
-        if graph:
-            stats.graph_iterations += k_done
-        else:
-            stats.eager_decode_iterations += k_done
-        if overlap:
-            self.pending = batch
-        else:
-            c = self._process(batch, gpu_free)
-            next_ready = self.client.next_ready_time()
-        if self._kv_observer is not None:
-            self._kv_observer(self.ranks)
-        return c, k_done, next_ready
+        return batch
 
     def _log_decode(
         self, ranks: list[RankState], padded_bs: int, graph: bool, c: float, step_us: float, k: int
@@ -642,94 +742,3 @@ class Simulator:
         kv_lens = np.fromiter((rank.kv_len_now(r) + 1 for r in rank.running), dtype=np.int64)
         gathered = padded_bs * len(self.ranks) if len(self.ranks) > 1 else None
         self._step_log.decode(c, step_us, k, kv_lens, padded_bs, graph, gathered)
-
-    def _offset_array(self, k: int) -> np.ndarray:
-        return self._offsets[:k] if k <= len(self._offsets) else np.arange(k, dtype=np.float64)
-
-    def _decode_costs(self, ranks: list[RankState], padded_bs: int, graph: bool, k: int) -> np.ndarray:
-        step = None
-        offsets = self._offset_array(k)
-        for rank in ranks:
-            bs = len(rank.running)
-            kv_total = rank.decode_kv_totals(offsets)
-            kv_max = 0
-            cost = self.cost.decode_steps(bs, padded_bs, kv_total, kv_max, graph)
-            if step is None:
-                step = cost
-            else:
-                # lock-step DP ranks: each iteration lasts as long as the slowest rank
-                step = np.where((cost.sum(axis=1) > step.sum(axis=1))[:, None], cost, step)
-        return step
-
-    def _observe(self) -> None:
-        if self._kv_observer is not None:
-            self._kv_observer(self.ranks)
-
-    # ------------------------------------------------------------------ records
-    def _records(self) -> RequestRecords:
-        t = self.table
-        done_ids = [r for r in range(self.n) if not math.isnan(self.finish_s[r])]
-        # every emit time in one array (batch emits, then each rank's timeline); a request's chunks are ranges of
-        # it, gathered with one fancy index instead of a concatenation per request
-        batch_emit = np.asarray(self._batch_emit) + self.egress_s
-        timelines = [rank.timeline_emit[: rank.timeline_len] + self.egress_s for rank in self.ranks]
-        all_emits = np.concatenate([batch_emit, *timelines])
-        timeline_len = [len(tl) for tl in timelines]
-        timeline_base = np.cumsum([len(batch_emit), *timeline_len]).tolist()
-        range_starts: list[int] = []
-        range_lens: list[int] = []
-        chunk_tokens: list[np.ndarray] = []
-        speculative = self.s.speculative is not None
-        one = np.ones(1, dtype=np.int64)
-        offsets = [0]
-        for r in done_ids:
-            n = 0
-            for ev in t.events[r]:
-                if ev[0] == "p":
-                    range_starts.append(ev[1])
-                    range_lens.append(1)
-                    n += 1
-                    if speculative:
-                        chunk_tokens.append(one)
-                else:
-                    _, rank_id, start, stop, accepts = ev
-                    end = timeline_len[rank_id]
-                    length = max(min(stop, end) - min(start, end), 0)  # as a slice would clip it
-                    range_starts.append(timeline_base[rank_id] + start)
-                    range_lens.append(length)
-                    n += length
-                    if speculative:
-                        chunk_tokens.append(accepts[: stop - start])
-            offsets.append(offsets[-1] + n)
-        lens = np.asarray(range_lens, dtype=np.int64)
-        first_of_range = np.cumsum(lens) - lens
-        index = np.repeat(np.asarray(range_starts, dtype=np.int64) - first_of_range, lens)
-        index += np.arange(len(index), dtype=np.int64)
-        flat = all_emits[index]
-        if speculative and chunk_tokens:
-            num_tokens = np.concatenate(chunk_tokens).astype(np.int64)
-        else:
-            num_tokens = np.ones(len(flat), dtype=np.int64)
-        ids = np.asarray(done_ids, dtype=np.int64)
-        offs = np.asarray(offsets, dtype=np.int64)
-        send = self.client.send_s[ids] if len(ids) else np.zeros(0)
-        first = flat[offs[:-1]] if len(ids) else np.zeros(0)
-        finish = self.finish_s[ids] if len(ids) else np.zeros(0)
-        duration = float(np.nanmax(self.finish_s)) if len(ids) else 0.0
-        records = RequestRecords(
-            request_id=ids,
-            send_s=send,
-            input_len=np.asarray([t.input_len[r] for r in done_ids], dtype=np.int64),
-            output_len=np.asarray([t.output_len[r] for r in done_ids], dtype=np.int64),
-            first_token_s=first,
-            finish_s=finish,
-            chunk_offsets=offs,
-            chunk_time_s=flat,
-            chunk_num_tokens=num_tokens,
-            dp_rank=np.asarray([t.rank[r] for r in done_ids], dtype=np.int64),
-            retractions=np.asarray([t.retractions[r] for r in done_ids], dtype=np.int64),
-            cached_tokens=np.asarray([max(t.cached_at_admission[r], 0) for r in done_ids], dtype=np.int64),
-            duration_s=duration,
-            extra={"rejected": list(self.stats.rejected)},
-        )
-        return records

@@ -1,4 +1,4 @@
-"""One DP rank's scheduler state: waiting queue, running batch, KV pool, chunked request (model doc §1.3–1.8).
+"""One DP rank's scheduler state: waiting queue, running batch, KV pool, chunked request (docs/serving-model.md §1.3–1.8).
 
 Per-request state lives in flat Python lists shared by all ranks (`RequestTable`), indexed by request id: scalar
 access to lists is what the hot loop does most, and it is several times cheaper than numpy scalar access.
@@ -12,90 +12,24 @@ decode steps is a few integer updates, and per-token times are read off the time
 from __future__ import annotations
 
 import heapq
-import re
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from simperf.scenario.resolved import CLIP_MAX_NEW_TOKENS, ResolvedServing
-from simperf.sim.radix import Lease, RadixCache, lpm_order
+from simperf.radix_cache import RadixCache
+from simperf.scenario.resolved import ResolvedServing
+from simperf.sglang_defaults import (
+    CLIP_MAX_NEW_TOKENS,
+    IGNORE_EOS_FULL_RESERVATION_SINCE,
+    RETRACT_DECODE_STEPS,
+    version_tuple,
+)
+from simperf.sim.admission import ExtendPlan, PrefillAdder, Reject, ceil_page
+from simperf.sim.policy import SchedulePolicy, WaitingQueue, make_policy
+from simperf.sim.request import RequestTable
 from simperf.sim.spec import AcceptSampler
 
-RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
-
-
-def ceil_page(n: int, page: int) -> int:
-    return -(-n // page) * page
-
-
-def floor_page(n: int, page: int) -> int:
-    return n // page * page
-
-
-@dataclass
-class RequestTable:
-    """Per-request state, one slot per request id."""
-
-    input_len: list[int]
-    output_len: list[int]
-    ignore_eos: bool
-    out_done: list[int] = field(init=False)  # tokens generated so far
-    fill_len: list[int] = field(
-        init=False
-    )  # tokens the current prefill must cover (prompt + generated on retract)
-    prefilled: list[int] = field(init=False)  # of fill_len, tokens already in the KV cache
-    kv_alloc: list[int] = field(init=False)  # KV tokens held (page granular)
-    join_idx: list[int] = field(init=False)
-    kv_at_join: list[int] = field(init=False)
-    finish_idx: list[int] = field(init=False)
-    rank: list[int] = field(init=False)
-    retractions: list[int] = field(init=False)
-    # token events in time order: ("p", batch_key) for a token from an extend, ("s", rank, start, stop, accepts)
-    # for a stretch of decode timeline entries (accepts: tokens per entry under speculative decoding, else None)
-    events: list[list[tuple]] = field(init=False)
-    # speculative decoding: accept lengths of each iteration since joining decode, and their running sum
-    accept_seq: list[np.ndarray | None] = field(init=False)
-    accept_cum: list[np.ndarray | None] = field(init=False)
-    # prefix cache: block ids of each request (None: never hits), tokens served from the cache, held lease
-    hashes: list[np.ndarray | None] = field(init=False)
-    prefix_hit: list[int] = field(init=False)
-    cached_at_admission: list[int] = field(init=False)
-    lease: list[Lease | None] = field(init=False)
-
-    def __post_init__(self) -> None:
-        n = len(self.input_len)
-        self.out_done = [0] * n
-        self.fill_len = list(self.input_len)
-        self.prefilled = [0] * n
-        self.kv_alloc = [0] * n
-        self.join_idx = [-1] * n
-        self.kv_at_join = [0] * n
-        self.finish_idx = [-1] * n
-        self.rank = [-1] * n
-        self.retractions = [0] * n
-        self.events = [[] for _ in range(n)]
-        self.accept_seq = [None] * n
-        self.accept_cum = [None] * n
-        self.hashes = [None] * n
-        self.prefix_hit = [0] * n
-        self.cached_at_admission = [-1] * n
-        self.lease = [None] * n
-
-
-@dataclass
-class ExtendPlan:
-    """What one rank runs in an extend iteration."""
-
-    reqs: list[int]
-    extend_lens: list[int]
-    prefix_lens: list[int]
-    last_chunk: list[bool]
-    mixed_decode: bool = False  # running requests ride along as 1-token extends (--enable-mixed-chunk)
+__all__ = ["ExtendPlan", "RankState", "RequestTable"]
 
 
 class RankState:
@@ -127,19 +61,20 @@ class RankState:
         # on a 363,119-token pool (groundtruth/h100/qwen3-8b-flashinfer/c256-1k-1k), as x 0.7 gives and x 1 does not.
         self.ratio_applies = not (
             table.ignore_eos
-            and version_tuple(serving.sglang_version) >= (0, 5, 6)
+            and version_tuple(serving.sglang_version) >= IGNORE_EOS_FULL_RESERVATION_SINCE
             and serving.disable_radix_cache
         )
         self.timeline_len = 0
         self.timeline_emit = np.zeros(1024)
         self.new_token_ratio = serving.init_new_token_ratio
         # speculative decoding: tokens per iteration vary per request (drawn on joining); KV grows by the
-        # accepted tokens, and each iteration needs room for the draft tokens (model doc §3)
+        # accepted tokens, and each iteration needs room for the draft tokens (docs/serving-model.md §3)
         self.sampler = sampler
         self.prebuilt = False  # PD decode server: prompts arrive with their KV (set by the simulator)
-        # radix cache (model doc §1.9): cached tokens share the pool with requests' private KV; `used` counts the
+        # radix cache (docs/serving-model.md §1.9): cached tokens share the pool with requests' private KV; `used` counts the
         # private part, the cache its own, and unlocked cached tokens count as free for admission
         self.cache: RadixCache | None = None
+        self.policy: SchedulePolicy = make_policy("fcfs", None)
         spec = serving.speculative
         self.tokens_per_step = sampler.mean if sampler is not None else 1.0
         self.max_tokens_per_step = spec.num_steps + 1 if spec is not None else 1
@@ -234,7 +169,7 @@ class RankState:
         self.max_used = max(self.max_used, in_pool)
 
     def running_output_reservation(self) -> float:
-        """Σ over running of min(max_new - out, 4096)·ρ_r (model doc §1.4; ρ_r = 1 for ignore_eos requests when
+        """Σ over running of min(max_new - out, 4096)·ρ_r (docs/serving-model.md §1.4; ρ_r = 1 for ignore_eos requests when
         the radix cache is disabled, SGLang >= 0.5.6; new_token_ratio otherwise)."""
         bs = len(self.running)
         if not bs:
@@ -292,96 +227,41 @@ class RankState:
         kv = np.fromiter((self.kv_len_now(r) for r in self.running), dtype=np.int64, count=len(self.running))
         return int(((kv + k + p - 1) // p * p - (kv + p - 1) // p * p).sum())
 
-    # ---------------------------------------------------------------- admission (PrefillAdder)
-    def form_extend(self, reject) -> ExtendPlan | None:
-        """One PrefillAdder pass (model doc §1.4). `reject(r, reason)` drops a request that can never run."""
+    # ---------------------------------------------------------------- ordering and admission
+    def set_policy(self, name: str, seed: int) -> None:
+        """The scheduling policy that orders this rank's waiting queue (after the prefix cache is set up)."""
+        self.policy = make_policy(name, self.cache, seed)
+
+    def form_extend(self, reject: Reject) -> ExtendPlan | None:
+        """One scheduler pass: the chunked request first, then SchedulePolicy orders the waiting queue and
+        PrefillAdder admits from its head (docs/serving-model.md §1.4). `reject(r, reason)` drops a request that
+        can never run."""
         if not self.waiting and self.chunked is None:
             return None
+        adder = PrefillAdder(self)
+        if self.chunked is not None and not adder.add_chunked_req(self.chunked):
+            return adder.plan
+        if self.policy.reorders and len(self.waiting) > 1:
+            order = self.policy.order(WaitingQueue(list(self.waiting), self.t, self.cache))
+            if order is not None:
+                self.waiting = deque(order)
+        adder.add_waiting(reject)
+        return adder.plan if adder.plan.reqs else None
+
+    def admit(self, r: int) -> int:
+        """r leaves the waiting queue for this rank's next batch: lock its cached prefix; returns its length."""
         t = self.t
-        page = self.page
-        # a PD decode server receives whole prompts' KV (PREBUILT): no chunking, no prefill token budget
-        chunk_cap = (
-            self.s.chunked_prefill_size if self.s.chunked_prefill_size > 0 and not self.prebuilt else 1 << 60
-        )
-        running_bs = len(self.running)
-        mixed = self.s.enable_mixed_chunk and running_bs > 0
-        rem_chunk = chunk_cap - (running_bs if mixed else 0)
-        rem_input = (1 << 60) if self.prebuilt else self.s.max_prefill_tokens - (running_bs if mixed else 0)
-        rem_total = self.free_tokens - self.running_output_reservation()
-        plan = ExtendPlan([], [], [], [], mixed_decode=mixed)
-
-        if self.chunked is not None:
-            r = self.chunked
-            prefix = t.prefilled[r]
-            remaining = t.fill_len[r] - prefix
-            take = remaining if remaining <= rem_chunk else floor_page(prefix + rem_chunk, page) - prefix
-            take = max(take, min(remaining, page))  # the chunk always progresses
-            last = take >= remaining
-            plan.reqs.append(r)
-            plan.extend_lens.append(take)
-            plan.prefix_lens.append(prefix)
-            plan.last_chunk.append(last)
-            rem_chunk -= ceil_page(take, page)
-            rem_input -= ceil_page(take, page)
-            rem_total -= ceil_page(take, page) + (
-                min(t.output_len[r] - t.out_done[r], CLIP_MAX_NEW_TOKENS) if last else 0
-            )
-            if not last:
-                return plan
-
-        if self.s.schedule_policy == "lpm" and self.cache is not None and len(self.waiting) > 1:
-            order = lpm_order(list(self.waiting), t.hashes, t.fill_len, self.cache)
-            self.waiting = deque(order)
-        max_running = self.s.max_running_requests
-        while self.waiting:
-            if rem_input <= 0 or rem_chunk <= 0:
-                break
-            if running_bs + len(plan.reqs) - (1 if self.chunked is not None else 0) >= max_running:
-                self.batch_is_full = True
-                break
-            r = self.waiting[0]
-            cached = 0
-            if self.cache is not None:
-                cached = self.cache.match(t.hashes[r], t.fill_len[r] - 1)
-            ext = t.fill_len[r] - cached
-            out_reserve = min(t.output_len[r] - t.out_done[r], CLIP_MAX_NEW_TOKENS)
-            if t.fill_len[r] + out_reserve + page >= self.capacity:
-                self.waiting.popleft()
-                reject(
-                    r, f"needs {ext + out_reserve + page} KV tokens; the pool holds {self.capacity} per rank"
-                )
-                continue
-            if ext + out_reserve + page >= rem_total:
-                break  # NO_TOKEN: head-of-line blocking, no skipping
-            if ceil_page(ext, page) > rem_chunk and floor_page(cached + rem_chunk, page) - cached <= 0:
-                break
-            self.waiting.popleft()
-            t.rank[r] = self.rank_id
-            if self.cache is not None:
-                lease = self.cache.acquire(t.hashes[r], t.fill_len[r])
-                t.lease[r] = lease
-                cached = lease.tokens
-                ext = t.fill_len[r] - cached
-            t.prefix_hit[r] = cached
-            t.prefilled[r] = cached
-            if t.cached_at_admission[r] < 0:
-                t.cached_at_admission[r] = cached
-            if ceil_page(ext, page) > rem_chunk:
-                take = floor_page(cached + rem_chunk, page) - cached
-                self.chunked = r
-                plan.reqs.append(r)
-                plan.extend_lens.append(take)
-                plan.prefix_lens.append(cached)
-                plan.last_chunk.append(False)
-                break
-            plan.reqs.append(r)
-            plan.extend_lens.append(ext)
-            plan.prefix_lens.append(cached)
-            plan.last_chunk.append(True)
-            rem_chunk -= ceil_page(ext, page)
-            rem_input -= ceil_page(ext, page)
-            rem_total -= ceil_page(ext, page) + page + out_reserve
-        return plan if plan.reqs else None
+        t.rank[r] = self.rank_id
+        cached = 0
+        if self.cache is not None:
+            lease = self.cache.acquire(t.hashes[r], t.fill_len[r])
+            t.lease[r] = lease
+            cached = lease.tokens
+        t.prefix_hit[r] = cached
+        t.prefilled[r] = cached
+        if t.cached_at_admission[r] < 0:
+            t.cached_at_admission[r] = cached
+        return cached
 
     def commit_extend(self, plan: ExtendPlan, batch_key: int) -> tuple[list[int], list[int]]:
         """Allocate KV for the plan and move finished prefills into the running batch.
@@ -480,7 +360,7 @@ class RankState:
             self.used -= moved
 
     def retract_for_next_decode(self) -> list[int]:
-        """retract_decode (model doc §1.7): fewest generated tokens, longest prompt first, until the step fits."""
+        """retract_decode (docs/serving-model.md §1.7): fewest generated tokens, longest prompt first, until the step fits."""
         t = self.t
         order = sorted(
             self.running, key=lambda r: (t.out_done[r] + self.generated_since_join(r), -t.input_len[r])

@@ -1,4 +1,4 @@
-"""Accepted tokens per speculative-decoding iteration (EAGLE / DeepSeek MTP, model doc §3).
+"""Accepted tokens per speculative-decoding iteration (EAGLE / DeepSeek MTP, docs/serving-model.md §3).
 
 Each verify step of a request yields a ∈ [1, num_steps + 1] tokens: the bonus token plus the accepted prefix of
 its draft chain. With top-k 1 and per-position acceptance α, E[a] = 1 + α + α² + … + α^n. The user gives the mean

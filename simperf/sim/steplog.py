@@ -62,7 +62,7 @@ class StepLog:
         ext = np.asarray(extend_lens, dtype=np.int64).copy()
         pre = np.asarray(prefix_lens, dtype=np.int64).copy()
         decode = np.zeros(0, dtype=np.int64) if decode_kv_lens is None else np.asarray(decode_kv_lens).copy()
-        # a DP rank without a prefill decodes as 1-token extends over its KV (model doc §2.3): mixed work
+        # a DP rank without a prefill decodes as 1-token extends over its KV (docs/serving-model.md §2.3): mixed work
         kind = "mixed" if decode.size or decode_as_extend else "prefill"
         self.steps.append(
             LoggedStep(

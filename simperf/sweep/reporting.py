@@ -75,7 +75,7 @@ def breakdown_rows(prediction, label: str) -> pl.DataFrame:
     graph = padded <= (prediction.serving.cuda_graph_max_bs or 0)
     phases = {
         "prefill": cost.breakdown_extend(np.array([tokens]), np.array([0])),
-        "decode": cost.breakdown_decode(bs, padded, round(kv_mean * bs), round(kv_mean), graph),
+        "decode": cost.breakdown_decode(bs, padded, round(kv_mean * bs), graph),
     }
     records = [
         {"config_label": label, "phase": phase, "op": r.op, "ms": r.total_us / 1000.0}

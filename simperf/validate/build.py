@@ -166,7 +166,7 @@ def build_program(cost: SGLangStepCost, sampled: SampledStep, num_gpus: int = 1)
         lens = step.decode_kv_lens
         bs = int(lens.size)
         padded = step.padded_bs if step.graph else bs
-        rows = cost.breakdown_decode(bs, padded, int(lens.sum()), int(lens.max()), step.graph)
+        rows = cost.breakdown_decode(bs, padded, int(lens.sum()), step.graph)
         num_rows, batch = padded, bs
     else:
         dec = step.decode_kv_lens if step.decode_kv_lens.size else None

@@ -1,6 +1,6 @@
 """Synthetic workloads with shared prefixes: bench_serving's generated-shared-prefix, and multi-turn chats.
 
-Both name their prompts' content with prefix-block ids (`block_tokens` tokens per id, see `simperf/sim/radix.py`):
+Both name their prompts' content with prefix-block ids (`block_tokens` tokens per id, see `simperf/radix_cache.py`):
 a block gets an id shared with other requests only when all its tokens are shared content (a group's system
 prompt, or a conversation's earlier turns); a block mixing shared and private tokens gets an id of its own. So a
 shared prefix of S tokens is matched up to floor(S / block_tokens) * block_tokens; the default 64-token blocks

@@ -1,7 +1,7 @@
 """What `simperf trace inspect` reports about a trace: size, timing, rate over time, lengths, prefix reuse.
 
 Prefix reuse replays the trace's prefix-block ids, in arrival order, through a radix cache
-(`simperf.sim.radix.RadixCache`): each request first matches (at most its prompt minus one token, as SGLang
+(`simperf.radix_cache.RadixCache`): each request first matches (at most its prompt minus one token, as SGLang
 recomputes the last token), then inserts its prompt. With no capacity given the cache never evicts, so the ratio is
 an upper bound on what SGLang's radix cache could skip: it ignores KV-pool pressure, concurrency (a request cannot
 hit a prefix still being prefilled) and page alignment (1-token pages assumed).
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simperf.sim.radix import RadixCache
+from simperf.radix_cache import RadixCache
 from simperf.workload.trace import Trace
 from simperf.workload.transforms import mean_rate
 

@@ -47,12 +47,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# SGLang's lpm policy falls back to FCFS when the queue is longer than this (WAITING_QUEUE_PREFIX_MATCH_MAX)
-LPM_MAX_QUEUE = 128
-# in-batch prefix dedup thresholds (IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD / _DEPRIORITIZE_THRESHOLD)
-IN_BATCH_CHECK_TOKENS = 32
-IN_BATCH_DEPRIORITIZE_TOKENS = 32
-
 
 class _Node:
     __slots__ = ("parent", "key", "children", "tokens", "lock", "last_access", "alive")
@@ -134,6 +128,18 @@ class RadixCache:
             return 0
         matched, _ = self._walk(hashes, max_tokens)
         return matched
+
+    def match_node(
+        self, hashes: Sequence[int] | np.ndarray | None, max_tokens: int | None = None
+    ) -> _Node | None:
+        """The deepest node `match` covers (its `children` map child nodes), None when nothing matches."""
+        if hashes is None or max_tokens is not None and max_tokens <= 0:
+            return None
+        return self._walk(hashes, max_tokens)[1]
+
+    @property
+    def root(self) -> _Node:
+        return self._root
 
     # --------------------------------------------------------------------------------------- lock/unlock
     def acquire(self, hashes: Sequence[int] | np.ndarray | None, prompt_tokens: int) -> Lease:
@@ -336,35 +342,3 @@ class RadixCache:
 def _as_list(hashes: Sequence[int] | np.ndarray) -> list[int]:
     # Python ints: dict lookups on numpy scalars hash several times slower
     return hashes.tolist() if isinstance(hashes, np.ndarray) else [int(h) for h in hashes]
-
-
-def lpm_order(
-    queue: Sequence[int],
-    hashes: Sequence[np.ndarray | None],
-    fill_len: Sequence[int],
-    cache: RadixCache,
-) -> list[int]:
-    """SGLang's `lpm` policy: the waiting queue sorted by longest cached prefix, FCFS among equals.
-
-    `queue` holds request ids in arrival order; `hashes[r]` and `fill_len[r]` are request r's block ids and
-    prompt tokens. Above LPM_MAX_QUEUE waiting requests SGLang falls back to FCFS. In-batch dedup: a request whose
-    cached prefix is at most IN_BATCH_CHECK_TOKENS but that shares at least IN_BATCH_DEPRIORITIZE_TOKENS with an
-    earlier waiting request goes to the back, so the earlier one fills the cache first
-    (`SchedulePolicy._compute_prefix_matches`).
-    """
-    if len(queue) > LPM_MAX_QUEUE:
-        return list(queue)
-    waiting_tree = RadixCache(1 << 62, cache.block_tokens, cache.page_size)
-    keyed: list[tuple[float, int, int]] = []
-    for pos, r in enumerate(queue):
-        h = hashes[r]
-        prefix = cache.match(h, fill_len[r] - 1)
-        key: float = -prefix
-        if prefix <= IN_BATCH_CHECK_TOKENS and h is not None:
-            if waiting_tree.match(h, fill_len[r] - 1) >= IN_BATCH_DEPRIORITIZE_TOKENS:
-                key = float("inf")
-            else:
-                waiting_tree.insert(h, fill_len[r])
-        keyed.append((key, pos, r))
-    keyed.sort()
-    return [r for _, _, r in keyed]

@@ -1,0 +1,93 @@
+"""SGLang's numbers that the model reproduces, named, each with the SGLang version and source file it comes from.
+
+Paths are relative to the `sglang` package (`python/sglang/` of SGLang's repository). Where a value was read in
+SGLang 0.5.23 for docs/serving-model.md and is unchanged in 0.5.17 (the version the shipped tables and the
+ground-truth corpus were measured with), both are named. Environment-variable defaults are the server's defaults:
+a deployment that sets the variable differs.
+"""
+
+from __future__ import annotations
+
+# ---- admission and the new-token ratio (docs/serving-model.md §1.4, §1.7, §1.8) ----------------------------------
+# srt/environ.py (0.5.17): SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION. Admission reserves at most this many output tokens
+# per request, however large its max_new_tokens.
+CLIP_MAX_NEW_TOKENS = 4096
+# srt/environ.py (0.5.17): SGLANG_INIT_NEW_TOKEN_RATIO, _MIN_NEW_TOKEN_RATIO_FACTOR, _NEW_TOKEN_RATIO_DECAY_STEPS;
+# combined in srt/managers/scheduler_components/new_token_ratio_tracker.py (NewTokenRatioTracker.from_server_args):
+# init = min(0.7 x schedule_conservativeness, 1), min = init x 0.14, decay = (init - min) / 600 per decode step.
+INIT_NEW_TOKEN_RATIO = 0.7
+MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
+NEW_TOKEN_RATIO_DECAY_STEPS = 600
+# srt/environ.py (0.5.17): SGLANG_RETRACT_DECODE_STEPS; after a retraction the ratio is re-estimated as
+# (decoded + 20 x running) / Σ max_new_tokens (NewTokenRatioTracker.estimate_new_token_ratio_after_retract).
+RETRACT_DECODE_STEPS = 20
+# srt/server_args.py (0.5.17, ServerArgs, the enable_dp_attention branch): DP attention scales
+# schedule_conservativeness by 0.3, so each rank admits against a smaller output reservation.
+DP_ATTENTION_CONSERVATIVENESS = 0.3
+# From SGLang 0.5.6 on, PrefillAdder reserves the whole remaining output (ratio 1) of ignore_eos requests when
+# the radix cache is disabled (0.5.17 srt/managers/schedule_policy.py, _get_running_request_total_token_offset).
+IGNORE_EOS_FULL_RESERVATION_SINCE = (0, 5, 6)
+
+# ---- memory-dependent defaults (docs/serving-model.md §1.5, §1.10, §1.12) --------------------------------------------
+# srt/server_args.py (0.5.17, ServerArgs._handle_gpu_memory_settings), by GPU memory in GiB: below each bound,
+# (chunked_prefill_size, decode cuda_graph_max_bs below TP 4, at TP >= 4); above the last, the last row.
+GPU_MEMORY_DEFAULTS: tuple[tuple[float, int, int, int], ...] = (
+    (20, 2048, 8, 8),
+    (35, 2048, 24, 80),
+    (60, 4096, 32, 160),
+    (160, 8192, 256, 512),
+    (float("inf"), 16384, 512, 512),
+)
+CUDA_GRAPH_MAX_BS_TP_THRESHOLD = 4
+# srt/server_args.py (0.5.17), the same function's mem_fraction_static: reserved MB = base + per activation token x max(C, min tokens)
+# + TP slack per 8 ranks + graph reserve, at least the floor on GPUs above 60 GiB; graph reserve
+# (ServerArgs.reserve_for_graph_mb) = 2 MB per decode graph batch, + 3 (and 1.5 more above 300) x max_bs x DP under
+# DP attention, + 1536 MB for MLA prefill graphs.
+RESERVED_BASE_MB = 512
+RESERVED_MB_PER_ACTIVATION_TOKEN = 1.5
+MIN_ACTIVATION_TOKENS = 2048
+RESERVED_MB_PER_8_TP_RANKS = 1024
+RESERVED_FLOOR_MB = 10240
+RESERVED_FLOOR_ABOVE_GIB = 60
+GRAPH_RESERVE_MB_PER_BS = 2
+DP_GRAPH_RESERVE_MB_PER_BS = 3
+DP_GRAPH_RESERVE_LARGE_BS = 300
+DP_GRAPH_RESERVE_MB_PER_LARGE_BS = 1.5
+MLA_PREFILL_GRAPH_RESERVE_MB = 1536
+
+# ---- max_running_requests (docs/serving-model.md §1.12, §3) --------------------------------------------------------
+# srt/mem_cache/kv_cache_configurator.py (0.5.17, KVCacheConfigurator.resolve_max_num_reqs):
+# min(clamp(pool tokens / context_len x 512, 2048, 4096), pool tokens // 2) per DP rank.
+MAX_RUNNING_REQUESTS_PER_CONTEXT = 512
+MAX_RUNNING_REQUESTS_FLOOR = 2048
+MAX_RUNNING_REQUESTS_CEIL = 4096
+# srt/arg_groups/speculative_hook.py (0.5.17): EAGLE / MTP set max_running_requests to 48 when it is not given.
+SPECULATIVE_MAX_RUNNING_REQUESTS = 48
+
+# ---- scheduling policies (docs/serving-model.md §1.9) ------------------------------------------------------------
+# srt/managers/schedule_policy.py (0.5.17, SchedulePolicy._determine_active_policy): lpm runs as fcfs above this
+# many waiting requests.
+LPM_MAX_QUEUE = 128
+# srt/managers/schedule_policy.py (0.5.17): IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD / _DEPRIORITIZE_THRESHOLD.
+IN_BATCH_CHECK_TOKENS = 32
+IN_BATCH_DEPRIORITIZE_TOKENS = 32
+
+# ---- DeepSeek-V3.2 sparse attention (docs/serving-model.md §4.3) -------------------------------------------------
+# srt/environ.py (0.5.17): SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD. Prefills whose longest KV is at most this
+# run dense MHA instead of the sparse path.
+DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD = 2048
+
+# ---- DeepSeek-V3/R1 prefill attention method (docs/serving-model.md §4.2) ----------------------------------------
+# srt/environ.py (0.5.17): SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD. An extend whose summed cached prefix is non-zero
+# but below this runs the absorbed MLA path; none or a longer one runs MHA.
+CHUNKED_PREFIX_CACHE_THRESHOLD = 8192
+# srt/environ.py (0.5.17): SGLANG_MAX_KV_CHUNK_CAPACITY. Above this many KV tokens MHA runs in KV chunks
+# (MHA_CHUNKED_KV), costed here like one shot.
+MAX_KV_CHUNK_CAPACITY = 131072
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """'0.5.17' -> (0, 5, 17); suffixes such as '.post3' are ignored."""
+    import re
+
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
