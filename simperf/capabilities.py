@@ -265,7 +265,8 @@ for _family in (
         "mla_moe",
         "mla",
         True,
-        ("DeepseekV3ForCausalLM",),
+        # DeepSeek-V2 (e.g. V2-Lite: no q LoRA, 64 experts) runs the same SGLang model file as V3
+        ("DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"),
         {"hopper": ("fa3", "fa3"), "blackwell": ("trtllm_mla", "trtllm_mla")},
         dp_attention=True,
         trust_remote_code=True,

@@ -18,6 +18,7 @@ def test_shapes_are_the_zoo_models_under_their_grid_names():
         ("DeepSeek-V3", 256, 1),
         ("Qwen3-30B-A3B", 128, 0),
         ("Qwen3-235B-A22B", 128, 0),
+        ("deepseek-v2-lite", 64, 2),  # a zoo model without a grid name goes by its zoo name
     ]
     assert (shapes.DSV3_Q_LORA, shapes.DSV3_KV_LORA, shapes.DSV3_INDEX_TOPK) == (1536, 512, 2048)
 

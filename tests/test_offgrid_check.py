@@ -22,6 +22,7 @@ from simperf.perfdb.offgrid.samples import OFFGRID_SEED, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "calibration" / "offgrid" / "samples.jsonl"
+ZOO_MODELS_ADDED_AFTER_THE_SET = {"deepseek-v2-lite"}
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,9 @@ def test_the_committed_set_is_the_fixed_seed_s_and_covers_what_the_issue_asks(co
     decode_pages = {s["point"]["page_size"] for s in samples if s["category"] == "decode"}
     assert {1, 16, 32, 64} <= decode_pages
     gemm_models = {s["model"] for s in samples if s["category"] == "gemm"}
-    assert gemm_models == set(zoo_names())  # every zoo model's GEMMs
+    # every zoo model's GEMMs, of the zoo the seed was fixed against (the set was timed on the GPUs then; a model
+    # added later has its GEMMs measured on its own grid, calibration/grids/deepseek_v2_lite.yaml)
+    assert gemm_models == set(zoo_names()) - ZOO_MODELS_ADDED_AFTER_THE_SET
     for s in samples:  # every call runs on a calibration backend
         group_for(s["point"]["op"], s["point"]["backend"])
     assert sorted(s["id"] for s in samples) == list(range(len(samples)))

@@ -480,6 +480,7 @@ def _gemm(cfg: dict[str, Any]) -> list[Point]:
     if cfg.get("fp8_block_dense"):
         combos += [("torch_scaled_mm", "fp8_block", s) for s in dense]
     combos += _gemm_by_dtype(cfg.get("by_dtype") or {})
+    combos += _gemm_extra_nk(cfg.get("extra_nk") or {})
     for backend, dtype, shape in combos:
         for m in cfg["m"]:
             pts.append(make_point("gemm", backend, dtype=dtype, n=shape.n, k=shape.k, m=m))
@@ -503,6 +504,23 @@ def _gemm_by_dtype(by_dtype: dict[str, list[str]]) -> list[tuple[str, str, shape
         if unknown:
             raise ValueError(f"gemm.by_dtype.{dtype}: unknown shape names {unknown}")
         combos += [(GEMM_DTYPE_BACKENDS[dtype], dtype, by_name[n]) for n in names]
+    return combos
+
+
+def _gemm_extra_nk(extra: dict[str, list[list[int]]]) -> list[tuple[str, str, shapes.GemmShape]]:
+    """Explicit [n, k] shapes per dtype ({bf16: [[3072, 2048], ...]}): the GEMMs of a model whose layout the
+    named shape families do not cover (e.g. DeepSeek-V2-Lite: MLA without q LoRA)."""
+    combos: list[tuple[str, str, shapes.GemmShape]] = []
+    for dtype, pairs in extra.items():
+        if dtype not in GEMM_DTYPE_BACKENDS:
+            raise ValueError(
+                f"gemm.extra_nk: unknown dtype {dtype!r}; allowed: {sorted(GEMM_DTYPE_BACKENDS)}"
+            )
+        for pair in pairs:
+            if len(pair) != 2 or not all(isinstance(v, int) and v > 0 for v in pair):
+                raise ValueError(f"gemm.extra_nk.{dtype}: {pair!r} is not [n, k] of positive integers")
+            n, k = pair
+            combos.append((GEMM_DTYPE_BACKENDS[dtype], dtype, shapes.GemmShape(n, k, f"nk.{n}x{k}")))
     return combos
 
 

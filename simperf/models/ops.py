@@ -122,6 +122,10 @@ class ExtendPlan:
 
 
 # ---- method selection -------------------------------------------------------------------------------------------
+# routed-expert counts SGLang fuses a single shared expert into (0.5.17 models/deepseek_v2.py)
+SHARED_FUSION_ROUTED_EXPERTS: frozenset[int] = frozenset({256})
+
+
 def select_mla_method(sum_prefix: int, captured_graph: bool = False) -> Method:
     """DeepSeek V3/R1 extend on fa3/flashinfer/flashmla (§4.2): MHA when no prefix or a long one, else MLA.
 
@@ -409,7 +413,11 @@ def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: Has
     # SGLang fuses the shared expert into the routed MoE as extra always-chosen experts when EP == 1 (§4.1), except
     # with the flashinfer_trtllm runner it defaults to on SM100, which sets --disable-shared-experts-fusion
     # (SGLang 0.5.17 arg_groups/overrides.py, `_moe_runner_fusion_disable`).
-    fused = shared > 0 and ep == 1 and s.sm_major < 10
+    # Only DeepSeek-V3/R1's layout is fused: 256 routed experts and one shared expert (0.5.17
+    # models/deepseek_v2.py `determine_num_fused_shared_experts`); DeepSeek-V2(-Lite) runs its two shared experts
+    # as a separate MLP.
+    fusable = shared == 1 and E in SHARED_FUSION_ROUTED_EXPERTS
+    fused = fusable and ep == 1 and s.sm_major < 10
     sm = s.sm_major
     fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h, shared, sm)
     plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h, sm_major=sm)
