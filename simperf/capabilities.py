@@ -44,6 +44,9 @@ class BackendCaps:
     tables_on_hopper: tuple[str, ...] | None = None  # `tables` on SM90 when they differ
     # the MHA/GQA ragged-prefill kernel's tables (attn_mha_prefill); None: flashinfer's FA3 as proxy
     mha_prefill_tables: dict[GpuArch, tuple[str, ...]] | None = None
+    # the GQA paged-decode kernel's tables (attn_gqa_decode), first preferred; None: flashinfer's decode (the only
+    # GQA decode table simperf had before a backend's own kernel was timed), then `tables`
+    gqa_decode_tables: tuple[str, ...] | None = None
     page_size: int | None = None  # page size it forces (docs/serving-model.md §1.11)
     kv_dtype: str | None = None  # KV dtype it requires
     kv_dtype_refusal: str = ""
@@ -85,8 +88,14 @@ for _caps in (
         "fa3",
         frozenset({"hopper"}),
         "(FlashAttention-3) runs on Hopper (SM90) only",
-        # sgl-kernel's FA3, priced with flashinfer's FA3 kernels as its proxy
-        ("flashinfer_fa3",),
+        # sgl-kernel's FA3: its own measured tables (`sgl_fa3`, simperf/calibrate/backends/fa3_sgl.py: GQA decode
+        # and extend/prefill) where the GPU has them, else flashinfer's FA3 kernels as its proxy (and for MLA)
+        ("sgl_fa3", "flashinfer_fa3"),
+        mha_prefill_tables={
+            "hopper": ("sgl_fa3", "flashinfer_fa3"),
+            "blackwell": ("sgl_fa3", "flashinfer_fa3"),
+        },
+        gqa_decode_tables=("sgl_fa3", "flashinfer"),
         sglang_flag="fa3",
         dsa_kernel=True,
         sglang="srt/layers/attention/flashattention_backend.py",
@@ -336,6 +345,14 @@ def default_page_size(family_name: str, prefill: str, decode: str) -> int:
 
 def auto_kv_dtype(family_name: str, sm: float | int | str) -> str:
     return family(family_name).auto_kv_dtype.get(gpu_arch(sm), "bf16")
+
+
+def gqa_decode_tables(backend_name: str, sm_major: int) -> tuple[str, ...]:
+    """Table backends of the GQA paged-decode kernel a decode backend runs, first preferred."""
+    caps = BACKENDS.get(backend_name)
+    if caps is not None and caps.gqa_decode_tables is not None:
+        return caps.gqa_decode_tables
+    return ("flashinfer", *(caps.table_backends(sm_major) if caps is not None else (backend_name,)))
 
 
 def mha_prefill_tables(backend_name: str, family_name: str, sm_major: int) -> tuple[str, ...]:

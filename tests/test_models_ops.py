@@ -68,22 +68,27 @@ def test_backend_mapping_to_table_backends():
     fa3 = by_name(decode_ops(arch, settings_for(decode="fa3"), 8, 8, 100.0))["attention"]
     fi = by_name(decode_ops(arch, settings_for(decode="flashinfer"), 8, 8, 100.0))["attention"]
     mla = by_name(decode_ops(arch, settings_for(decode="flashmla", page=64), 8, 8, 100.0))["attention"]
-    # SGLang's flashinfer MLA backend asks flashinfer for backend="auto": its fa3 kernels on SM90, fa2 on SM100
+    # SGLang's flashinfer MLA backend asks flashinfer for backend="auto": its fa3 kernels on SM90, fa2 on SM100;
+    # SGLang's fa3 runs sgl-kernel's FA3 (`sgl_fa3`, preferred), priced by flashinfer's FA3 where it has no table
     assert (fa3.key["backend"], fi.key["backend"], mla.key["backend"]) == (
-        "flashinfer_fa3",
+        "sgl_fa3",
         "flashinfer_fa3",
         "flashmla",
     )
+    assert [dict(k)["backend"] for k in fa3.candidates] == ["sgl_fa3", "flashinfer_fa3"]
     blackwell = settings_for(decode="flashinfer", sm=10)
     assert by_name(decode_ops(arch, blackwell, 8, 8, 100.0))["attention"].key["backend"] == "flashinfer_fa2"
     assert mla.key["page_size"] == 64
     gqa = by_name(decode_ops(load_arch("llama-3.1-8b"), settings_for(tp=1, weight="bf16"), 8, 8, 100.0))
-    assert gqa["attention"].key["backend"] == "flashinfer"
+    # fa3 GQA decode: sgl-kernel's own table first, then flashinfer's decode (what prices it without one)
+    assert [dict(k)["backend"] for k in gqa["attention"].candidates] == ["sgl_fa3", "flashinfer"]
     prefill = by_name(extend_ops(load_arch("llama-3.1-8b"), settings_for(tp=1, weight="bf16"), [100], [0]))
-    assert (
-        prefill["attention"].op == "attn_mha_prefill"
-        and prefill["attention"].key["backend"] == "flashinfer_fa3"
+    assert prefill["attention"].op == "attn_mha_prefill"
+    assert [dict(k)["backend"] for k in prefill["attention"].candidates] == ["sgl_fa3", "flashinfer_fa3"]
+    fi_gqa = by_name(
+        decode_ops(load_arch("llama-3.1-8b"), settings_for(tp=1, decode="flashinfer"), 8, 8, 100.0)
     )
+    assert fi_gqa["attention"].key["backend"] == "flashinfer"
 
 
 def test_mla_method_selection_rules():

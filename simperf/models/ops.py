@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from simperf.capabilities import dsa_padded_heads, mha_prefill_tables
+from simperf.capabilities import dsa_padded_heads, gqa_decode_tables, mha_prefill_tables
 from simperf.layout import ParallelLayout
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import (
@@ -461,7 +461,7 @@ def attention_ops(
             if phase == "decode" and float(g.q_len) == 1.0:
                 keys = key_candidates(
                     "attn_gqa_decode",
-                    backend=("flashinfer", *backends),
+                    backend=gqa_decode_tables(backend, s.sm_major),
                     kv_dtype=kv_dtypes,
                     num_heads=H,
                     num_kv_heads=KV,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from simperf.capabilities import BACKENDS, auto_kv_dtype, family
+from simperf.capabilities import BACKENDS, auto_kv_dtype, family, gqa_decode_tables
 from simperf.hardware.catalog import GpuSpec, get_gpu
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import table_attention_backends
@@ -67,8 +67,10 @@ def _table_backends(gpu_key: str, table: str) -> dict[str, str]:
 def _decode_table(arch: ModelArch, gpu: GpuSpec, backend: str) -> str:
     table = family(arch.family).decode_table
     candidates = table_attention_backends(backend)
-    if table == "attn_gqa_decode":
-        candidates = ("flashinfer", *candidates)  # GQA decode is priced by flashinfer's decode kernel first
+    if (
+        table == "attn_gqa_decode"
+    ):  # the GQA decode kernel's own tables (flashinfer's decode unless a backend has its own)
+        candidates = gqa_decode_tables(backend, 9)
     found = _table_backends(gpu.key, table)
     for name in candidates:
         if name in found:

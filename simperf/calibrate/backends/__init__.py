@@ -55,6 +55,12 @@ WORKER_GROUPS: tuple[WorkerGroup, ...] = (
         (("attn_mha_prefill", "flashinfer_fa3"), ("attn_mha_prefill", "flashinfer_fa2")),
         jit=True,
     ),
+    # SGLang's own FA3 (sgl-kernel flash_attn_with_kvcache, as its `fa3` backend calls it); needs SGLang's kit
+    WorkerGroup(
+        "fa3_sgl",
+        f"{_PKG}.fa3_sgl",
+        (("attn_gqa_decode", "sgl_fa3"), ("attn_mha_prefill", "sgl_fa3")),
+    ),
     WorkerGroup(
         "sm100",
         f"{_PKG}.sm100",
