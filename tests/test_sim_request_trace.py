@@ -49,11 +49,12 @@ def test_a_trace_shows_each_chunk_and_the_records_timing():
 
 
 def test_a_trace_shows_retractions_and_the_re_admission():
-    # the over-admitting case of tests/test_sim_scheduler.py: the pool fills while decoding and requests retract
+    # the over-admitting case of tests/test_sim_scheduler.py (requests arriving one by one, each admitted against
+    # new_token_ratio x the running requests' outputs): the pool fills while decoding and requests retract
     serving = make_serving(max_total_tokens=400, max_running_requests=64, init_new_token_ratio=0.1)
     trace = RequestTrace(frozenset(range(8)))
     sim = Simulator(serving, LinearCost(), QUIET, trace=trace)
-    records, stats = sim.run(np.full(8, 40), np.full(8, 100), np.zeros(8), ignore_eos=False)
+    records, stats = sim.run(np.full(8, 40), np.full(8, 100), 0.005 * np.arange(8), ignore_eos=False)
     assert stats.retractions > 0
     retracted = [r for r in range(8) if any(e.what == "retracted" for e in trace.events[r])]
     assert len(retracted) == len({int(i) for i in np.flatnonzero(records.retractions)})

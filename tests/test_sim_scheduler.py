@@ -91,13 +91,14 @@ def test_decode_pads_to_cuda_graph_bucket_and_runs_eager_past_max_bs():
 
 
 def test_retraction_frees_kv_and_every_request_still_gets_all_its_tokens():
-    # without ignore_eos SGLang reserves only new_token_ratio x the remaining output, so it over-admits and must
-    # retract when decoding fills the pool
+    # without ignore_eos SGLang reserves only new_token_ratio x the remaining output of running requests, so
+    # requests arriving one by one are over-admitted and must be retracted when decoding fills the pool
     serving = make_serving(max_total_tokens=400, max_running_requests=64, init_new_token_ratio=0.1)
     peak = []
     sim, rec, stats = simulate(
         [40] * 8,
         [100] * 8,
+        arrivals=[0.005 * i for i in range(8)],
         serving=serving,
         ignore_eos=False,
         sim_kw={"kv_observer": lambda ranks: peak.append(ranks[0].used)},

@@ -11,8 +11,10 @@ requests from its head while three budgets last (docs/serving-model.md §1.4):
   clipped output reservation and a page. When it does not fit, admission stops (head-of-line blocking: SGLang
   does not skip ahead to a smaller request).
 
-`max_running_requests` caps the running batch (`batch_is_full`). A request that could never fit the pool is
-rejected with a reason. A PD decode server receives whole prompts' KV: no chunking, no prefill budget.
+`max_running_requests` caps the running batch (`batch_is_full`). A request that does not fit the KV budget also
+marks the running batch full (SGLang 0.5.17 `_get_new_batch_prefill_raw`: `NO_TOKEN` sets `batch_is_full`), and
+a full batch admits nothing — not even when `new_token_ratio` decays — until a request leaves it (finishes or is
+retracted). A request that could never fit the pool is rejected with a reason. A PD decode server receives whole prompts' KV: no chunking, no prefill budget.
 """
 
 from __future__ import annotations
@@ -113,7 +115,12 @@ class PrefillAdder:
             if self.running_bs + len(self.plan.reqs) - (rank.chunked is not None) >= max_running:
                 rank.batch_is_full = True
                 return
-            if self.add_one_req(waiting[0], reject) is not AddResult.CONTINUE:
+            result = self.add_one_req(waiting[0], reject)
+            if result is AddResult.NO_TOKEN and not rank.prebuilt:
+                # the KV budget stopped admission: SGLang marks the running batch full and does not try again
+                # until a request leaves it (0.5.17 managers/scheduler.py, _get_new_batch_prefill_raw)
+                rank.batch_is_full = True
+            if result is not AddResult.CONTINUE:
                 return
 
     def add_one_req(self, r: int, reject: Reject) -> AddResult:

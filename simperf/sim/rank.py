@@ -49,6 +49,8 @@ class RankState:
         self.waiting: deque[int] = deque()
         self.running: list[int] = []
         self._running_pos: dict[int, int] = {}
+        self._join_seq: dict[int, int] = {}  # position in SGLang's running batch order (merges append)
+        self._joins = 0
         self._finish_heap: list[tuple[int, int]] = []  # (finish_idx, req), lazily pruned
         self.chunked: int | None = None
         self.kv_base_sum = 0  # Σ (kv_at_join - join_idx) over running
@@ -98,6 +100,8 @@ class RankState:
             t.finish_idx[r] = self.timeline_len + remaining - 1
         self._running_pos[r] = len(self.running)
         self.running.append(r)
+        self._joins += 1
+        self._join_seq[r] = self._joins
         heapq.heappush(self._finish_heap, (t.finish_idx[r], r))
         self.kv_base_sum += t.kv_at_join[r] - self.tokens_per_step * t.join_idx[r]
         self.finish_sum += t.finish_idx[r]
@@ -107,6 +111,7 @@ class RankState:
     def _leave(self, r: int) -> None:
         t = self.t
         pos = self._running_pos.pop(r)
+        del self._join_seq[r]
         last = self.running.pop()
         if last != r:
             self.running[pos] = last
@@ -241,6 +246,11 @@ class RankState:
         adder = PrefillAdder(self)
         if self.chunked is not None and not adder.add_chunked_req(self.chunked):
             return adder.plan
+        if self.batch_is_full:
+            # SGLang 0.5.17 managers/scheduler.py, _get_new_batch_prefill_raw: a running batch marked full (by
+            # max_running_requests or by a request the KV budget refused) takes no waiting request until a request
+            # leaves it; only the chunked request's next chunk runs
+            return adder.plan if adder.plan.reqs else None
         if self.policy.reorders and len(self.waiting) > 1:
             order = self.policy.order(WaitingQueue(list(self.waiting), self.t, self.cache))
             if order is not None:
@@ -289,6 +299,7 @@ class RankState:
             token_reqs.append(r)
             if t.out_done[r] >= t.output_len[r]:
                 finished.append(r)
+                self.batch_is_full = False  # the prefill batch shrinks when merged (get_next_batch_to_run)
             else:
                 self._join(r)
         return token_reqs, finished
@@ -328,6 +339,10 @@ class RankState:
         t = self.t
         self.used -= t.kv_alloc[r]
         t.kv_alloc[r] = 0
+        # SGLang frees a finished request's KV when it processes the batch's result and filters it out of the
+        # running batch at the next update_running_batch, which clears batch_is_full (0.5.17 managers/scheduler.py):
+        # the flag a refused admission set lasts until memory has come back
+        self.batch_is_full = False
         if self.cache is None:
             return
         if finished and t.hashes[r] is not None:
@@ -360,10 +375,16 @@ class RankState:
             self.used -= moved
 
     def retract_for_next_decode(self) -> list[int]:
-        """retract_decode (docs/serving-model.md §1.7): fewest generated tokens, longest prompt first, until the step fits."""
+        """retract_decode (docs/serving-model.md §1.7): fewest generated tokens, longest prompt first, until the step fits.
+
+        Among equals the request latest in the running batch goes first: SGLang 0.5.17
+        (managers/schedule_batch.py, _get_decode_retraction_order) sorts the batch, stably and descending, and pops
+        from the end; merged prefill batches are appended, so that is the most recently admitted."""
         t = self.t
+        seq = self._join_seq
         order = sorted(
-            self.running, key=lambda r: (t.out_done[r] + self.generated_since_join(r), -t.input_len[r])
+            self.running,
+            key=lambda r: (t.out_done[r] + self.generated_since_join(r), -t.input_len[r], -seq[r]),
         )
         retracted: list[int] = []
         while not self.next_decode_fits() and len(self.running) > 1:
