@@ -91,3 +91,13 @@ def version_tuple(version: str) -> tuple[int, ...]:
     import re
 
     return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+# ---- Triton fused-MoE tiles ------------------------------------------------------------------------------------------
+# torch.cuda.get_device_name() with spaces as underscores, as SGLang names its tuned MoE config files
+# (0.5.17 srt/layers/moe/moe_runner/triton_utils/fused_moe_triton_config.py, get_config_file_name).
+SGLANG_DEVICE_NAMES: dict[str, str] = {
+    "h100": "NVIDIA_H100_80GB_HBM3",
+    "h200": "NVIDIA_H200",
+    "b200": "NVIDIA_B200",
+}

@@ -36,16 +36,19 @@ class StepOverhead:
         return np.maximum(self.us - kernel_us, 0.0)
 
 
-def step_overhead(overheads: Overheads, graph: bool, kernels: int, extend: bool = False) -> StepOverhead:
+def step_overhead(
+    overheads: Overheads, graph: bool, kernels: int, extend: bool = False, attention_backend: str = ""
+) -> StepOverhead:
     """The overhead of one step. `extend`: an extend (prefill) forward, whose host time per kernel was measured on
-    the ground-truth corpus (Overheads.extend_launch_us_per_kernel) rather than a bare launch gap."""
+    the ground-truth corpus per attention backend (Overheads.extend_launch_us) rather than a bare launch gap."""
     if extend and not graph:
+        us, field = overheads.extend_launch_us(attention_backend)
         return StepOverhead(
             "eager_launch",
             kernels,
-            overheads.extend_launch_us_per_kernel,
-            f"named overhead Overheads.extend_launch_us_per_kernel x {kernels} kernels (measured host time of an "
-            "extend forward, docs/overheads.md; kernel count is an estimate)",
+            us,
+            f"named overhead Overheads.{field} x {kernels} kernels (measured host time of an extend forward, "
+            "docs/overheads.md; kernel count is an estimate)",
         )
     if graph:
         return StepOverhead(

@@ -43,6 +43,7 @@ from simperf.perfdb.schema import SOURCE_INDEX, SOURCES
 from simperf.scenario.backends import conversion_bytes_per_token_per_layer, kv_layout
 from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
+from simperf.sglang_defaults import SGLANG_DEVICE_NAMES
 
 NUM_SOURCES = len(SOURCES)
 _OVERHEAD_COLUMN = SOURCE_INDEX[OVERHEAD_SOURCE]
@@ -124,6 +125,7 @@ class SGLangStepCost:
             prefill_backend=serving.prefill_backend,
             decode_backend=serving.decode_backend,
             sm_major=sm_major,
+            sglang_device_name=SGLANG_DEVICE_NAMES.get(serving.gpu, ""),
             sglang_version=serving.sglang_version,
             prefill_graph_max_tokens=prefill_graph_max_tokens,
             dsa_dense_threshold=serving.dsa_dense_prefill_threshold,
@@ -574,7 +576,9 @@ class SGLangStepCost:
             kernels += (
                 draft_kernels + eh_proj.count * eh_proj.kernels + sum(o.count * o.kernels for o in draft_attn)
             )
-        overhead = step_overhead(self.overheads, self._extend_graph(plan.num_tokens), kernels, extend=True)
+        overhead = step_overhead(
+            self.overheads, self._extend_graph(plan.num_tokens), kernels, True, self.settings.prefill_backend
+        )
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
 
@@ -641,7 +645,7 @@ class SGLangStepCost:
         rows_cost, row_kernels = self._rows_cost(method, tokens, 1, None, None)
         out = rows_cost + table.cost(tokens, 1)
         kernels = row_kernels + table.kernels + uncosted_kernels_per_step(self.arch)
-        overhead = step_overhead(self.overheads, False, kernels, extend=True)
+        overhead = step_overhead(self.overheads, False, kernels, True, self.settings.prefill_backend)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
 
@@ -666,7 +670,7 @@ class SGLangStepCost:
         out = out + (shared.by_tokens[1 : t_max + 1] + shared.by_rows[1] + shared.constant)
         out = out + (attention.by_tokens[1 : t_max + 1] + attention.by_rows[1] + attention.constant)
         kernels = local.kernels + shared.kernels + attention.kernels + uncosted_kernels_per_step(self.arch)
-        overhead = step_overhead(self.overheads, False, kernels, extend=True)
+        overhead = step_overhead(self.overheads, False, kernels, True, self.settings.prefill_backend)
         out[:, _OVERHEAD_COLUMN] += overhead.excess_us(out.sum(axis=1))
         return np.concatenate([np.zeros((1, NUM_SOURCES)), out])
 
@@ -708,7 +712,7 @@ class SGLangStepCost:
     def _overhead_row(
         self, graph: bool, kernels: int, rows: list[BreakdownRow], extend: bool = False
     ) -> BreakdownRow:
-        o = step_overhead(self.overheads, graph, kernels, extend)
+        o = step_overhead(self.overheads, graph, kernels, extend, self.settings.prefill_backend)
         paid = float(o.excess_us(sum(r.total_us for r in rows)))
         detail = o.detail
         if not graph:

@@ -8,7 +8,9 @@ cover both the names in the brief/scenario and the names the calibration grid wr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
+from importlib import resources
 from itertools import product
 from typing import Any
 
@@ -35,6 +37,10 @@ def key_candidates(op: str, **choices: Any) -> tuple[Key, ...]:
     if set(choices) != set(columns):
         raise ValueError(f"key for {op!r} needs exactly {list(columns)}, got {sorted(choices)}")
     return tuple(tuple(zip(columns, combo, strict=True)) for combo in product(*options))
+
+
+# tuned fused-MoE configurations SGLang 0.5.17 ships (listed from its wheel)
+SGLANG_MOE_CONFIGS = "sglang_moe_configs_0_5_17.txt"
 
 
 def choose_key(candidates: tuple[Key, ...], rank: Callable[[Key], int]) -> Key:
@@ -90,15 +96,19 @@ def moe_keys(
     k: int,
     fused_shared: int = 0,
     sm_major: int = 9,
+    default_tiles: bool = False,
 ) -> tuple[Key, ...]:
     """Routed experts, in the order SGLang picks its MoE runner: on Hopper the Triton fused MoE (simperf's own
     tables) first, then the grouped-GEMM proxy; on Blackwell (SM100+) SGLang's DeepSeek FP8 default
     `flashinfer_trtllm` first (SGLang 0.5.17 arg_groups/overrides.py, `_deepseek_moe_quant_resolution`), from
     third-party (AIConfigurator) tables. fp8 weights prefer block-scaled tables (DeepSeek-V3 checkpoints) over
     rowwise ones. fused_shared: that many shared experts ride in the layer (counted in num_experts and topk),
-    chosen by every token."""
+    chosen by every token. default_tiles: SGLang ships no tuned Triton configuration for this shape on this GPU
+    (`sglang_tunes_moe`), so it runs its default tiles: their table comes first where one was measured."""
     dtypes = ("fp8_block", "fp8_rowwise", "fp8") if weight_dtype == "fp8" else ("bf16",)
-    backends = ("triton_fused_moe", "flashinfer_trtllm", "torch_grouped_mm")
+    backends: tuple[str, ...] = ("triton_fused_moe", "flashinfer_trtllm", "torch_grouped_mm")
+    if default_tiles:
+        backends = ("triton_fused_moe_default", *backends)
     if sm_major >= 10:
         backends = ("flashinfer_trtllm", "triton_fused_moe", "torch_grouped_mm")
     return key_candidates(
@@ -125,3 +135,19 @@ def collective_keys(op: str, group_size: int) -> tuple[Key, ...]:
         # table of it where one exists (today third-party), else NCCL's
         keys = (make_key(op, backend="sglang_custom_ar", dtype="bf16", group_size=group_size), *keys)
     return keys
+
+
+@functools.lru_cache(maxsize=1)
+def _sglang_moe_config_names() -> frozenset[str]:
+    text = resources.files("simperf.models").joinpath(SGLANG_MOE_CONFIGS).read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def sglang_tunes_moe(local_experts: int, n: int, device_name: str, weight_dtype: str) -> bool:
+    """Whether SGLang 0.5.17 ships a tuned Triton fused-MoE configuration for this per-rank shape on this GPU (its
+    get_moe_configs: a config file E=<local experts>,N=<per-rank intermediate>,device_name=..., in any Triton
+    version directory). An unknown GPU counts as tuned: the tuned tables stay its price."""
+    if not device_name:
+        return True
+    dtype = ",dtype=fp8_w8a8,block_shape=[128, 128]" if weight_dtype == "fp8" else ""
+    return f"E={local_experts},N={n},device_name={device_name}{dtype}" in _sglang_moe_config_names()

@@ -35,6 +35,7 @@ from simperf.models.kernels import (
     key_candidates,
     kv_dtype_names,
     moe_keys,
+    sglang_tunes_moe,
     table_attention_backends,
 )
 from simperf.sglang_defaults import (
@@ -76,6 +77,8 @@ class StepSettings:
     prefill_backend: str  # scenario-level names (fa3, flashinfer, flashmla, ...)
     decode_backend: str
     sm_major: int = 9
+    # SGLang's name of the GPU (sglang_defaults.SGLANG_DEVICE_NAMES): which tuned MoE configs it finds; "" unknown
+    sglang_device_name: str = ""
     sglang_version: str = "0.5.23"
     # Extends of at most this many tokens replay a prefill (breakable) CUDA graph, which pins DeepSeek to the
     # absorbed MLA path (§4.2). 0: never captured (ResolvedServing has no such field yet).
@@ -419,8 +422,23 @@ def _mlp_ops(arch: ModelArch, s: StepSettings, G: int, gemm, norm, add, has: Has
     fusable = shared == 1 and E in SHARED_FUSION_ROUTED_EXPERTS
     fused = fusable and ep == 1 and s.sm_major < 10
     sm = s.sm_major
-    fused_keys = moe_keys(s.weight_dtype, E + shared, E + shared, topk + shared, moe_inter, h, shared, sm)
-    plain_keys = moe_keys(s.weight_dtype, E, E // ep, topk, moe_inter, h, sm_major=sm)
+    dev = s.sglang_device_name
+    fused_default = not sglang_tunes_moe(E + shared, moe_inter, dev, s.weight_dtype)
+    fused_keys = moe_keys(
+        s.weight_dtype,
+        E + shared,
+        E + shared,
+        topk + shared,
+        moe_inter,
+        h,
+        shared,
+        sm,
+        default_tiles=fused_default,
+    )
+    plain_default = not sglang_tunes_moe(E // ep, moe_inter, dev, s.weight_dtype)
+    plain_keys = moe_keys(
+        s.weight_dtype, E, E // ep, topk, moe_inter, h, sm_major=sm, default_tiles=plain_default
+    )
     if fused and has is not None and _best_rank(has, "moe", fused_keys) < _best_rank(has, "moe", plain_keys):
         # The fused layout is not calibrated (as well as the plain one): the plain routed MoE plus a separate
         # shared MLP is its proxy.

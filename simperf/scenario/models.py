@@ -327,12 +327,27 @@ class Overheads(_Strict):
         default=41.1,
         ge=0,
         description="host time per kernel of an extend (prefill) forward: an extend lasts at least kernels x this "
-        "(SGLang 0.5.17's breakable prefill CUDA graph with eager attention between segments; measured: a "
-        "128-token prompt on an idle Qwen3-8B H100 server, 18.4 ms from scheduling to processed result, less the "
-        "scheduler's own per-iteration costs, over its 437 kernels)",
+        "(SGLang 0.5.17's breakable prefill CUDA graph with eager attention between segments; measured with the "
+        "flashinfer attention backend, used for every backend without its own measurement: a 128-token prompt on "
+        "an idle Qwen3-8B H100 server, 18.4 ms from scheduling to processed result, less the scheduler's own "
+        "per-iteration costs, over its 437 kernels)",
     )
+    extend_launch_us_per_kernel_fa3: float = Field(
+        default=23.7,
+        ge=0,
+        description="the same with SGLang's FA3 attention backend, whose attention is one kernel call per layer "
+        "with no per-layer planning (measured the same way: 10.8 ms for the same prompt on the same server "
+        "with --attention-backend fa3)",
+    )
+
+    def extend_launch_us(self, attention_backend: str) -> tuple[float, str]:
+        """The extend host time per kernel for this attention backend and the field it comes from."""
+        if attention_backend == "fa3":
+            return self.extend_launch_us_per_kernel_fa3, "extend_launch_us_per_kernel_fa3"
+        return self.extend_launch_us_per_kernel, "extend_launch_us_per_kernel"
+
     ingress_us: float = Field(
-        default=4390.0,
+        default=4384.0,
         ge=0,
         description="client send -> the scheduler's waiting queue on an idle server: client request set-up, HTTP, "
         "API server, ZMQ, the idle scheduler loop picking it up (measured, median of the concurrency-1 runs)",

@@ -89,7 +89,12 @@ WORKER_GROUPS: tuple[WorkerGroup, ...] = (
         (("moe", "torch_grouped_mm"), ("moe", "torch_loop")),
     ),
     # simperf's Triton fused MoE (SGLang's kernel structure); jit: warm-up compiles one point per config.
-    WorkerGroup("moe_triton", f"{_PKG}.moe_triton", (("moe", "triton_fused_moe"),), jit=True),
+    WorkerGroup(
+        "moe_triton",
+        f"{_PKG}.moe_triton",
+        (("moe", "triton_fused_moe"), ("moe", "triton_fused_moe_default")),
+        jit=True,
+    ),
     WorkerGroup("elementwise", f"{_PKG}.elementwise", (("elementwise", "flashinfer"),), jit=True),
     # fp8 activation quantisation before fp8 linears (simperf's Triton per-token-group kernel)
     WorkerGroup("quant_triton", f"{_PKG}.quant_triton", (("elementwise", "triton"),), jit=True),

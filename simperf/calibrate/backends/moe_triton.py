@@ -56,6 +56,23 @@ class BlockConfig:
     num_stages: int
 
 
+# Table backend of the same kernel run with SGLang's untuned tiles: what SGLang launches for a shape it ships no
+# tuned configuration for (simperf/models/sglang_moe_configs_0_5_17.txt lists the ones it ships).
+SGLANG_DEFAULT_TILES_BACKEND = "triton_fused_moe_default"
+
+
+def sglang_default_config(m: int, num_experts: int, dtype: str) -> BlockConfig:
+    """SGLang 0.5.17's `get_default_config` (srt/layers/moe/moe_runner/triton_utils/fused_moe_triton_config.py)
+    for the dtypes measured here, m the number of tokens and num_experts the local experts. bf16: BLOCK 16x32x64,
+    GROUP 1 when m <= E, else 64x64x32, GROUP 8; block-fp8: 64 x 128 x 128, GROUP 32, 4 warps, 3 stages. Where the
+    dict names no num_warps/num_stages, Triton's launch defaults (4 warps, 3 stages) apply."""
+    if dtype == "fp8_block":
+        return BlockConfig(64, SCALE_GROUP, SCALE_GROUP, 32, 4, 3)
+    if m <= num_experts:
+        return BlockConfig(16, 32, 64, 1, 4, 3)
+    return BlockConfig(64, 64, 32, 8, 4, 3)
+
+
 def block_config(m: int, topk: int, num_experts: int, dtype: str) -> BlockConfig:
     """The untuned tile rule, by expected rows per expert m * topk / num_experts: the first candidate of
     `candidate_configs`, so that tuning can only improve on it.
@@ -145,9 +162,18 @@ def validation_config(point: dict[str, Any]) -> BlockConfig:
     return block_config(int(point["m"]), int(point["topk"]), int(point["num_experts"]), point["dtype"])
 
 
+def point_candidates(point: dict[str, Any]) -> tuple[BlockConfig, ...]:
+    """The configurations a point times: SGLang's default tiles alone for the default-tiles backend (nothing is
+    tuned: that is what SGLang runs without a tuned file), else the tuning candidates."""
+    m, dtype = int(point["m"]), point["dtype"]
+    if point.get("backend") == SGLANG_DEFAULT_TILES_BACKEND:
+        return (sglang_default_config(m, int(point["experts_per_rank"]), dtype),)
+    return candidate_configs(m, int(point["topk"]), int(point["num_experts"]), dtype)
+
+
 def compile_signature(point: dict[str, Any]) -> tuple[Any, ...]:
     """Points with the same signature share compiled kernels (the runner warms one point per signature)."""
-    cfgs = candidate_configs(int(point["m"]), int(point["topk"]), int(point["num_experts"]), point["dtype"])
+    cfgs = point_candidates(point)
     return (point["dtype"], int(point["topk"]), cfgs)
 
 
@@ -659,14 +685,14 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
 
     if not HAVE_TRITON:
         raise Unsupported("triton is not installed")
-    dtype, topk = point["dtype"], int(point["topk"])
+    dtype = point["dtype"]
     check_supported(dtype, int(point["n"]), int(point["k"]))
     if ctx.timing.collect is not None:
         weights = _cached_weights(point, ctx)
         routings = _routing_sets(point, weights, max_sets=1)
         time_graph_replay(_launchers(point, weights, routings, validation_config(point)), ctx.timing)
         return None
-    candidates = candidate_configs(int(point["m"]), topk, int(point["num_experts"]), dtype)
+    candidates = point_candidates(point)
     if ctx.timing.warm_only:  # compile every candidate on a tiny twin of the shape
         twin = _warm_twin(point)
         weights = make_weights(16, 128, 256, dtype == "fp8_block")
