@@ -46,6 +46,13 @@ class KernelUnavailable(RuntimeError):
     """sgl_kernel.flash_attn did not import (e.g. the flash_ops extension is absent): the point failed."""
 
 
+# the arguments SGLang 0.5.17's flashattention_backend.py passes the same way on both paths: causal, no sliding
+# window, no softcap, no LSE, FA3's own choice of KV splits
+SGLANG_CALL_DEFAULTS: dict[str, Any] = dict(
+    causal=True, window_size=(-1, -1), softcap=0.0, return_softmax_lse=False, num_splits=0
+)
+
+
 def load_kernel(ctx: Any | None = None) -> tuple[Any, Any, str]:
     """(flash_attn_with_kvcache, get_scheduler_metadata, version label); KernelUnavailable with a one-line reason
     if sgl_kernel's FA3 does not import. The outcome is remembered in ctx.cache (one import attempt per worker)."""
@@ -154,24 +161,9 @@ def _decode(point: dict[str, Any], ctx: Any, kernel: Any, scheduler_metadata: An
     scale = dim**-0.5
 
     def launcher(s: int) -> Any:
-        q, k, v = q_all[s], k_all[s], v_all[s]
-        return lambda: kernel(
-            q=q,
-            k_cache=k,
-            v_cache=v,
-            page_table=table,
-            cache_seqlens=seqlens,
-            cu_seqlens_q=cu_q,
-            max_seqlen_q=1,
-            softmax_scale=scale,
-            causal=True,
-            window_size=(-1, -1),
-            softcap=0.0,
-            return_softmax_lse=False,
-            num_splits=0,
-            out=out,
-            scheduler_metadata=sched,
-        )
+        call = dict(q=q_all[s], k_cache=k_all[s], v_cache=v_all[s], page_table=table, cache_seqlens=seqlens)
+        call.update(cu_seqlens_q=cu_q, max_seqlen_q=1, softmax_scale=scale, out=out, scheduler_metadata=sched)
+        return lambda: kernel(**call, **SGLANG_CALL_DEFAULTS)
 
     return time_graph_replay([launcher(s) for s in range(sets)], ctx.timing)
 
@@ -201,23 +193,10 @@ def _extend(point: dict[str, Any], ctx: Any, kernel: Any) -> Measurement | None:
     scale = d_qk**-0.5
 
     def launcher(s: int) -> Any:
-        q, k, v = q_all[s], k_all[s], v_all[s]
-        return lambda: kernel(
-            q=q,
-            k_cache=k,
-            v_cache=v,
-            page_table=table,
-            cache_seqlens=seqlens,
-            cu_seqlens_q=cu_q,
-            cu_seqlens_k_new=cu_k,
-            max_seqlen_q=max_q,
-            softmax_scale=scale,
-            causal=True,
-            window_size=(-1, -1),
-            softcap=0.0,
-            return_softmax_lse=False,
-            num_splits=0,
-            out=out,
+        call = dict(q=q_all[s], k_cache=k_all[s], v_cache=v_all[s], page_table=table, cache_seqlens=seqlens)
+        call.update(
+            cu_seqlens_q=cu_q, cu_seqlens_k_new=cu_k, max_seqlen_q=max_q, softmax_scale=scale, out=out
         )
+        return lambda: kernel(**call, **SGLANG_CALL_DEFAULTS)
 
     return time_gpu([launcher(s) for s in range(sets)], ctx.timing)
