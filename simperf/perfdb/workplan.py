@@ -146,10 +146,9 @@ def critical_path(op: str, key: Mapping[str, object], kv: Sequence[int], num_sms
             return flashmla_path(kv, q_len, heads, num_sms)
         return mla_flashinfer_path(kv, q_len, heads, num_sms)
     if op == "attn_gqa_decode":
-        from simperf.calibrate.backends.gqa_flashinfer import use_tensor_cores
-
         heads, kv_heads = int(key["num_heads"]), int(key["num_kv_heads"])  # type: ignore[arg-type]
-        tc = use_tensor_cores(str(key["kv_dtype"]), heads, kv_heads)
+        # SGLang 0.5.17 should_use_tensor_core, as calibrate.backends.gqa_flashinfer times it
+        tc = str(key["kv_dtype"]).startswith("fp8") or heads // kv_heads >= 4
         return gqa_flashinfer_path(kv, int(key["page_size"]), kv_heads, tc, num_sms)  # type: ignore[arg-type]
     raise ValueError(f"no work plan for {op} / {backend}")
 
