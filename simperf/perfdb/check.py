@@ -1,7 +1,8 @@
 """Checks of a calibration directory: how well the interpolator predicts points it never saw, and what is covered.
 
 Held-out rows (sample "heldout") are measured off the grid on purpose; the interpolator is built from grid rows
-only, so predicting them measures interpolation error honestly. `simperf perfdb check DIR` prints both.
+only, so predicting them measures interpolation error honestly. Decode ops with a modelled KV planner
+(perfdb/workplan.py) are priced with its work-plan factor, as the off-grid check prices them. `simperf perfdb check DIR` prints both.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from simperf.hardware.catalog import GpuSpec, get_gpu
+from simperf.perfdb import workplan
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.keys import format_key, key_dict
 from simperf.perfdb.schema import OP_SPECS, SOURCES, op_family
@@ -66,6 +68,13 @@ def heldout_errors(directory: Path, gpu: GpuSpec | str | None = None) -> pl.Data
             curve = db.curve(op, key_dict(spec, tuple(key)))
             axes = {name: group[name].cast(pl.Float64).to_numpy() for name in spec.axis_columns}
             predicted, source = curve(**axes)
+            if workplan.planned(op, curve.key):  # decode with a modelled KV planner: where its chunks fall
+                predicted = np.array(
+                    [
+                        workplan.planned_us(curve, np.full(int(b), int(k)), db.gpu.num_sms)[0]
+                        for b, k in zip(axes["batch"], axes["kv_len"], strict=True)
+                    ]
+                )
             measured = group["time_us"].to_numpy()
             points = [
                 ", ".join(f"{name}={int(axes[name][i])}" for name in spec.axis_columns)

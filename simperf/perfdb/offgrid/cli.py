@@ -56,7 +56,11 @@ def check_offgrid(
     for by, what in GROUPINGS:
         _print(console, summarize(errors, by), f"off-grid error, {what}")
     alternatives = ragged_decode_alternatives(pairs, db)
-    _print(console, alternatives, "ragged decode calls: mean-KV pricing (used) vs the split-KV work model")
+    _print(
+        console,
+        alternatives,
+        "ragged decode calls: mean-KV pricing vs the split-KV work model (flashinfer MLA is priced with its work plan)",
+    )
     if scaled_from is not None:
         ratios = read_ratios(directory, resolve_gpu(scaled_from).key)
         measured = scaled_from_errors(pairs, gpu.key, scaled_from, ratios)

@@ -1,8 +1,11 @@
 """Price each off-grid sample the way the cost model prices that kernel call (CPU).
 
 A uniform call is the op's curve at its axes, through the same fallbacks a simulation uses (nearest key, scaled
-from another GPU, roofline). A ragged decode batch is priced at its mean KV length (costmodel: a decode step knows
-its KV total, not each request's), a ragged extend batch as the work-equivalent batch of models.ops.extend_group.
+from another GPU, roofline). A decode call of an op and backend whose KV planner is modelled (perfdb/workplan.py:
+flashinfer MLA) is the curve at its batch and mean KV times the work-plan factor, which moves it to where the
+planner's chunks and CTA waves put it (uniform calls between grid points and ragged batches alike); other decode
+calls are priced at their mean KV length, a ragged extend batch as the work-equivalent batch of
+models.ops.extend_group.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from simperf.models.ops import extend_group
+from simperf.perfdb import workplan
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.schema import OP_SPECS
 
 EXTEND_OPS = ("attn_mha_prefill", "attn_mla_extend")
+DECODE_OPS = ("attn_mla_decode", "attn_gqa_decode", "attn_nsa_decode")
 
 
 @dataclass(frozen=True)
@@ -43,9 +48,25 @@ def call_axes(point: dict[str, Any]) -> dict[str, float]:
     return {a: float(point[a]) for a in OP_SPECS[op].axis_columns}
 
 
+def decode_kv_lens(point: dict[str, Any]) -> np.ndarray | None:
+    """Per-request KV lengths of a decode call (its own for a ragged batch, batch x kv_len for a uniform one);
+    None for other calls."""
+    if point["op"] not in DECODE_OPS or point.get("q_lens"):
+        return None
+    if point.get("kv_lens"):
+        return np.asarray(json.loads(point["kv_lens"]), dtype=np.int64)
+    return np.full(int(point["batch"]), int(point["kv_len"]), dtype=np.int64)
+
+
 def predict(db: PerfDB, point: dict[str, Any]) -> Prediction:
     spec = OP_SPECS[point["op"]]
     curve = db.curve(spec.name, {c: point[c] for c in spec.key_columns})
     axes = call_axes(point)
     timing = curve.timing(**axes)
+    kv = decode_kv_lens(point)
+    if kv is not None and workplan.planned(curve.op, curve.key):
+        us, factor = workplan.planned_us(curve, kv, db.gpu.num_sms)
+        if factor != 1.0:
+            detail = f"{timing.detail}; x work-plan factor {factor:.3g} (perfdb/workplan.py)"
+            return Prediction(us, timing.source, detail, curve.backing, axes)
     return Prediction(timing.us, timing.source, timing.detail, curve.backing, axes)

@@ -1,0 +1,226 @@
+"""Decode attention priced from the kernels' own work plan: where the CTA waves and KV chunks fall.
+
+A paged decode kernel does not stream the batch's KV evenly over the GPU. Its planner (run on the host before the
+launch) cuts each request's KV into chunks and hands the chunks to a fixed number of CTA slots; the kernel lasts as
+long as its busiest slot. That busiest slot's load — the **critical path**, in KV tokens — is what this module
+computes, exactly as each backend's planner does:
+
+* **flashinfer MLA** (`BatchMLAPagedAttentionWrapper`, backends fa2 and fa3; `MLAPlan` in flashinfer's
+  `attention/scheduler.cuh`): num_SMs / cluster_size persistent clusters (two CTAs per cluster when the packed query
+  q_len x heads exceeds 64); chunk limit f(ceil(Σkv / clusters)) rounded up to 256; each request's chunks go in
+  request order to the cluster with the least accumulated cost, cost = 2 x cluster_tile_q + chunk length.
+* **flashinfer GQA decode on CUDA cores** (`BatchDecodeWithPagedKVCacheWrapper`,
+  `BatchDecodeWithPagedKVCacheWorkEstimationDispatched`): a grid of max_grid = blocks_per_SM x num_SMs CTAs; when
+  batch x kv_heads >= max_grid the KV is not split at all and every request is one CTA per KV head (CTA waves in
+  launch order: the longest request is a straggler), otherwise the smallest chunk (>= 128 tokens) for which
+  Σ ceil(pages_i / chunk) x kv_heads <= max_grid (binary search), all in one wave.
+* **flashinfer GQA decode on tensor cores** (the prefill kernel; `PrefillPlan` / `PrefillBinarySearchKVChunkSize`):
+  max_grid = 2 x num_SMs, at most max_grid / kv_heads work units; the same binary search over the chunk size; a
+  batch that cannot be split that far runs unsplit, one CTA per request and KV head, in waves.
+* **FlashMLA** (`get_mla_metadata`): num_SMs / ceil(q_len x heads / 64) SM parts; requests in 64-token blocks plus
+  a fixed overhead of 5 blocks each, dealt out so that every part gets ceil(Σ / parts) + 5 blocks.
+
+The tables measure uniform batches on a grid; a query between grid points, or a ragged batch, has a critical path
+the grid interpolation does not see (a batch of 150 at 128 heads is two chunks per cluster where 128 was one). The
+pricing (`planned_us`): interpolate the grid at the batch and mean KV as before, then multiply by
+(W_query / W_grid)^s, where W_grid is the critical path interpolated over the same grid corners with the same
+weights (so the factor is exactly 1 on a grid point of a uniform batch) and s, the time's elasticity in KV length
+read off the key's own grid at that batch (0 where the kernel is latency-bound, ~1 where it streams), says how much
+of the time moves with the work. Every number here is the planner's arithmetic or the table's own measurement.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+
+import numpy as np
+
+# ops and backends whose planner is modelled
+# Applied only where the tables' held-out and ragged rows confirm it (flashinfer MLA: its persistent clusters all
+# stay busy, so the busiest cluster's load is the time). GQA decode's unsplit straggler runs alone on an otherwise
+# idle GPU, faster per token than a loaded slot, and the factor overshoots the tables' ragged rows (median 9.5% ->
+# 18%); FlashMLA's plan balances to within rounding, so its factor is ~1. Both planners stay for the check.
+PLANNED_BACKENDS = {"attn_mla_decode": ("flashinfer_fa2", "flashinfer_fa3")}
+# flashinfer's CUDA-core decode kernel: blocks per SM as cudaOccupancyMaxActiveBlocksPerMultiprocessor reports for
+# its 128-thread CTAs with a few KB of shared memory (register-limited)
+GQA_CUDA_CORE_BLOCKS_PER_SM = 4
+ELASTICITY_MAX = 1.0
+
+
+def planned(op: str, key: Mapping[str, object]) -> bool:
+    return str(key.get("backend")) in PLANNED_BACKENDS.get(op, ())
+
+
+def _mla_limit(x: int) -> int:
+    if x <= 8:
+        return 32
+    if x <= 16:
+        return 64
+    if x <= 32:
+        return 128
+    if x <= 64:
+        return 192
+    return -(-x // 256) * 256
+
+
+def mla_flashinfer_path(kv: Sequence[int], q_len: int, heads: int, num_sms: int) -> float:
+    """flashinfer MLAPlan: the largest accumulated cost of a cluster (tokens)."""
+    packed = q_len * heads
+    cluster = 2 if packed > 64 else 1
+    clusters = num_sms // cluster
+    tile = 64 * cluster
+    tiles = -(-packed // tile)
+    total = sum(kv) * tiles
+    limit = _mla_limit(max(-(-total // clusters), 1))
+    heap = [(0.0, c) for c in range(clusters)]
+    for length in kv:
+        for _ in range(tiles):
+            remaining = int(length)
+            while remaining > 0:
+                cost, c = heapq.heappop(heap)
+                chunk = min(remaining, limit)
+                heapq.heappush(heap, (cost + 2 * tile + chunk, c))
+                remaining -= chunk
+    return max(cost for cost, _ in heap)
+
+
+def _binary_search_chunk(pages: Sequence[int], units: int, lower: int) -> int:
+    low, high = lower, max(max(pages), 1)
+    while low < high:
+        mid = (low + high) // 2
+        if sum(-(-max(p, 1) // mid) for p in pages) > units:
+            low = mid + 1
+        else:
+            high = mid
+    return low
+
+
+def _waves(lengths: Sequence[float], slots: int) -> float:
+    """Makespan of CTAs of these lengths started in launch order on `slots` concurrent slots."""
+    if len(lengths) <= slots:
+        return float(max(lengths))
+    heap = [float(x) for x in lengths[:slots]]
+    heapq.heapify(heap)
+    for x in lengths[slots:]:
+        heapq.heappush(heap, heapq.heappop(heap) + float(x))
+    return max(heap)
+
+
+def gqa_flashinfer_path(
+    kv: Sequence[int], page: int, kv_heads: int, tensor_cores: bool, num_sms: int
+) -> float:
+    """flashinfer GQA decode plan: the longest chain of KV tokens on one CTA slot."""
+    pages = [-(-int(n) // page) for n in kv]
+    lower = max(128 // page, 1)
+    if tensor_cores:
+        grid = 2 * num_sms
+        chunk = _binary_search_chunk(pages, grid // kv_heads, lower)
+        split = chunk < max(pages)
+    else:
+        grid = GQA_CUDA_CORE_BLOCKS_PER_SM * num_sms
+        split = len(kv) * kv_heads < grid
+        chunk = _binary_search_chunk(pages, grid // kv_heads, lower) if split else max(pages)
+    if split:
+        return float(min(chunk, max(pages)) * page)
+    # unsplit: one CTA per request and KV head, launched with the batch index fastest
+    return _waves([p * page for p in pages] * kv_heads, grid)
+
+
+def flashmla_path(kv: Sequence[int], q_len: int, heads: int, num_sms: int) -> float:
+    """FlashMLA get_mla_metadata: blocks (64 tokens) per SM part, including the per-request overhead."""
+    parts = max(num_sms // max(-(-(q_len * heads) // 64), 1), 1)
+    total = sum(-(-int(n) // 64) + 5 for n in kv)
+    return float((-(-total // parts) + 5) * 64)
+
+
+def critical_path(op: str, key: Mapping[str, object], kv: Sequence[int], num_sms: int) -> float:
+    backend = str(key["backend"])
+    kv = [max(int(n), 1) for n in kv]
+    if op == "attn_mla_decode":
+        q_len, heads = int(key["q_len"]), int(key["num_heads"])  # type: ignore[arg-type]
+        if backend == "flashmla":
+            return flashmla_path(kv, q_len, heads, num_sms)
+        return mla_flashinfer_path(kv, q_len, heads, num_sms)
+    if op == "attn_gqa_decode":
+        heads, kv_heads = int(key["num_heads"]), int(key["num_kv_heads"])  # type: ignore[arg-type]
+        # SGLang 0.5.17 should_use_tensor_core, as calibrate.backends.gqa_flashinfer times it
+        tc = str(key["kv_dtype"]).startswith("fp8") or heads // kv_heads >= 4
+        return gqa_flashinfer_path(kv, int(key["page_size"]), kv_heads, tc, num_sms)  # type: ignore[arg-type]
+    raise ValueError(f"no work plan for {op} / {backend}")
+
+
+@lru_cache(maxsize=65536)
+def _uniform_path(op: str, key: tuple[tuple[str, object], ...], batch: int, kv: int, num_sms: int) -> float:
+    return critical_path(op, dict(key), [kv] * batch, num_sms)
+
+
+def _bracket(values: Sequence[float], x: float) -> list[tuple[float, float]]:
+    """(grid value, weight) of the log-linear interpolation of x between its two grid neighbours; an x outside
+    the grid keeps its own value (the grid extrapolates it by roofline, the work plan at the query itself)."""
+    if len(values) < 2 or x <= values[0] or x >= values[-1]:
+        return [(x, 1.0)]
+    hi = bisect.bisect_left(values, x)
+    if values[hi] == x:
+        return [(x, 1.0)]
+    lo_v, hi_v = values[hi - 1], values[hi]
+    t = (math.log(x) - math.log(lo_v)) / (math.log(hi_v) - math.log(lo_v))
+    return [(lo_v, 1.0 - t), (hi_v, t)]
+
+
+def planned_factor(
+    op: str,
+    key: Mapping[str, object],
+    kv_lens: Sequence[int] | np.ndarray,
+    batch_grid: Sequence[float],
+    kv_grid: Sequence[float],
+    elasticity: float,
+    num_sms: int,
+) -> float:
+    """(W_query / W_grid)^elasticity: W_grid the critical path interpolated over the uniform grid corners of the
+    batch and mean KV, with the interpolation's weights."""
+    kv = np.asarray(kv_lens, dtype=np.int64)
+    batch, mean = len(kv), float(kv.mean())
+    frozen = tuple(sorted((k, v) for k, v in key.items()))
+    log_grid = 0.0
+    for b, wb in _bracket(list(batch_grid), float(batch)):
+        for k, wk in _bracket(list(kv_grid), mean):
+            if wb * wk == 0.0:
+                continue
+            log_grid += wb * wk * math.log(_uniform_path(op, frozen, int(round(b)), int(round(k)), num_sms))
+    query = critical_path(op, key, kv.tolist(), num_sms)
+    return float((query / math.exp(log_grid)) ** elasticity)
+
+
+def kv_elasticity(curve: object, batch: float, mean_kv: float, kv_grid: Sequence[float]) -> float:
+    """d log(time) / d log(kv_len) of the key's own grid at this batch, between the KV grid values around the
+    mean (the nearest pair outside the grid), clamped to [0, 1]; 0 without a KV grid."""
+    values = list(kv_grid)
+    if len(values) < 2:
+        return 0.0
+    i = max(1, min(len(values) - 1, bisect.bisect_left(values, mean_kv)))
+    k0, k1 = values[i - 1], values[i]
+    t0 = float(curve(batch=float(batch), kv_len=float(k0))[0])  # type: ignore[operator]
+    t1 = float(curve(batch=float(batch), kv_len=float(k1))[0])  # type: ignore[operator]
+    return min(max(math.log(t1 / t0) / math.log(k1 / k0), 0.0), ELASTICITY_MAX)
+
+
+def planned_us(curve: object, kv_lens: Sequence[int] | np.ndarray, num_sms: int) -> tuple[float, float]:
+    """(time, work-plan factor) of a decode call with these per-request KV lengths: the curve at the batch and mean
+    KV times (W_query / W_grid)^elasticity where the op and backend have a modelled planner (factor 1 elsewhere)."""
+    from simperf.perfdb.db import _breakpoints
+
+    kv = np.asarray(kv_lens, dtype=np.float64)
+    batch, mean = float(kv.size), float(kv.mean())
+    base = float(curve(batch=batch, kv_len=mean)[0])  # type: ignore[operator]
+    op, key = curve.op, curve.key  # type: ignore[attr-defined]
+    if not planned(op, key):
+        return base, 1.0
+    model = curve._model  # type: ignore[attr-defined]
+    batch_grid, kv_grid = _breakpoints(model, "batch")[0], _breakpoints(model, "kv_len")[0]
+    s = kv_elasticity(curve, batch, mean, kv_grid)
+    factor = planned_factor(op, key, kv.astype(np.int64), batch_grid, kv_grid, s, num_sms)
+    return base * factor, factor
