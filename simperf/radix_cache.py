@@ -168,6 +168,20 @@ class RadixCache:
             walker = walker.parent
         return Lease(matched, node)
 
+    def lock_cost(self, hashes: Sequence[int] | np.ndarray | None, max_tokens: int) -> int:
+        """Evictable tokens that `lock(hashes, max_tokens)` would take out of `evictable_tokens` (its unlocked
+        nodes); no side effect. Admission checks its budget as it would stand after the lock (SGLang's
+        `_lock_node` in `PrefillAdder.add_one_req`)."""
+        if hashes is None or max_tokens <= 0:
+            return 0
+        node = self._walk(hashes, max_tokens)[1]
+        cost = 0
+        while node is not None and node is not self._root:
+            if node.lock == 0:
+                cost += node.tokens
+            node = node.parent
+        return cost
+
     def release(self, lease: Lease) -> None:
         """Unlock a lease's blocks; they stay cached and become evictable once no request holds them."""
         node = lease.node

@@ -328,6 +328,42 @@ feature_cases = st.integers(min_value=1, max_value=20).flatmap(
         600,
     )
 )
+# found by hypothesis: requests 6 and 7 share an evictable cached prefix; the adder's KV budget was a snapshot, so
+# locking their prefixes did not lower it, request 7 was admitted 32 tokens over it, and its last chunk (113
+# tokens, 128 in pages) overfilled the pool by 8 (tests/test_sim_admission.py checks both mechanisms directly)
+@example(
+    case=(
+        [1, 1, 1, 253, 292, 16, 33, 241, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+        [1, 1, 34, 25, 30, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+        [
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.01953125,
+            0.01953125,
+            0.00390625,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+        ],
+        [[0], [0], [0], [0, 0], [1], [0], [0], [0, 0], [0], [0], [0], [0], [0], [0], [0], [0], [0], [0], [0]],
+        1,
+        True,
+        True,
+        16,
+        600,
+    ),
+).via("discovered failure")
 def test_invariants_hold_with_dp_ranks_speculation_and_prefix_cache(case):
     from simperf.scenario.resolved import ParallelLayout, SpecSettings
 

@@ -9,7 +9,8 @@ requests from its head while three budgets last (docs/serving-model.md §1.4):
 * KV tokens: free + evictable pool tokens, less what running requests are expected to still write
   (`min(max_new − out, CLIP_MAX_NEW_TOKENS) × new_token_ratio`); a request needs its uncached prompt, its own
   clipped output reservation and a page. When it does not fit, admission stops (head-of-line blocking: SGLang
-  does not skip ahead to a smaller request).
+  does not skip ahead to a smaller request). The budget is read live (SGLang's `rem_total_tokens` property):
+  a cached prefix that admission locks is no longer evictable. A chunked request's next chunk is capped by it.
 
 `max_running_requests` caps the running batch (`batch_is_full`). A request that does not fit the KV budget also
 marks the running batch full (SGLang 0.5.17 `_get_new_batch_prefill_raw`: `NO_TOKEN` sets `batch_is_full`), and
@@ -71,7 +72,7 @@ Reject = Callable[[int, str], None]
 class PrefillAdder:
     """One admission pass over one rank (built fresh every scheduler iteration, as SGLang builds its adder)."""
 
-    __slots__ = ("rank", "plan", "rem_chunk", "rem_input", "rem_total", "running_bs")
+    __slots__ = ("rank", "plan", "rem_chunk", "rem_input", "rem_total_offset", "running_bs")
 
     def __init__(self, rank: RankState) -> None:
         s = rank.s
@@ -82,24 +83,43 @@ class PrefillAdder:
         chunk_cap = s.chunked_prefill_size if s.chunked_prefill_size > 0 and not rank.prebuilt else UNLIMITED
         self.rem_chunk = chunk_cap - riding
         self.rem_input = UNLIMITED if rank.prebuilt else s.max_prefill_tokens - riding
-        self.rem_total = rank.free_tokens - rank.running_output_reservation()
+        self.rem_total_offset = rank.running_output_reservation()
         self.plan = ExtendPlan([], [], [], [], mixed_decode=mixed)
 
+    @property
+    def rem_total(self) -> float:
+        """The KV budget left, read live as SGLang's `rem_total_tokens` property is (0.5.17
+        managers/schedule_policy.py): available + evictable now, less what this pass and the running batch have
+        reserved. Live matters with the radix cache: locking an admitted request's cached prefix takes its
+        tokens out of the evictable ones, and a snapshot taken when the adder was built would not see that."""
+        return self.rank.free_tokens - self.rem_total_offset
+
     def add_chunked_req(self, r: int) -> bool:
-        """The next chunk of the request being prefilled in chunks; True when it is its last."""
+        """The next chunk of the request being prefilled in chunks; True when it is its last.
+
+        As SGLang 0.5.17's `PrefillAdder.add_chunked_req` (managers/schedule_policy.py), the chunk is capped by
+        the KV budget as well as the chunk budget, `min(rem_chunk_tokens, int(rem_total_tokens))`, falling back
+        to the chunk budget when the KV budget is spent (the chunked request always runs), and is charged
+        its page-rounded length plus one page (`_update_prefill_budget`). Unlike SGLang, simperf compares the
+        page-rounded length with the cap and cuts at a page boundary, so that a chunk never allocates more
+        pages than the budget holds (SGLang's allocator rounds a last chunk of 113 tokens up to 128).
+        """
         t, page = self.rank.t, self.rank.page
         prefix = t.prefilled[r]
         remaining = t.fill_len[r] - prefix
-        take = (
-            remaining if remaining <= self.rem_chunk else floor_page(prefix + self.rem_chunk, page) - prefix
-        )
+        cap = min(self.rem_chunk, int(self.rem_total))
+        if cap <= 0:
+            cap = self.rem_chunk
+        whole = ceil_page(prefix + remaining, page) - ceil_page(prefix, page)
+        take = remaining if whole <= cap else floor_page(prefix + cap, page) - prefix
         take = max(take, min(remaining, page))  # the chunk always progresses
         last = take >= remaining
         self.plan.add(r, take, prefix, last)
         pages = ceil_page(take, page)
         self.rem_chunk -= pages
         self.rem_input -= pages
-        self.rem_total -= pages + (min(t.output_len[r] - t.out_done[r], CLIP_MAX_NEW_TOKENS) if last else 0)
+        out = min(t.output_len[r] - t.out_done[r], CLIP_MAX_NEW_TOKENS) if last else 0
+        self.rem_total_offset += pages + page + out
         return last
 
     def add_waiting(self, reject: Reject) -> None:
@@ -134,7 +154,13 @@ class PrefillAdder:
             rank.waiting.popleft()
             reject(r, f"needs {ext + out_reserve + page} KV tokens; the pool holds {rank.capacity} per rank")
             return AddResult.CONTINUE
-        if ext + out_reserve + page >= self.rem_total:
+        need = ext + out_reserve + page
+        if need >= self.rem_total:
+            return AddResult.NO_TOKEN
+        # checked again as the budget stands once r's cached prefix is locked: SGLang 0.5.17 re-checks
+        # `rem_total_tokens` inside `_lock_node` ("may decrease after the lock acquisition"); a locked prefix is no
+        # longer evictable, so it no longer counts as free
+        if cached and need >= self.rem_total - rank.cache.lock_cost(t.hashes[r], t.fill_len[r] - 1):
             return AddResult.NO_TOKEN
         if ceil_page(ext, page) > self.rem_chunk and floor_page(cached + self.rem_chunk, page) - cached <= 0:
             return AddResult.OTHER
@@ -149,5 +175,5 @@ class PrefillAdder:
         self.plan.add(r, ext, cached, True)
         self.rem_chunk -= pages
         self.rem_input -= pages
-        self.rem_total -= pages + page + out_reserve
+        self.rem_total_offset += pages + page + out_reserve
         return AddResult.CONTINUE
