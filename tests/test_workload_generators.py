@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,3 +139,37 @@ def test_generating_ten_thousand_requests_is_fast():
     chats = build_requests(multi_turn(dataset={"num_conversations": 1000, "turns": 10}, request_rate=10.0))
     assert len(got) == 10_000 and len(chats) == 10_000
     assert time.perf_counter() - started < 5.0
+
+
+GSP_RUNS = sorted(
+    p
+    for p in (Path(__file__).resolve().parents[1] / "groundtruth").glob("*/*/gsp-*")
+    if "radix-off" not in p.parent.name
+)
+
+
+@pytest.mark.parametrize("run", GSP_RUNS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_shared_prefix_order_is_bench_serving_s_permutation_on_the_corpus(run):
+    """bench_serving (SGLang 0.5.17) shuffles the gsp prompts with Python's `random` after drawing the prompt text
+    from it; the server's cached tokens show which group each request belongs to. At concurrency 16 the first
+    wave of 16 requests holds all 8 groups, so every later request hits its group's 2048-token system prompt;
+    within the first wave a request hits only if its group came earlier, and a group's first request never hits."""
+    import polars as pl
+
+    from simperf.accuracy.corpus import scenario_of
+
+    scenario = scenario_of(run)
+    made = build_requests(scenario.workload)
+    groups = [int(h[0]) for h in made.block_hashes]  # a group's system prompt blocks start with its own id
+    measured = (
+        pl.read_parquet(run / "requests.parquet").sort("client_send_s")["server_cached_tokens"].to_list()
+    )
+    assert len(groups) == len(measured) == 64
+    wave = scenario.workload.max_concurrency
+    assert set(groups[:wave]) == set(groups)  # all 8 groups in the first wave, as the server saw
+    assert all(c >= 2048 for c in measured[wave:])  # Llama's tokenizer at times matches one more token
+    for i, cached in enumerate(measured[:wave]):
+        if groups[i] not in groups[:i]:
+            assert cached == 0, i
+        if cached:
+            assert groups[i] in groups[:i], i

@@ -42,13 +42,29 @@ class _Ids:
         return ids
 
 
+def _skip_randoms(state: random.Random, n: int) -> None:
+    """Advance `state` as n calls of `state.random()` would: each takes two 32-bit Mersenne Twister words, and
+    `getrandbits(32 k)` takes exactly k words."""
+    step = 1 << 20
+    while n > 0:
+        take = min(n, step)
+        state.getrandbits(64 * take)
+        n -= take
+
+
 def shared_prefix(ds: SharedPrefixDataset, rng: np.random.RandomState, seed: int) -> Generated:
     """bench_serving's `generated-shared-prefix`: lengths from the same NumPy calls in the same order
     (system prompt lengths per group, question lengths, output lengths; `compute_random_lens`), so the arrival
     gaps drawn next equal bench_serving's. The prompt is system prompt + question tokens; bench_serving's
-    prompt_len re-tokenises `system + "\\n\\n" + question`, typically one or two tokens more. bench_serving shuffles
-    with Python's `random`, whose state its prompt text generation also consumes, so simperf's shuffle order
-    (`random.Random(seed)`) is a different permutation of the same requests.
+    prompt_len re-tokenises `system + "\\n\\n" + question`, typically one or two tokens more.
+
+    The order is bench_serving's own permutation (SGLang 0.5.17 `benchmark/datasets/generated_shared_prefix.py`,
+    `sample_generated_shared_prefix_requests`): after `random.seed(seed)` (`benchmark/serving.py`) the prompt texts
+    are drawn by `gen_prompt` (`benchmark/datasets/common.py`), one `random.choices(vocab, k=length)` per system
+    prompt and per question, which calls `random()` once per token whatever the vocabulary; then
+    `random.shuffle` permutes the group-major list. So the same Mersenne Twister, advanced by the summed drawn
+    lengths, shuffles a list of the same length into the same order. Checked on the corpus's gsp runs (seed 1):
+    which requests find their group's prompt cached matches the server's `cached_tokens` request by request.
     """
     g, p, block = ds.num_groups, ds.prompts_per_group, ds.block_tokens
     system = random_lengths(rng, ds.system_prompt_len, ds.range_ratio, g)
@@ -58,7 +74,9 @@ def shared_prefix(ds: SharedPrefixDataset, rng: np.random.RandomState, seed: int
     group_ids = [ids.take(int(system[k]) // block) for k in range(g)]
     order = [(k, j) for k in range(g) for j in range(p)]
     if not ds.ordered:
-        random.Random(seed).shuffle(order)
+        state = random.Random(seed)
+        _skip_randoms(state, int(system.sum()) + int(question.sum()))
+        state.shuffle(order)
     inputs, outputs, hashes = [], [], []
     for k, j in order:
         length = int(system[k] + question[k, j])
