@@ -172,9 +172,7 @@ class RadixCache:
         """Evictable tokens that `lock(hashes, max_tokens)` would take out of `evictable_tokens` (its unlocked
         nodes); no side effect. Admission checks its budget as it would stand after the lock (SGLang's
         `_lock_node` in `PrefillAdder.add_one_req`)."""
-        if hashes is None or max_tokens <= 0:
-            return 0
-        node = self._walk(hashes, max_tokens)[1]
+        node = self.match_node(hashes, max_tokens)
         cost = 0
         while node is not None and node is not self._root:
             if node.lock == 0:

@@ -2,7 +2,8 @@
 
 Held-out rows (sample "heldout") are measured off the grid on purpose; the interpolator is built from grid rows
 only, so predicting them measures interpolation error honestly. Decode ops with a modelled KV planner
-(perfdb/workplan.py) are priced with its work-plan factor, as the off-grid check prices them. `simperf perfdb check DIR` prints both.
+(perfdb/workplan.py) are priced with its work-plan factor, as the off-grid check prices them (the simulator's
+decode step does not use it yet). `simperf perfdb check DIR` prints both.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def _decode_table(arch: ModelArch, gpu: GpuSpec, backend: str) -> str:
     candidates = table_attention_backends(backend)
     if (
         table == "attn_gqa_decode"
-    ):  # the GQA decode kernel's own tables (flashinfer's decode unless a backend has its own)
+    ):  # the GQA decode kernel's tables (flashinfer's unless a backend has its own)
         candidates = gqa_decode_tables(backend, 9)
     found = _table_backends(gpu.key, table)
     for name in candidates:

@@ -15,7 +15,8 @@ requests from its head while three budgets last (docs/serving-model.md §1.4):
 `max_running_requests` caps the running batch (`batch_is_full`). A request that does not fit the KV budget also
 marks the running batch full (SGLang 0.5.17 `_get_new_batch_prefill_raw`: `NO_TOKEN` sets `batch_is_full`), and
 a full batch admits nothing — not even when `new_token_ratio` decays — until a request leaves it (finishes or is
-retracted). A request that could never fit the pool is rejected with a reason. A PD decode server receives whole prompts' KV: no chunking, no prefill budget.
+retracted). A request that could never fit the pool is rejected with a reason. A PD decode server receives whole
+prompts' KV: no chunking, no prefill budget.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Price each off-grid sample the way the cost model prices that kernel call (CPU).
 
 A uniform call is the op's curve at its axes, through the same fallbacks a simulation uses (nearest key, scaled
-from another GPU, roofline). A decode call of an op and backend whose KV planner is modelled (perfdb/workplan.py:
-flashinfer MLA) is the curve at its batch and mean KV times the work-plan factor, which moves it to where the
-planner's chunks and CTA waves put it (uniform calls between grid points and ragged batches alike); other decode
-calls are priced at their mean KV length, a ragged extend batch as the work-equivalent batch of
+from another GPU, roofline). One exception to "as the cost model prices it": a decode call of an op and backend
+whose KV planner is modelled (perfdb/workplan.py: flashinfer MLA) is the curve at its batch and mean KV times the
+work-plan factor, which moves it to where the planner's chunks and CTA waves put it (uniform calls between grid
+points and ragged batches alike); the simulator's decode step does not apply that factor yet. Other decode calls
+are priced at their mean KV length, a ragged extend batch as the work-equivalent batch of
 models.ops.extend_group.
 """
 
