@@ -10,36 +10,11 @@
 set -uo pipefail
 t0=$(date +%s)
 plan=$1; budget=$2; shift 2
-site=/tmp/sgsite
-kit=.sgk/sgkit.tar.xz
-# chunks cut by groundtruth/kit_chunks.sh, carried one per call (.xfer0/, .xfer1/, ...) and kept in /tmp/xparts:
-# reassembled once all are there
-if ls -d .xfer[0-9]* >/dev/null 2>&1; then mkdir -p /tmp/xparts && cp .xfer[0-9]*/* /tmp/xparts/; fi
-if [ -f /tmp/xparts/MANIFEST ] && [ ! -f /tmp/xfer/.ok ]; then
-  m=/tmp/xparts/MANIFEST
-  want=$(awk '/^bytes/{print $2}' $m); sum=$(awk '/^sha256/{print $2}' $m)
-  have=$(cat /tmp/xparts/p?? | wc -c)
-  if [ "$have" != "$want" ]; then
-    echo "kit_run: $have of $want bytes of the kit's chunks here; carry the rest first" >&2; exit 4
-  fi
-  [ "$(cat /tmp/xparts/p?? | sha256sum | cut -d' ' -f1)" = "$sum" ] || { echo "kit_run: chunk checksum differs" >&2; exit 4; }
-  mkdir -p /tmp/xfer && cat /tmp/xparts/p?? | tar -xf - -C /tmp/xfer && touch /tmp/xfer/.ok || exit 4
-fi
-[ -f /tmp/xfer/sgkit.tar.xz ] && kit=/tmp/xfer/sgkit.tar.xz
-if [ ! -f $site/.ok ]; then
-  mkdir -p $site && xz -dc -T0 $kit | tar -xf - -C $site && touch $site/.ok || exit 3
-fi
-# SGLang's FA3 kernels (its Hopper default attention backend), when they came along
-if [ -f /tmp/xfer/flash_ops.so.xz ] && [ ! -f $site/sgl_kernel/flash_ops.abi3.so ]; then
-  xz -dc -T0 /tmp/xfer/flash_ops.so.xz > $site/sgl_kernel/flash_ops.abi3.so.tmp \
-    && mv $site/sgl_kernel/flash_ops.abi3.so.tmp $site/sgl_kernel/flash_ops.abi3.so || exit 3
-fi
+source groundtruth/kit_env.sh || exit $?
 # a fresh host resumes from the corpus an earlier call brought back (carried as .gtstate/corpus.tar.xz)
 if [ ! -d /root/gt/corpus ] && [ -f .gtstate/corpus.tar.xz ]; then
   mkdir -p /root/gt && tar -C /root/gt -xJf .gtstate/corpus.tar.xz
 fi
-export PYTHONPATH=$site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=16
 left=$(( budget - ($(date +%s) - t0) - 25 ))   # keep time to pack the corpus
 python3 -m simperf.groundtruth run "$plan" --out /root/gt/corpus --work /root/gt/work --deadline $left "$@"
 rc=$?

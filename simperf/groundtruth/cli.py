@@ -147,3 +147,19 @@ def overheads_command(
 
 OVERHEADS_BEGIN = "<!-- simperf groundtruth overheads: begin (generated; do not edit by hand) -->"
 OVERHEADS_END = "<!-- simperf groundtruth overheads: end -->"
+
+
+@groundtruth_app.command("trace")
+def trace_command(
+    traces: Annotated[list[Path], typer.Argument(help="torch profiler chrome traces (.json or .json.gz)")],
+    top: Annotated[int, typer.Option(help="kernel groups listed per trace")] = 25,
+) -> None:
+    """GPU busy time, kernels, launches and host issue time of profiled forwards, one JSON object per line."""
+    from simperf.groundtruth.trace import read_trace, summarize
+
+    for path in traces:
+        try:
+            summary = summarize(read_trace(path), top=top)
+        except (OSError, ValueError, KeyError) as e:
+            _fail(f"{path}: {e}")
+        print(json.dumps({"trace": path.name, **summary.as_dict()}))
