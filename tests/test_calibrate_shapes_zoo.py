@@ -10,7 +10,15 @@ from simperf.models.zoo import load_arch
 
 def test_shapes_are_the_zoo_models_under_their_grid_names():
     dense = {m.name: m for m in shapes.DENSE_MODELS}
-    assert list(dense) == ["Llama-3.1-8B", "Llama-3.1-70B", "Llama-2-7B", "Qwen3-8B", "Qwen3-32B"]
+    # a zoo model without a grid name goes by its zoo name
+    assert list(dense) == [
+        "Llama-3.1-8B",
+        "Llama-3.1-70B",
+        "Llama-2-7B",
+        "Qwen3-8B",
+        "Qwen3-32B",
+        "qwen3-0.6b",
+    ]
     assert dense["Llama-3.1-8B"] == shapes.DenseModelShape("Llama-3.1-8B", 4096, 14336, 32, 8, 128, 128256)
     assert [m.name for m in shapes.QWEN3_MOE_ATTENTION] == ["Qwen3-30B-A3B", "Qwen3-235B-A22B"]
     # DeepSeek-R1 and V3.2 have V3's expert shape: one entry

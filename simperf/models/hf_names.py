@@ -17,6 +17,7 @@ ZOO_CHECKPOINTS: dict[str, dict[str, str]] = {
     "llama-2-7b": {"bf16": "meta-llama/Llama-2-7b-hf"},
     "llama-3.1-8b": {"bf16": "meta-llama/Llama-3.1-8B-Instruct"},
     "llama-3.1-70b": {"bf16": "meta-llama/Llama-3.1-70B-Instruct"},
+    "qwen3-0.6b": {"bf16": "Qwen/Qwen3-0.6B"},
     "qwen3-8b": {"bf16": "Qwen/Qwen3-8B", "fp8": "Qwen/Qwen3-8B-FP8"},
     "qwen3-32b": {"bf16": "Qwen/Qwen3-32B", "fp8": "Qwen/Qwen3-32B-FP8"},
     "qwen3-30b-a3b": {"bf16": "Qwen/Qwen3-30B-A3B", "fp8": "Qwen/Qwen3-30B-A3B-FP8"},
