@@ -86,6 +86,29 @@ CHUNKED_PREFIX_CACHE_THRESHOLD = 8192
 MAX_KV_CHUNK_CAPACITY = 131072
 
 
+# ---- prefill CUDA graph (0.5.17 srt/server_args.py) ------------------------------------------------------------------
+def prefill_cuda_graph_off_reason(
+    mla_non_dsa: bool, dp_attention: int, disaggregated: bool, disable_cuda_graph: bool
+) -> str | None:
+    """Why SGLang runs every extend eagerly (no breakable prefill CUDA graph), or None when it captures one.
+
+    0.5.17 captures extends of up to its chunked-prefill size in a breakable CUDA graph, except where
+    `_disable_breakable_cudagraph_if_incompatible` (MLA attention other than DSA: "Breakable CUDA graph is
+    incompatible with MLA attention (non-DSA)", logged by our DeepSeek-V2-Lite server) or
+    `_disable_prefill_cuda_graph_if_incompatible` (DP attention, PD disaggregation, ...) turn it off. Of their
+    rules these are the ones a simperf scenario can express.
+    """
+    if disable_cuda_graph:
+        return "--disable-cuda-graph"
+    if mla_non_dsa:
+        return "MLA attention (non-DSA)"
+    if dp_attention > 1:
+        return "DP attention"
+    if disaggregated:
+        return "PD disaggregation"
+    return None
+
+
 def version_tuple(version: str) -> tuple[int, ...]:
     """'0.5.17' -> (0, 5, 17); suffixes such as '.post3' are ignored."""
     import re

@@ -81,6 +81,38 @@ def test_host_cost_defaults_are_the_corpus_measurements(stages):
         assert defaults.extend_launch_us(backend)[0] == pytest.approx(host_us / kernels, abs=0.1), backend
 
 
+def test_eager_extend_and_per_request_host_costs_are_the_one_batch_measurements():
+    from simperf.accuracy.hostcosts import eager_extend_us_per_kernel, process_us_per_running_request
+
+    defaults = Overheads()
+    eager = eager_extend_us_per_kernel(CORPUS)
+    assert defaults.eager_extend_us_per_kernel == pytest.approx(eager.value_us, abs=0.1), eager.detail
+    per_request = process_us_per_running_request(CORPUS)
+    assert defaults.process_us_per_running_request == pytest.approx(per_request.value_us, abs=0.1), (
+        per_request.detail
+    )
+
+
+def test_the_eager_prefill_is_host_bound_in_its_profile():
+    """Why the eager extend is priced by host time: its kernels keep the GPU busy about a third of the forward."""
+    from simperf.groundtruth.trace import read_trace, summarize
+
+    trace = (
+        CORPUS
+        / "forwards/h200/deepseek-v2-lite-prefill/profile_batch1_input1024_output4_prefill.trace.json.gz"
+    )
+    summary = summarize(read_trace(trace))
+    assert summary.launches == summary.kernels == 742
+    assert summary.gpu_busy_us < 0.2 * summary.window_us  # under the profiler the host is slower still
+    clean_ms = (
+        json.loads(
+            (CORPUS / "forwards/h200/deepseek-v2-lite-prefill/clean.jsonl").read_text().splitlines()[-2]
+        )["prefill_latency"]
+        * 1e3
+    )
+    assert summary.gpu_busy_us / 1e3 < 0.4 * clean_ms
+
+
 def test_docs_overheads_block_is_the_commands_output(stages):
     assert generated_block(REPO / "docs" / "overheads.md", OVERHEADS_BEGIN, OVERHEADS_END) == markdown(stages)
 

@@ -19,7 +19,11 @@ from simperf.sim.engine import Simulator
 
 REPO = Path(__file__).resolve().parents[1]
 SOME_OVERHEAD = Overheads(
-    scheduler_us_per_iteration=300, process_us_per_iteration=150, ingress_us=2000, egress_us=500
+    scheduler_us_per_iteration=300,
+    process_us_per_iteration=150,
+    process_us_per_running_request=0,
+    ingress_us=2000,
+    egress_us=500,
 )
 
 

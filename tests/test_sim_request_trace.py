@@ -13,6 +13,7 @@ from simperf.sim.trace import RequestTrace, format_trace
 QUIET = Overheads(
     scheduler_us_per_iteration=0,
     process_us_per_iteration=0,
+    process_us_per_running_request=0,
     cuda_graph_replay_us=0,
     eager_launch_us_per_kernel=0,
     ingress_us=0,

@@ -14,6 +14,7 @@ from simperf.sim.engine import Simulator
 NO_OVERHEAD = Overheads(
     scheduler_us_per_iteration=0,
     process_us_per_iteration=0,
+    process_us_per_running_request=0,
     cuda_graph_replay_us=0,
     eager_launch_us_per_kernel=0,
     ingress_us=0,
@@ -133,6 +134,33 @@ def test_overlap_hides_cpu_scheduling_behind_gpu_time():
     # normal loop: period = sched + GPU + process; overlap: period = max(GPU, sched + process)
     assert np.median(np.diff(token_times(normal, 0))) == pytest.approx(0.0015)
     assert np.median(np.diff(token_times(overlap, 0))) == pytest.approx(0.0010)
+
+
+def test_the_cpu_pays_per_running_request_and_the_overlap_hides_it_only_behind_a_longer_gpu_step():
+    """Overheads.process_us_per_running_request: each processed batch costs the CPU this much per request. Without
+    the overlap it adds to every iteration; with it the iteration is the longer of the GPU step and the CPU's."""
+    overheads = NO_OVERHEAD.model_copy(
+        update={
+            "scheduler_us_per_iteration": 300,
+            "process_us_per_iteration": 200,
+            "process_us_per_running_request": 10,
+        }
+    )
+    n = 40  # requests decoding together (same lengths, sent at once): the CPU's work is 300 + 200 + 10 x 40 = 900 µs
+    for gpu_us, overlap, period_us in [
+        (1000, False, 1900),  # normal loop: in series
+        (1000, True, 1000),  # overlap, GPU-bound: hidden
+        (500, True, 900),  # overlap, CPU-bound: the iteration is the CPU's
+    ]:
+        cost = LinearCost(base_us=gpu_us, per_token_us=0)
+        _, rec, _ = simulate(
+            [10] * n,
+            [100] * n,
+            serving=make_serving(overlap_schedule=overlap),
+            cost=cost,
+            overheads=overheads,
+        )
+        assert np.median(np.diff(token_times(rec, 0))) == pytest.approx(period_us * 1e-6), (gpu_us, overlap)
 
 
 def test_max_concurrency_delays_sends_until_a_request_finishes():

@@ -37,12 +37,19 @@ class StepOverhead:
 
 
 def step_overhead(
-    overheads: Overheads, graph: bool, kernels: int, extend: bool = False, attention_backend: str = ""
+    overheads: Overheads,
+    graph: bool,
+    kernels: int,
+    extend: bool = False,
+    attention_backend: str = "",
+    prefill_graph: bool = True,
 ) -> StepOverhead:
     """The overhead of one step. `extend`: an extend (prefill) forward, whose host time per kernel was measured on
-    the ground-truth corpus per attention backend (Overheads.extend_launch_us) rather than a bare launch gap."""
+    the ground-truth corpus per attention backend (Overheads.extend_launch_us) rather than a bare launch gap;
+    `prefill_graph`: SGLang runs extends with its breakable prefill CUDA graph (False: fully eager, a larger host
+    time per kernel)."""
     if extend and not graph:
-        us, field = overheads.extend_launch_us(attention_backend)
+        us, field = overheads.extend_launch_us(attention_backend, prefill_graph)
         return StepOverhead(
             "eager_launch",
             kernels,

@@ -577,7 +577,12 @@ class SGLangStepCost:
                 draft_kernels + eh_proj.count * eh_proj.kernels + sum(o.count * o.kernels for o in draft_attn)
             )
         overhead = step_overhead(
-            self.overheads, self._extend_graph(plan.num_tokens), kernels, True, self.settings.prefill_backend
+            self.overheads,
+            self._extend_graph(plan.num_tokens),
+            kernels,
+            True,
+            self.settings.prefill_backend,
+            self.serving.prefill_cuda_graph,
         )
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
@@ -645,7 +650,14 @@ class SGLangStepCost:
         rows_cost, row_kernels = self._rows_cost(method, tokens, 1, None, None)
         out = rows_cost + table.cost(tokens, 1)
         kernels = row_kernels + table.kernels + uncosted_kernels_per_step(self.arch)
-        overhead = step_overhead(self.overheads, False, kernels, True, self.settings.prefill_backend)
+        overhead = step_overhead(
+            self.overheads,
+            False,
+            kernels,
+            True,
+            self.settings.prefill_backend,
+            self.serving.prefill_cuda_graph,
+        )
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
 
@@ -670,7 +682,14 @@ class SGLangStepCost:
         out = out + (shared.by_tokens[1 : t_max + 1] + shared.by_rows[1] + shared.constant)
         out = out + (attention.by_tokens[1 : t_max + 1] + attention.by_rows[1] + attention.constant)
         kernels = local.kernels + shared.kernels + attention.kernels + uncosted_kernels_per_step(self.arch)
-        overhead = step_overhead(self.overheads, False, kernels, True, self.settings.prefill_backend)
+        overhead = step_overhead(
+            self.overheads,
+            False,
+            kernels,
+            True,
+            self.settings.prefill_backend,
+            self.serving.prefill_cuda_graph,
+        )
         out[:, _OVERHEAD_COLUMN] += overhead.excess_us(out.sum(axis=1))
         return np.concatenate([np.zeros((1, NUM_SOURCES)), out])
 
@@ -712,7 +731,14 @@ class SGLangStepCost:
     def _overhead_row(
         self, graph: bool, kernels: int, rows: list[BreakdownRow], extend: bool = False
     ) -> BreakdownRow:
-        o = step_overhead(self.overheads, graph, kernels, extend, self.settings.prefill_backend)
+        o = step_overhead(
+            self.overheads,
+            graph,
+            kernels,
+            extend,
+            self.settings.prefill_backend,
+            self.serving.prefill_cuda_graph,
+        )
         paid = float(o.excess_us(sum(r.total_us for r in rows)))
         detail = o.detail
         if not graph:

@@ -340,20 +340,43 @@ class Overheads(_Strict):
         "with --attention-backend fa3)",
     )
 
-    def extend_launch_us(self, attention_backend: str) -> tuple[float, str]:
-        """The extend host time per kernel for this attention backend and the field it comes from."""
+    eager_extend_us_per_kernel: float = Field(
+        default=107.3,
+        ge=0,
+        description="host time per kernel of an extend forward SGLang runs without a prefill CUDA graph (0.5.17 "
+        "disables it for MLA models other than DSA, DP attention and PD disaggregation): an eager extend lasts at "
+        "least kernels x this. Measured with SGLang's own one_batch benchmark on an idle H200: DeepSeek-V2-Lite, "
+        "1,024-token prefill, 57.75 ms where its kernels keep the GPU busy 20.0 ms (torch profiler, 742 launches), "
+        "over the 538 kernels simperf counts in that forward (groundtruth/forwards/, docs/overheads.md)",
+    )
+    process_us_per_running_request: float = Field(
+        default=14.5,
+        ge=0,
+        description="CPU time per request of a batch when the scheduler processes its results and prepares the "
+        "next iteration (process_batch_result, stream_output, batch preparation), on top of "
+        "process_us_per_iteration. Measured on Qwen3-0.6B (H200, SGLang 0.5.17): slope over 1/128/512 running "
+        "requests of the decode iteration with the overlap scheduler off less SGLang's one_batch decode latency "
+        "at the same batch size (groundtruth/h200/qwen3-0.6b-no-overlap, groundtruth/forwards/, "
+        "docs/overheads.md)",
+    )
+
+    def extend_launch_us(self, attention_backend: str, prefill_graph: bool = True) -> tuple[float, str]:
+        """The extend host time per kernel and the field it comes from: without a prefill CUDA graph the eager
+        value, with one the value measured for this attention backend."""
+        if not prefill_graph:
+            return self.eager_extend_us_per_kernel, "eager_extend_us_per_kernel"
         if attention_backend == "fa3":
             return self.extend_launch_us_per_kernel_fa3, "extend_launch_us_per_kernel_fa3"
         return self.extend_launch_us_per_kernel, "extend_launch_us_per_kernel"
 
     ingress_us: float = Field(
-        default=4384.0,
+        default=4295.0,
         ge=0,
         description="client send -> the scheduler's waiting queue on an idle server: client request set-up, HTTP, "
         "API server, ZMQ, the idle scheduler loop picking it up (measured, median of the concurrency-1 runs)",
     )
     egress_us: float = Field(
-        default=2830.0,
+        default=2514.0,
         ge=0,
         description="a processed batch's token -> the client parsing its chunk: output processing, detokenizer, "
         "API server, HTTP stream (measured, median of the concurrency-1 runs' first chunks)",

@@ -36,6 +36,7 @@ from simperf.sglang_defaults import (
     RESERVED_MB_PER_8_TP_RANKS,
     RESERVED_MB_PER_ACTIVATION_TOKEN,
     SPECULATIVE_MAX_RUNNING_REQUESTS,
+    prefill_cuda_graph_off_reason,
 )
 
 MIB = 1024 * 1024
@@ -196,6 +197,15 @@ def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing
             sp.accept_length.mean if sp.accept_length else None,
         )
 
+    eager_reason = prefill_cuda_graph_off_reason(
+        mla_non_dsa=mla and arch.attention != "dsa",
+        dp_attention=s.dp_attention,
+        disaggregated=field.startswith("disaggregation"),
+        disable_cuda_graph=s.disable_cuda_graph,
+    )
+    if eager_reason is not None:
+        notes.append(f"extends run eagerly, without SGLang's prefill CUDA graph ({eager_reason})")
+
     resolved = ResolvedServing(
         layout=layout,
         gpu=gpu.key,
@@ -220,6 +230,7 @@ def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing
         speculative=spec,
         sglang_version=s.sglang_version,
         disable_radix_cache=s.disable_radix_cache,
+        prefill_cuda_graph=eager_reason is None,
         dsa_dense_prefill_threshold=s.dsa_prefill_dense_attn_kv_len_threshold,
         notes=tuple(notes),
     )

@@ -50,6 +50,9 @@ class ResolvedServing:
     speculative: SpecSettings | None
     sglang_version: str
     disable_radix_cache: bool = False
+    # SGLang captures extends in its breakable prefill CUDA graph (False: every extend is eager; the reason is in
+    # notes; sglang_defaults.prefill_cuda_graph_off_reason)
+    prefill_cuda_graph: bool = True
     dsa_dense_prefill_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
     # how each number was obtained, for the report ("default rule", "user", "server log")
     notes: tuple[str, ...] = ()

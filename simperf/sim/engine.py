@@ -54,7 +54,7 @@ PROGRESS_STEPS = 200  # progress reports over a run (on_progress)
 class Batch:
     """An iteration that has been launched; its results are processed (tokens emitted) later."""
 
-    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "prefilled", "timeline")
+    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "prefilled", "timeline", "decode_reqs")
 
     def __init__(self, key: int) -> None:
         self.key = key
@@ -64,6 +64,9 @@ class Batch:
         # (rank, request) whose prefill ends here and that decode on
         self.prefilled: list[tuple[int, int]] = []
         self.timeline: list[tuple[int, int]] = []  # (rank, timeline index) of decode entries
+        self.decode_reqs = (
+            0  # decoding requests (the largest rank's), whose results the CPU processes one by one
+        )
 
 
 def _record_extend(batch: Batch, rank_id: int, token_reqs: list[int], finished: list[int]) -> None:
@@ -130,6 +133,8 @@ class Simulator:
         self.o = overheads
         self.sched_s = overheads.scheduler_us_per_iteration * US
         self.proc_s = overheads.process_us_per_iteration * US
+        # and per request of the processed batch (measured, Overheads.process_us_per_running_request)
+        self.proc_per_req_s = overheads.process_us_per_running_request * US
         self.egress_s = overheads.egress_us * US
         self.overlap = serving.overlap_schedule
         self._kv_observer = kv_observer  # test hook: called with the ranks after every commit
@@ -393,7 +398,7 @@ class Simulator:
 
     def _process(self, batch: Batch, wait_until: float) -> float:
         """process_batch_result: tokens of `batch` reach the detokenizer at the returned time."""
-        emit = wait_until + self.proc_s
+        emit = wait_until + (self.proc_s + self.proc_per_req_s * (batch.decode_reqs + len(batch.token_reqs)))
         self._batch_emit[batch.key] = emit
         for rank_id, idx in batch.timeline:
             self.ranks[rank_id].timeline_emit[idx] = emit
@@ -643,10 +648,11 @@ class Simulator:
         step_s = [t * US for t in totals]
         self._last_decode_us = step_s[-1] / US
         c_start = c
-        c, gpu_free, emits, k_done, next_ready = self._iterate(step_s, c, next_ready)
+        c, gpu_free, emits, k_done, next_ready = self._iterate(step_s, c, next_ready, max_bs)
         if self._step_log is not None:
             self._log_decode(ranks, padded_bs, graph, c_start, step_s[0] / US, k_done)
         batch = self._commit_decode(ranks, k_done, emits, gpu_free)
+        batch.decode_reqs = max_bs
         stats = self.stats
         stats.iterations += k_done
         stats.decode_iterations += k_done
@@ -671,16 +677,18 @@ class Simulator:
     def _iterations_to_price(self, k_max: int, c: float, next_ready: float) -> int:
         """How many of k_max iterations to price: about as many as fit before the next request reaches the
         scheduler (the run is cut there), so a long quiet run is one call and a busy one is not over-priced."""
-        per_iter = max(self._last_decode_us * US, self.sched_s + self.proc_s, MIN_ITERATION_S)
+        per_iter = max(
+            self._last_decode_us * US, self.sched_s + self.proc_s, MIN_ITERATION_S
+        )  # a lower bound
         return max(1, min(k_max, int((next_ready - c) / per_iter * RUN_ESTIMATE_SLACK) + RUN_ESTIMATE_EXTRA))
 
     def _iterate(
-        self, step_s: list[float], c: float, next_ready: float
+        self, step_s: list[float], c: float, next_ready: float, requests: int
     ) -> tuple[float, float, list[float], int, float]:
         """The iteration recurrence (docs/simulator.md), one iteration at a time on floats, until the CPU would see
-        a new request. Returns (CPU time, GPU free time, emit times of the iterations processed, iterations done,
-        next arrival)."""
-        sched, proc = self.sched_s, self.proc_s
+        a new request; `requests` decode in each iteration. Returns (CPU time, GPU free time, emit times of the
+        iterations processed, iterations done, next arrival)."""
+        sched, proc = self.sched_s, self.proc_s + self.proc_per_req_s * requests
         overlap = self.overlap
         gpu_free = self.gpu_free
         emits: list[float] = []

@@ -1,0 +1,90 @@
+"""The host costs `Overheads` carries, recomputed from the measurements they came from (docs/overheads.md).
+
+Two of them were measured with SGLang's own `sglang.benchmark.one_batch` beside the served runs
+(groundtruth/forwards/, recorded by groundtruth/profile_forward.sh):
+
+* `eager_extend_us_per_kernel`: DeepSeek-V2-Lite's 1,024-token prefill, which SGLang 0.5.17 runs without a prefill
+  CUDA graph. Its clean latency over the kernels simperf counts in that forward. The profiled run of the same
+  forward (`summary.jsonl`) shows it is the host's time, not the GPU's: the kernels keep the GPU busy a third of it.
+* `process_us_per_running_request`: with the overlap scheduler off, a decode iteration of the served Qwen3-0.6B is
+  its forward plus the scheduler's own CPU work; one_batch runs the same forward (CUDA-graph replay, sampling)
+  without a scheduler. The served iteration less one_batch's, at 1, 128 and 512 running requests, grows by this
+  much per request (least-squares slope).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+V2_LITE_PREFILL = Path("forwards/h200/deepseek-v2-lite-prefill")
+V2_LITE_RUN = Path(
+    "h200/deepseek-v2-lite-flashinfer/c1-1k-256"
+)  # the served model and flags the forward used
+V2_LITE_PREFILL_TOKENS = 1024
+Q06_DECODE = Path("forwards/h200/qwen3-0.6b-decode")
+Q06_NO_OVERLAP = Path("h200/qwen3-0.6b-no-overlap")
+Q06_POINTS = {1: "c1-128-512", 128: "c128-128-512", 512: "c512-128-512"}  # running requests -> run
+
+
+@dataclass(frozen=True)
+class HostCost:
+    value_us: float
+    detail: str  # what it was computed from, for docs and failure messages
+
+
+def _one_batch(path: Path) -> dict[tuple[int, int], dict]:
+    """one_batch results by (batch size, input length); a repeated shape keeps its last (warm) record."""
+    rows: dict[tuple[int, int], dict] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            rows[(int(r["batch_size"]), int(r["input_len"]))] = r
+    return rows
+
+
+def eager_extend_us_per_kernel(corpus: Path) -> HostCost:
+    from simperf.accuracy.corpus import scenario_of
+    from simperf.costmodel.step import SGLangStepCost
+    from simperf.models.ops import kernels_per_step
+    from simperf.pipeline import open_perfdb, resolve
+
+    clean = _one_batch(corpus / V2_LITE_PREFILL / "clean.jsonl")[(1, V2_LITE_PREFILL_TOKENS)]
+    latency_us = float(clean["prefill_latency"]) * 1e6
+    scenario = scenario_of(corpus / V2_LITE_RUN)
+    serving, arch, gpu = resolve(scenario)
+    db, _ = open_perfdb(scenario, gpu, None, False)
+    cost = SGLangStepCost(arch, serving, db, scenario.overheads)
+    ops = cost.extend_ops(np.array([V2_LITE_PREFILL_TOKENS]), np.array([0]))
+    kernels = kernels_per_step(ops, arch)
+    busy = _profiled_busy_us(corpus / V2_LITE_PREFILL / "summary.jsonl", V2_LITE_PREFILL_TOKENS)
+    return HostCost(
+        latency_us / kernels,
+        f"{latency_us / 1e3:.2f} ms one_batch prefill of {V2_LITE_PREFILL_TOKENS} tokens / {kernels} kernels "
+        f"(GPU busy {busy / 1e3:.1f} ms in the profiled run)",
+    )
+
+
+def _profiled_busy_us(summary: Path, tokens: int) -> float:
+    for line in summary.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if f"_input{tokens}_" in row["trace"]:
+            return float(row["gpu_busy_us"])
+    raise ValueError(f"{summary}: no profiled forward of {tokens} tokens")
+
+
+def process_us_per_running_request(corpus: Path) -> HostCost:
+    one_batch = _one_batch(corpus / Q06_DECODE / "clean.jsonl")
+    xs, ys = [], []
+    for running, run in Q06_POINTS.items():
+        state = json.loads((corpus / Q06_NO_OVERLAP / run / "server_state.json").read_text(encoding="utf-8"))
+        served_ms = float(np.median(state["decode_step_time_s"][str(running)])) * 1e3
+        alone_ms = float(one_batch[(running, 384)]["median_decode_latency"]) * 1e3
+        xs.append(running)
+        ys.append(served_ms - alone_ms)
+    slope_ms = float(np.polyfit(xs, ys, 1)[0])
+    points = ", ".join(f"{x}: {y:.2f} ms" for x, y in zip(xs, ys, strict=True))
+    return HostCost(slope_ms * 1e3, f"served minus one_batch decode iteration by running requests ({points})")
