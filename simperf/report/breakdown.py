@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from simperf.report.tables import Col, TableData, print_tables
+from simperf.scenario.models import MEASURED_OVERHEADS, Overheads
 
 
 def representative_steps(prediction) -> tuple[int, int, int, float]:
@@ -51,8 +52,55 @@ def _table(title: str, rows, name: str) -> TableData:
     return table
 
 
+_HOST_COLUMNS = (
+    Col("cost", "cost"),
+    Col("paid", "paid"),
+    Col("us", "µs", lambda v: f"{v:.1f}", True),
+    Col("here_us", "here µs", lambda v: f"{v:.1f}", True),
+    Col("source", "source"),
+)
+
+
+def _overhead_source(overheads: Overheads, field: str) -> str:
+    if field in overheads.model_fields_set:
+        return "given in the scenario"
+    return "measured (docs/overheads.md)" if field in MEASURED_OVERHEADS else "estimate"
+
+
+def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> TableData:
+    """The CPU-side costs the simulator adds around the steps (Overheads), with what they come to in this run's
+    representative steps and where each number comes from."""
+    o: Overheads = prediction.cost.overheads
+    serving = prediction.serving
+    field = o.extend_launch_us(serving.prefill_backend, serving.prefill_cuda_graph)[1]
+    overlap = "beside the GPU step (overlap scheduler)" if serving.overlap_schedule else "after the GPU step"
+    rows = [
+        ("ingress_us", "per request, client send -> scheduler", o.ingress_us, o.ingress_us),
+        ("egress_us", "per streamed chunk, processed -> client", o.egress_us, o.egress_us),
+        ("scheduler_us_per_iteration", f"per iteration, {overlap}", o.scheduler_us_per_iteration,
+         o.scheduler_us_per_iteration),
+        ("process_us_per_iteration", f"per iteration, {overlap}", o.process_us_per_iteration,
+         o.process_us_per_iteration),
+        ("process_us_per_running_request", f"per request of a batch, {overlap}", o.process_us_per_running_request,
+         o.process_us_per_running_request * bs),
+        (field, f"per kernel of an extend ({extend_kernels} here), when the host is slower than its kernels",
+         getattr(o, field), getattr(o, field) * extend_kernels),
+    ]  # fmt: skip
+    table = TableData(
+        "Host-side costs around the steps (CPU timeline; 'here' = this run's representative decode batch of "
+        f"{bs} and prefill of {tokens} tokens)",
+        _HOST_COLUMNS,
+        name="host",
+        caption="prefill CUDA graph: "
+        + ("on (breakable)" if serving.prefill_cuda_graph else "off, every extend is eager"),
+    )
+    for name, paid, us, here in rows:
+        table.add(cost=name, paid=paid, us=us, here_us=here, source=_overhead_source(o, name))
+    return table
+
+
 def breakdown_tables(prediction) -> list[TableData]:
-    """The representative prefill and decode steps' per-op tables."""
+    """The representative prefill and decode steps' per-op tables, then the host-side costs around them."""
     tokens, bs, padded, kv_mean = representative_steps(prediction)
     cost = prediction.cost
     extend = cost.breakdown_extend(np.array([tokens]), np.array([0]))
@@ -69,6 +117,7 @@ def breakdown_tables(prediction) -> list[TableData]:
             decode,
             "decode",
         ),
+        host_cost_table(prediction, tokens, bs, next((r.count for r in extend if r.op == "overhead"), 0)),
     ]
 
 
@@ -80,6 +129,9 @@ def breakdown_json(prediction) -> dict:
     """`-o json --breakdown`: per step, its title, total and op rows (the text tables' columns, raw values)."""
     out = {}
     for table in breakdown_tables(prediction):
+        if table.name == "host":
+            out["host"] = {"title": table.title, "caption": table.caption, "costs": table.json_rows()}
+            continue
         out[table.name] = {
             "title": table.title,
             "total_us": sum(r["total_us"] for r in table.rows),

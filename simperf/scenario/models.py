@@ -383,6 +383,20 @@ class Overheads(_Strict):
     )
 
 
+# Overheads fields whose defaults were measured on the ground-truth corpus (docs/overheads.md, each recomputed by a
+# test); the others are estimates. Reports label each cost by this (or as the scenario's own value when given).
+MEASURED_OVERHEADS = frozenset(
+    {
+        "ingress_us",
+        "egress_us",
+        "extend_launch_us_per_kernel",
+        "extend_launch_us_per_kernel_fa3",
+        "eager_extend_us_per_kernel",
+        "process_us_per_running_request",
+    }
+)
+
+
 class DisaggregationSpec(_Strict):
     """PD disaggregation (--disaggregation-mode prefill|decode): one prefill server and one decode server, each
     with its own server arguments, KV shipped from prefill to decode over a link (docs/serving-model.md §5)."""
