@@ -536,6 +536,17 @@ class SGLangStepCost:
     def _extend_graph(self, num_tokens: int) -> bool:
         return 0 < num_tokens <= self.settings.prefill_graph_max_tokens
 
+    def _extend_overhead(self, graph: bool, kernels: int) -> StepOverhead:
+        """The host time an extend of `kernels` kernels adds (measured per attention backend, eager or not)."""
+        return step_overhead(
+            self.overheads,
+            graph,
+            kernels,
+            True,
+            self.settings.prefill_backend,
+            self.serving.prefill_cuda_graph,
+        )
+
     def _extend_cost(
         self,
         ext: np.ndarray,
@@ -576,14 +587,7 @@ class SGLangStepCost:
             kernels += (
                 draft_kernels + eh_proj.count * eh_proj.kernels + sum(o.count * o.kernels for o in draft_attn)
             )
-        overhead = step_overhead(
-            self.overheads,
-            self._extend_graph(plan.num_tokens),
-            kernels,
-            True,
-            self.settings.prefill_backend,
-            self.serving.prefill_cuda_graph,
-        )
+        overhead = self._extend_overhead(self._extend_graph(plan.num_tokens), kernels)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
 
@@ -650,14 +654,7 @@ class SGLangStepCost:
         rows_cost, row_kernels = self._rows_cost(method, tokens, 1, None, None)
         out = rows_cost + table.cost(tokens, 1)
         kernels = row_kernels + table.kernels + uncosted_kernels_per_step(self.arch)
-        overhead = step_overhead(
-            self.overheads,
-            False,
-            kernels,
-            True,
-            self.settings.prefill_backend,
-            self.serving.prefill_cuda_graph,
-        )
+        overhead = self._extend_overhead(False, kernels)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
 
@@ -682,14 +679,7 @@ class SGLangStepCost:
         out = out + (shared.by_tokens[1 : t_max + 1] + shared.by_rows[1] + shared.constant)
         out = out + (attention.by_tokens[1 : t_max + 1] + attention.by_rows[1] + attention.constant)
         kernels = local.kernels + shared.kernels + attention.kernels + uncosted_kernels_per_step(self.arch)
-        overhead = step_overhead(
-            self.overheads,
-            False,
-            kernels,
-            True,
-            self.settings.prefill_backend,
-            self.serving.prefill_cuda_graph,
-        )
+        overhead = self._extend_overhead(False, kernels)
         out[:, _OVERHEAD_COLUMN] += overhead.excess_us(out.sum(axis=1))
         return np.concatenate([np.zeros((1, NUM_SOURCES)), out])
 
