@@ -163,6 +163,18 @@ def test_the_cpu_pays_per_running_request_and_the_overlap_hides_it_only_behind_a
         assert np.median(np.diff(token_times(rec, 0))) == pytest.approx(period_us * 1e-6), (gpu_us, overlap)
 
 
+def test_dp_ranks_pay_the_per_request_cpu_cost_in_parallel():
+    """Each DP rank's scheduler processes its own requests: the iteration pays the busiest rank's share."""
+    from simperf.scenario.resolved import ParallelLayout
+
+    overheads = NO_OVERHEAD.model_copy(update={"process_us_per_running_request": 10})
+    cost = LinearCost(base_us=1000, per_token_us=0)
+    n = 40  # 20 per rank
+    serving = make_serving(layout=ParallelLayout(2, 2, 1), overlap_schedule=False)
+    _, rec, _ = simulate([10] * n, [100] * n, serving=serving, cost=cost, overheads=overheads)
+    assert np.median(np.diff(token_times(rec, 0))) == pytest.approx((1000 + 10 * n / 2) * 1e-6)
+
+
 def test_max_concurrency_delays_sends_until_a_request_finishes():
     _, rec, _ = simulate([10] * 6, [20] * 6, max_concurrency=2)
     order = np.argsort(rec.send_s)

@@ -54,7 +54,7 @@ PROGRESS_STEPS = 200  # progress reports over a run (on_progress)
 class Batch:
     """An iteration that has been launched; its results are processed (tokens emitted) later."""
 
-    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "prefilled", "timeline", "decode_reqs")
+    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "prefilled", "timeline", "cpu_reqs")
 
     def __init__(self, key: int) -> None:
         self.key = key
@@ -64,14 +64,14 @@ class Batch:
         # (rank, request) whose prefill ends here and that decode on
         self.prefilled: list[tuple[int, int]] = []
         self.timeline: list[tuple[int, int]] = []  # (rank, timeline index) of decode entries
-        self.decode_reqs = (
-            0  # decoding requests (the largest rank's), whose results the CPU processes one by one
-        )
+        # requests whose results the busiest rank's CPU processes one by one (DP ranks process theirs in parallel)
+        self.cpu_reqs = 0
 
 
 def _record_extend(batch: Batch, rank_id: int, token_reqs: list[int], finished: list[int]) -> None:
     """What an extend's processing owes its requests: a token each, freeing the finished, caching the rest."""
     batch.token_reqs.extend(token_reqs)
+    batch.cpu_reqs = max(batch.cpu_reqs, len(token_reqs))
     batch.finished.extend((rank_id, r) for r in finished)
     if len(finished) != len(token_reqs):
         done = set(finished)
@@ -398,7 +398,7 @@ class Simulator:
 
     def _process(self, batch: Batch, wait_until: float) -> float:
         """process_batch_result: tokens of `batch` reach the detokenizer at the returned time."""
-        emit = wait_until + (self.proc_s + self.proc_per_req_s * (batch.decode_reqs + len(batch.token_reqs)))
+        emit = wait_until + (self.proc_s + self.proc_per_req_s * batch.cpu_reqs)
         self._batch_emit[batch.key] = emit
         for rank_id, idx in batch.timeline:
             self.ranks[rank_id].timeline_emit[idx] = emit
@@ -537,6 +537,7 @@ class Simulator:
     def _decode_one(self, rank: RankState, batch: Batch) -> None:
         if not rank.next_decode_fits():
             self._retract(rank)
+        batch.cpu_reqs = max(batch.cpu_reqs, len(rank.running))
         t0, finished = rank.advance_decode(1)
         batch.timeline.append((rank.rank_id, t0))
         batch.finished.extend((rank.rank_id, r) for r in finished)
@@ -652,7 +653,7 @@ class Simulator:
         if self._step_log is not None:
             self._log_decode(ranks, padded_bs, graph, c_start, step_s[0] / US, k_done)
         batch = self._commit_decode(ranks, k_done, emits, gpu_free)
-        batch.decode_reqs = max_bs
+        batch.cpu_reqs = max_bs
         stats = self.stats
         stats.iterations += k_done
         stats.decode_iterations += k_done
