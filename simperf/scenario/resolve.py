@@ -104,9 +104,12 @@ def default_mem_fraction_static(
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
-def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing, ModelArch, GpuSpec]:
+def resolve(
+    scenario: Scenario, field: str = "serving", disaggregated: bool | None = None
+) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
     """field: where the server arguments sit in the scenario file, for error messages (a PD pool's are under
-    disaggregation.prefill / .decode)."""
+    disaggregation.prefill / .decode). disaggregated: the server is one side of a PD pair (SGLang then runs extends
+    without a prefill CUDA graph); by default, when its arguments sit under disaggregation."""
     s = scenario.serving
     gpu = get_gpu(scenario.hardware.gpu)
     arch = load_arch(scenario.model.name, scenario.model.config)
@@ -200,7 +203,7 @@ def resolve(scenario: Scenario, field: str = "serving") -> tuple[ResolvedServing
     eager_reason = prefill_cuda_graph_off_reason(
         mla_non_dsa=mla and arch.attention != "dsa",
         dp_attention=s.dp_attention,
-        disaggregated=field.startswith("disaggregation"),
+        disaggregated=field.startswith("disaggregation") if disaggregated is None else disaggregated,
         disable_cuda_graph=s.disable_cuda_graph,
     )
     if eager_reason is not None:
