@@ -370,13 +370,13 @@ class Overheads(_Strict):
         return self.extend_launch_us_per_kernel, "extend_launch_us_per_kernel"
 
     ingress_us: float = Field(
-        default=4295.0,
+        default=4281.0,
         ge=0,
         description="client send -> the scheduler's waiting queue on an idle server: client request set-up, HTTP, "
         "API server, ZMQ, the idle scheduler loop picking it up (measured, median of the concurrency-1 runs)",
     )
     egress_us: float = Field(
-        default=2514.0,
+        default=2538.0,
         ge=0,
         description="a processed batch's token -> the client parsing its chunk: output processing, detokenizer, "
         "API server, HTTP stream (measured, median of the concurrency-1 runs' first chunks)",
