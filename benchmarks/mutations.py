@@ -26,6 +26,7 @@ GUARDS = (
     "tests/test_sim_real_cost.py",
     "tests/test_costmodel_step.py",
     "tests/test_sim_scheduler.py",
+    "tests/test_report_breakdown.py",
 )
 
 
@@ -140,6 +141,20 @@ MUTATIONS = (
         PRICING,
         "kv_totals: list[float] | np.ndarray = [kv0 + kv_step * j for j in range(k)]",
         "kv_totals: list[float] | np.ndarray = [(kv0 + kv_step * j) * 1.01 for j in range(k)]",
+    ),
+    Mutation(
+        "sim-per-request-cpu",
+        "Simulator: the CPU's time per request of a processed batch +1%",
+        ENGINE,
+        "self.proc_per_req_s = overheads.process_us_per_running_request * US",
+        "self.proc_per_req_s = overheads.process_us_per_running_request * US * 1.01",
+    ),
+    Mutation(
+        "eager-extend-host",
+        "Overheads.extend_launch_us: the eager extend's host time per kernel +1%",
+        "simperf/scenario/models.py",
+        'return self.eager_extend_us_per_kernel, "eager_extend_us_per_kernel"',
+        'return self.eager_extend_us_per_kernel * 1.01, "eager_extend_us_per_kernel"',
     ),
 )
 
