@@ -82,11 +82,17 @@ def test_host_cost_defaults_are_the_corpus_measurements(stages):
 
 
 def test_eager_extend_and_per_request_host_costs_are_the_one_batch_measurements():
-    from simperf.accuracy.hostcosts import eager_extend_us_per_kernel, process_us_per_running_request
+    from simperf.accuracy.hostcosts import (
+        eager_extend_us_per_kernel,
+        eager_extend_us_per_kernel_dense,
+        process_us_per_running_request,
+    )
 
     defaults = Overheads()
     eager = eager_extend_us_per_kernel(CORPUS)
     assert defaults.eager_extend_us_per_kernel == pytest.approx(eager.value_us, abs=0.1), eager.detail
+    dense = eager_extend_us_per_kernel_dense(CORPUS)
+    assert defaults.eager_extend_us_per_kernel_dense == pytest.approx(dense.value_us, abs=0.1), dense.detail
     per_request = process_us_per_running_request(CORPUS)
     assert defaults.process_us_per_running_request == pytest.approx(per_request.value_us, abs=0.1), (
         per_request.detail

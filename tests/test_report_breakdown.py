@@ -64,3 +64,10 @@ def test_the_eager_host_cost_sets_a_short_mla_prefill():
     step_us = kernels_us + overhead["total_us"]
     assert kernels_us < step_us
     assert step_us == pytest.approx(overhead["count"] * Overheads().eager_extend_us_per_kernel)
+
+
+def test_a_dense_model_without_cuda_graphs_prefills_at_the_dense_eager_cost():
+    prediction = predict(_scenario("qwen3-8b", "h100", serving={"disable_cuda_graph": True}))
+    assert not prediction.serving.prefill_cuda_graph
+    rows = _host_rows(prediction)
+    assert rows["eager_extend_us_per_kernel_dense"]["us"] == Overheads().eager_extend_us_per_kernel_dense

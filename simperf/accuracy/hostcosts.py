@@ -6,6 +6,8 @@ Two of them were measured with SGLang's own `sglang.benchmark.one_batch` beside 
 * `eager_extend_us_per_kernel`: DeepSeek-V2-Lite's 1,024-token prefill, which SGLang 0.5.17 runs without a prefill
   CUDA graph. Its clean latency over the kernels simperf counts in that forward. The profiled run of the same
   forward (`summary.jsonl`) shows it is the host's time, not the GPU's: the kernels keep the GPU busy a third of it.
+* `eager_extend_us_per_kernel_dense`: the same for a dense model, Qwen3-8B's 128-token prefill with
+  `--disable-cuda-graph` (H100), whose profile shows the GPU busy a quarter of it.
 * `process_us_per_running_request`: with the overlap scheduler off, a decode iteration of the served Qwen3-0.6B is
   its forward plus the scheduler's own CPU work; one_batch runs the same forward (CUDA-graph replay, sampling)
   without a scheduler. The served iteration less one_batch's, at 1, 128 and 512 running requests, grows by this
@@ -25,6 +27,10 @@ V2_LITE_RUN = Path(
     "h200/deepseek-v2-lite-flashinfer/c1-1k-256"
 )  # the served model and flags the forward used
 V2_LITE_PREFILL_TOKENS = 1024
+DENSE_PREFILL = Path(
+    "forwards/h100/qwen3-8b-eager-prefill"
+)  # Qwen3-8B, H100, flashinfer, --disable-cuda-graph
+DENSE_PREFILL_TOKENS = 128
 Q06_DECODE = Path("forwards/h200/qwen3-0.6b-decode")
 Q06_NO_OVERLAP = Path("h200/qwen3-0.6b-no-overlap")
 Q06_POINTS = {1: "c1-128-512", 128: "c128-128-512", 512: "c512-128-512"}  # running requests -> run
@@ -64,6 +70,34 @@ def eager_extend_us_per_kernel(corpus: Path) -> HostCost:
     return HostCost(
         latency_us / kernels,
         f"{latency_us / 1e3:.2f} ms one_batch prefill of {V2_LITE_PREFILL_TOKENS} tokens / {kernels} kernels "
+        f"(GPU busy {busy / 1e3:.1f} ms in the profiled run)",
+    )
+
+
+def eager_extend_us_per_kernel_dense(corpus: Path) -> HostCost:
+    from simperf.pipeline import predict
+    from simperf.scenario.models import Scenario
+
+    clean = _one_batch(corpus / DENSE_PREFILL / "clean.jsonl")[(1, DENSE_PREFILL_TOKENS)]
+    latency_us = float(clean["prefill_latency"]) * 1e6
+    scenario = Scenario.model_validate(
+        {
+            "model": {"name": "qwen3-8b"},
+            "hardware": {"gpu": "h100"},
+            "serving": {"attention_backend": "flashinfer", "disable_cuda_graph": True},
+            "workload": {"dataset": {"kind": "fixed", "input_len": DENSE_PREFILL_TOKENS, "output_len": 2}},
+        }
+    )
+    cost = predict(scenario).cost
+    kernels = next(
+        r.count
+        for r in cost.breakdown_extend(np.array([DENSE_PREFILL_TOKENS]), np.array([0]))
+        if r.op == "overhead"
+    )
+    busy = _profiled_busy_us(corpus / DENSE_PREFILL / "summary.jsonl", DENSE_PREFILL_TOKENS)
+    return HostCost(
+        latency_us / kernels,
+        f"{latency_us / 1e3:.2f} ms one_batch prefill of {DENSE_PREFILL_TOKENS} tokens / {kernels} kernels "
         f"(GPU busy {busy / 1e3:.1f} ms in the profiled run)",
     )
 

@@ -43,13 +43,14 @@ def step_overhead(
     extend: bool = False,
     attention_backend: str = "",
     prefill_graph: bool = True,
+    dense_model: bool = False,
 ) -> StepOverhead:
     """The overhead of one step. `extend`: an extend (prefill) forward, whose host time per kernel was measured on
     the ground-truth corpus per attention backend (Overheads.extend_launch_us) rather than a bare launch gap;
     `prefill_graph`: SGLang runs extends with its breakable prefill CUDA graph (False: fully eager, a larger host
-    time per kernel)."""
+    time per kernel, measured apart for dense models: `dense_model`)."""
     if extend and not graph:
-        us, field = overheads.extend_launch_us(attention_backend, prefill_graph)
+        us, field = overheads.extend_launch_us(attention_backend, prefill_graph, dense_model)
         return StepOverhead(
             "eager_launch",
             kernels,

@@ -536,6 +536,11 @@ class SGLangStepCost:
     def _extend_graph(self, num_tokens: int) -> bool:
         return 0 < num_tokens <= self.settings.prefill_graph_max_tokens
 
+    @property
+    def _dense_model(self) -> bool:
+        """Neither MoE nor MLA: the eager extend's host time per kernel measured on a dense model applies."""
+        return not (self.arch.is_moe or self.arch.is_mla)
+
     def _extend_overhead(self, graph: bool, kernels: int) -> StepOverhead:
         """The host time an extend of `kernels` kernels adds (measured per attention backend, eager or not)."""
         return step_overhead(
@@ -545,6 +550,7 @@ class SGLangStepCost:
             True,
             self.settings.prefill_backend,
             self.serving.prefill_cuda_graph,
+            self._dense_model,
         )
 
     def _extend_cost(
@@ -728,6 +734,7 @@ class SGLangStepCost:
             extend,
             self.settings.prefill_backend,
             self.serving.prefill_cuda_graph,
+            self._dense_model,
         )
         paid = float(o.excess_us(sum(r.total_us for r in rows)))
         detail = o.detail
