@@ -23,14 +23,18 @@ from pathlib import Path
 import numpy as np
 
 V2_LITE_PREFILL = Path("forwards/h200/deepseek-v2-lite-prefill")
-V2_LITE_RUN = Path(
-    "h200/deepseek-v2-lite-flashinfer/c1-1k-256"
-)  # the served model and flags the forward used
+# the served model and flags that forward used
+V2_LITE_RUN = Path("h200/deepseek-v2-lite-flashinfer/c1-1k-256")
 V2_LITE_PREFILL_TOKENS = 1024
-DENSE_PREFILL = Path(
-    "forwards/h100/qwen3-8b-eager-prefill"
-)  # Qwen3-8B, H100, flashinfer, --disable-cuda-graph
+# Qwen3-8B, H100, flashinfer, --disable-cuda-graph
+DENSE_PREFILL = Path("forwards/h100/qwen3-8b-eager-prefill")
 DENSE_PREFILL_TOKENS = 128
+DENSE_SCENARIO = {
+    "model": {"name": "qwen3-8b"},
+    "hardware": {"gpu": "h100"},
+    "serving": {"attention_backend": "flashinfer", "disable_cuda_graph": True},
+    "workload": {"dataset": {"kind": "fixed", "input_len": DENSE_PREFILL_TOKENS, "output_len": 2}},
+}
 Q06_DECODE = Path("forwards/h200/qwen3-0.6b-decode")
 Q06_NO_OVERLAP = Path("h200/qwen3-0.6b-no-overlap")
 Q06_POINTS = {1: "c1-128-512", 128: "c128-128-512", 512: "c512-128-512"}  # running requests -> run
@@ -54,50 +58,32 @@ def _one_batch(path: Path) -> dict[tuple[int, int], dict]:
 
 def eager_extend_us_per_kernel(corpus: Path) -> HostCost:
     from simperf.accuracy.corpus import scenario_of
+
+    return _eager_extend(corpus, V2_LITE_PREFILL, V2_LITE_PREFILL_TOKENS, scenario_of(corpus / V2_LITE_RUN))
+
+
+def eager_extend_us_per_kernel_dense(corpus: Path) -> HostCost:
+    from simperf.scenario.models import Scenario
+
+    return _eager_extend(corpus, DENSE_PREFILL, DENSE_PREFILL_TOKENS, Scenario.model_validate(DENSE_SCENARIO))
+
+
+def _eager_extend(corpus: Path, forward: Path, tokens: int, scenario) -> HostCost:
+    """A recorded one_batch prefill's clean latency over the kernels simperf counts in that forward."""
     from simperf.costmodel.step import SGLangStepCost
     from simperf.models.ops import kernels_per_step
     from simperf.pipeline import open_perfdb, resolve
 
-    clean = _one_batch(corpus / V2_LITE_PREFILL / "clean.jsonl")[(1, V2_LITE_PREFILL_TOKENS)]
+    clean = _one_batch(corpus / forward / "clean.jsonl")[(1, tokens)]
     latency_us = float(clean["prefill_latency"]) * 1e6
-    scenario = scenario_of(corpus / V2_LITE_RUN)
     serving, arch, gpu = resolve(scenario)
     db, _ = open_perfdb(scenario, gpu, None, False)
     cost = SGLangStepCost(arch, serving, db, scenario.overheads)
-    ops = cost.extend_ops(np.array([V2_LITE_PREFILL_TOKENS]), np.array([0]))
-    kernels = kernels_per_step(ops, arch)
-    busy = _profiled_busy_us(corpus / V2_LITE_PREFILL / "summary.jsonl", V2_LITE_PREFILL_TOKENS)
+    kernels = kernels_per_step(cost.extend_ops(np.array([tokens]), np.array([0])), arch)
+    busy = _profiled_busy_us(corpus / forward / "summary.jsonl", tokens)
     return HostCost(
         latency_us / kernels,
-        f"{latency_us / 1e3:.2f} ms one_batch prefill of {V2_LITE_PREFILL_TOKENS} tokens / {kernels} kernels "
-        f"(GPU busy {busy / 1e3:.1f} ms in the profiled run)",
-    )
-
-
-def eager_extend_us_per_kernel_dense(corpus: Path) -> HostCost:
-    from simperf.pipeline import predict
-    from simperf.scenario.models import Scenario
-
-    clean = _one_batch(corpus / DENSE_PREFILL / "clean.jsonl")[(1, DENSE_PREFILL_TOKENS)]
-    latency_us = float(clean["prefill_latency"]) * 1e6
-    scenario = Scenario.model_validate(
-        {
-            "model": {"name": "qwen3-8b"},
-            "hardware": {"gpu": "h100"},
-            "serving": {"attention_backend": "flashinfer", "disable_cuda_graph": True},
-            "workload": {"dataset": {"kind": "fixed", "input_len": DENSE_PREFILL_TOKENS, "output_len": 2}},
-        }
-    )
-    cost = predict(scenario).cost
-    kernels = next(
-        r.count
-        for r in cost.breakdown_extend(np.array([DENSE_PREFILL_TOKENS]), np.array([0]))
-        if r.op == "overhead"
-    )
-    busy = _profiled_busy_us(corpus / DENSE_PREFILL / "summary.jsonl", DENSE_PREFILL_TOKENS)
-    return HostCost(
-        latency_us / kernels,
-        f"{latency_us / 1e3:.2f} ms one_batch prefill of {DENSE_PREFILL_TOKENS} tokens / {kernels} kernels "
+        f"{latency_us / 1e3:.2f} ms one_batch prefill of {tokens} tokens / {kernels} kernels "
         f"(GPU busy {busy / 1e3:.1f} ms in the profiled run)",
     )
 

@@ -37,20 +37,13 @@ class StepOverhead:
 
 
 def step_overhead(
-    overheads: Overheads,
-    graph: bool,
-    kernels: int,
-    extend: bool = False,
-    attention_backend: str = "",
-    prefill_graph: bool = True,
-    dense_model: bool = False,
+    overheads: Overheads, graph: bool, kernels: int, extend_host: tuple[float, str] | None = None
 ) -> StepOverhead:
-    """The overhead of one step. `extend`: an extend (prefill) forward, whose host time per kernel was measured on
-    the ground-truth corpus per attention backend (Overheads.extend_launch_us) rather than a bare launch gap;
-    `prefill_graph`: SGLang runs extends with its breakable prefill CUDA graph (False: fully eager, a larger host
-    time per kernel, measured apart for dense models: `dense_model`)."""
-    if extend and not graph:
-        us, field = overheads.extend_launch_us(attention_backend, prefill_graph, dense_model)
+    """The overhead of one step. `extend_host`: for an extend (prefill) forward, its host time per kernel and the
+    Overheads field it comes from (Overheads.extend_launch_us: measured on the ground-truth corpus per attention
+    backend, eager or with SGLang's prefill graph) rather than a bare launch gap."""
+    if extend_host is not None and not graph:
+        us, field = extend_host
         return StepOverhead(
             "eager_launch",
             kernels,

@@ -130,6 +130,12 @@ class SGLangStepCost:
             prefill_graph_max_tokens=prefill_graph_max_tokens,
             dsa_dense_threshold=serving.dsa_dense_prefill_threshold,
         )
+        # an extend's host time per kernel and its Overheads field: fixed by the server (prefill graph or eager) and
+        # the model (a dense one's eager value was measured apart from an MoE / MLA one's)
+        dense = not (arch.is_moe or arch.is_mla)
+        self.extend_host_us_per_kernel = overheads.extend_launch_us(
+            serving.prefill_backend, serving.prefill_cuda_graph, dense
+        )
         self._chosen: dict[tuple[str, tuple[Key, ...]], tuple[Key, OpCurve]] = {}
         self._decode_rows: dict[int, tuple[np.ndarray, int]] = {}
         self._decode: dict[tuple[int, int, bool], tuple[np.ndarray, list[_DecodeAttention]]] = {}
@@ -536,22 +542,9 @@ class SGLangStepCost:
     def _extend_graph(self, num_tokens: int) -> bool:
         return 0 < num_tokens <= self.settings.prefill_graph_max_tokens
 
-    @property
-    def _dense_model(self) -> bool:
-        """Neither MoE nor MLA: the eager extend's host time per kernel measured on a dense model applies."""
-        return not (self.arch.is_moe or self.arch.is_mla)
-
     def _extend_overhead(self, graph: bool, kernels: int) -> StepOverhead:
         """The host time an extend of `kernels` kernels adds (measured per attention backend, eager or not)."""
-        return step_overhead(
-            self.overheads,
-            graph,
-            kernels,
-            True,
-            self.settings.prefill_backend,
-            self.serving.prefill_cuda_graph,
-            self._dense_model,
-        )
+        return step_overhead(self.overheads, graph, kernels, self.extend_host_us_per_kernel)
 
     def _extend_cost(
         self,
@@ -727,15 +720,7 @@ class SGLangStepCost:
     def _overhead_row(
         self, graph: bool, kernels: int, rows: list[BreakdownRow], extend: bool = False
     ) -> BreakdownRow:
-        o = step_overhead(
-            self.overheads,
-            graph,
-            kernels,
-            extend,
-            self.settings.prefill_backend,
-            self.serving.prefill_cuda_graph,
-            self._dense_model,
-        )
+        o = step_overhead(self.overheads, graph, kernels, self.extend_host_us_per_kernel if extend else None)
         paid = float(o.excess_us(sum(r.total_us for r in rows)))
         detail = o.detail
         if not graph:

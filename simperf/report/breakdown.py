@@ -72,8 +72,7 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     representative steps and where each number comes from."""
     o: Overheads = prediction.cost.overheads
     serving = prediction.serving
-    dense = not (prediction.cost.arch.is_moe or prediction.cost.arch.is_mla)
-    field = o.extend_launch_us(serving.prefill_backend, serving.prefill_cuda_graph, dense)[1]
+    field = prediction.cost.extend_host_us_per_kernel[1]
     overlap = "beside the GPU step (overlap scheduler)" if serving.overlap_schedule else "after the GPU step"
     rows = [
         ("ingress_us", "per request, client send -> scheduler", o.ingress_us, o.ingress_us),
