@@ -59,3 +59,24 @@ def test_the_command_reads_gzipped_traces(tmp_path):
     assert row["trace"] == "t.trace.json.gz" and row["gpu_busy_us"] == 20.0 and len(row["top"]) == 1
     bad = CliRunner().invoke(app, ["groundtruth", "trace", str(tmp_path / "missing.json")])
     assert bad.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("cut.json.gz", None),
+        ("list.json", b"[1, 2]"),
+        ("nokey.json", b'{"a": 1}'),
+        ("text.json", b"not json"),
+    ],
+)
+def test_a_file_that_is_not_a_trace_gives_one_error_line(tmp_path, name, content):
+    path = tmp_path / name
+    if content is None:  # a gzip cut short
+        full = gzip.compress(json.dumps({"traceEvents": _events()}).encode())
+        path.write_bytes(full[: len(full) // 2])
+    else:
+        path.write_bytes(content)
+    out = CliRunner().invoke(app, ["groundtruth", "trace", str(path)])
+    assert out.exit_code == 2
+    assert str(path) in out.output and "internal error" not in out.output

@@ -109,8 +109,14 @@ def summarize(events: list[dict[str, Any]], top: int = 25) -> TraceSummary:
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
-    """The events of a chrome trace file (.json or .json.gz)."""
+    """The events of a chrome trace file (.json or .json.gz); ValueError when it is not one."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        data = json.load(f)
-    return data["traceEvents"] if isinstance(data, dict) else data
+    try:
+        with opener(path, "rt") as f:
+            data = json.load(f)
+    except EOFError as e:  # a truncated .gz
+        raise ValueError(f"not a complete trace file ({e})") from None
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+        raise ValueError("not a chrome trace: expected a list of events or an object with 'traceEvents'")
+    return events
