@@ -39,6 +39,26 @@ GPU_MEMORY_DEFAULTS: tuple[tuple[float, int, int, int], ...] = (
     (float("inf"), 16384, 512, 512),
 )
 CUDA_GRAPH_MAX_BS_TP_THRESHOLD = 4
+# Memory each rank's torch.distributed / NCCL / custom all-reduce set-up holds before weights load, beyond what a
+# single-GPU server's holds, by tensor-parallel size: measured from SGLang 0.5.17's own log line "Init torch
+# distributed ends. mem usage=" (srt/distributed/bootstrap.py), on the rank with the least memory left (it sets the
+# pool): 0.09 GiB at TP 1, 1.08 at TP 2, 1.30 at TP 4 (groundtruth/h100/qwen3-8b-tp2 and llama-3.1-8b-tp4,
+# server_facts.json, a 4xH100 host). Larger groups use the TP 4 value (not measured).
+DISTRIBUTED_INIT_EXTRA_MIB: tuple[tuple[int, float], ...] = (
+    (2, (1.08 - 0.09) * 1024),
+    (4, (1.30 - 0.09) * 1024),
+)
+
+
+def distributed_init_extra_mib(tp: int) -> float:
+    """The per-rank memory a TP group's distributed set-up takes beyond TP 1 (0 at TP 1)."""
+    extra = 0.0
+    for size, mib in DISTRIBUTED_INIT_EXTRA_MIB:
+        if tp >= size:
+            extra = mib
+    return extra
+
+
 # srt/server_args.py (0.5.17), the same function's mem_fraction_static: reserved MB = base + per activation token x max(C, min tokens)
 # + TP slack per 8 ranks + graph reserve, at least the floor on GPUs above 60 GiB; graph reserve
 # (ServerArgs.reserve_for_graph_mb) = 2 MB per decode graph batch, + 3 (and 1.5 more above 300) x max_bs x DP under

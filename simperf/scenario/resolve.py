@@ -36,6 +36,7 @@ from simperf.sglang_defaults import (
     RESERVED_MB_PER_8_TP_RANKS,
     RESERVED_MB_PER_ACTIVATION_TOKEN,
     SPECULATIVE_MAX_RUNNING_REQUESTS,
+    distributed_init_extra_mib,
     prefill_cuda_graph_off_reason,
 )
 
@@ -154,7 +155,7 @@ def resolve(
         max_total_tokens = s.max_total_tokens
         notes.append("max_total_tokens given by the user (server log)")
     else:
-        pre_load = gpu.memory_bytes - CUDA_CONTEXT_MIB * MIB
+        pre_load = gpu.memory_bytes - (CUDA_CONTEXT_MIB + distributed_init_extra_mib(s.tp)) * MIB
         weights = arch.weight_bytes_per_rank(layout, weight_dtype)
         rest = pre_load * mem_fraction - weights
         if rest <= 0:
