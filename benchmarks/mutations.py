@@ -27,6 +27,7 @@ GUARDS = (
     "tests/test_costmodel_step.py",
     "tests/test_sim_scheduler.py",
     "tests/test_report_breakdown.py",
+    "tests/test_frontend.py",
 )
 
 
@@ -155,6 +156,13 @@ MUTATIONS = (
         "simperf/scenario/models.py",
         'return self.eager_extend_us_per_kernel, "eager_extend_us_per_kernel"',
         'return self.eager_extend_us_per_kernel * 1.01, "eager_extend_us_per_kernel"',
+    ),
+    Mutation(
+        "api-server-chunk",
+        "API server queue (sim/frontend.py): the time per streamed chunk +1%",
+        "simperf/sim/frontend.py",
+        "self.chunk_s = us_per_chunk * US",
+        "self.chunk_s = us_per_chunk * US * 1.01",
     ),
 )
 

@@ -279,6 +279,9 @@ def nothing_completed(stats: SimStats, n: int) -> str:
     return f"workload: no request completed; {len(stats.rejected)} of {n} were rejected{first}"
 
 
+API_SERVER_PACED = "WARNING: the API server sets the pace"
+
+
 def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, extra_notes):
     if len(requests) and not len(records):
         raise NothingCompleted(nothing_completed(stats, len(requests)))
@@ -296,6 +299,13 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         "Retractions": str(stats.retractions),
         **extra_notes,
     }
+    if stats.frontend_max_wait_s * 1e6 > scenario.overheads.egress_us:
+        notes[API_SERVER_PACED] = (
+            f"streamed chunks queued up to {stats.frontend_max_wait_s * 1e3:.0f} ms for SGLang's API server "
+            f"({scenario.overheads.frontend_us_per_chunk:g} us per chunk, overheads.frontend_us_per_chunk, measured "
+            "on our hosts: 56-116 us; a faster host CPU streams faster), so TPOT and TTFT here follow the host, "
+            "not the GPU (docs/overheads.md)"
+        )
     if directory is None:
         notes["Calibration tables"] = "none (--roofline-only): every kernel time is a roofline estimate"
     if requests.num_capped:

@@ -99,6 +99,15 @@ def test_eager_extend_and_per_request_host_costs_are_the_one_batch_measurements(
     )
 
 
+def test_the_api_server_time_per_chunk_is_the_saturated_runs_measurement():
+    from simperf.accuracy.hostcosts import frontend_us_per_chunk
+
+    measured = frontend_us_per_chunk(CORPUS)
+    assert Overheads().frontend_us_per_chunk == pytest.approx(measured.value_us, abs=0.1), measured.detail
+    # it is the API server that saturates there: the first chunk waits two orders longer than on an idle server
+    assert "first chunk 198 ms" in measured.detail
+
+
 def test_the_eager_prefill_is_host_bound_in_its_profile():
     """Why the eager extend is priced by host time: its kernels keep the GPU busy about a third of the forward."""
     from simperf.groundtruth.trace import read_trace, summarize

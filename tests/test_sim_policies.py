@@ -14,6 +14,7 @@ from simperf.sim.policy import POLICIES, WaitingQueue, make_policy, register_pol
 from simperf.sim.request import RequestTable
 
 QUIET = Overheads(
+    frontend_us_per_chunk=0,
     scheduler_us_per_iteration=0,
     process_us_per_iteration=0,
     process_us_per_running_request=0,

@@ -126,6 +126,9 @@ class RunResult:
     kv_predicted: int | None
     measured_share: float
     wall_s: float
+    api_server_paced: bool = (
+        False  # the prediction warns that SGLang's API server, not the GPU, sets the pace
+    )
 
 
 @dataclass
@@ -290,7 +293,7 @@ def run_dirs(corpus: Path) -> list[Path]:
 
 
 def predict_run(run_dir: Path) -> RunResult:
-    from simperf.pipeline import predict
+    from simperf.pipeline import API_SERVER_PACED, predict
 
     scenario = scenario_of(run_dir)
     bench = _json(run_dir / "bench.json")
@@ -313,6 +316,7 @@ def predict_run(run_dir: Path) -> RunResult:
         kv_predicted=extra.get("kv_capacity_tokens_per_rank"),
         measured_share=float(extra["measured_share"]),
         wall_s=time.perf_counter() - t0,
+        api_server_paced=API_SERVER_PACED in prediction.notes,
     )
 
 
@@ -343,6 +347,8 @@ def diagnosed_group(run: RunResult) -> str:
     """The runs whose large errors have one diagnosed cause simperf does not price, apart from the rest."""
     if run.model == "qwen3-0.6b":
         return "Qwen3-0.6B: the API server saturates"
+    if run.api_server_paced:
+        return "other runs the API server paces (simperf's warning)"
     if run.run.split("/")[-1].startswith("gsp"):
         return "shared-prefix text prompts (gsp)"
     if run.model == "deepseek-v2-lite":

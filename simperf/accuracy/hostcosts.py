@@ -12,6 +12,13 @@ Two of them were measured with SGLang's own `sglang.benchmark.one_batch` beside 
   its forward plus the scheduler's own CPU work; one_batch runs the same forward (CUDA-graph replay, sampling)
   without a scheduler. The served iteration less one_batch's, at 1, 128 and 512 running requests, grows by this
   much per request (least-squares slope).
+
+One was measured on served runs where SGLang's API server, not the GPU, set the pace:
+
+* `frontend_us_per_chunk`: Qwen3-0.6B on the H200 host (groundtruth/plans/h200-host.yaml) decodes faster than one
+  API-server process can stream. At the lowest concurrency where it saturated (128 streams: the first chunk waits
+  ~200 ms between the scheduler and the API server's send, against ~1.3 ms at concurrency 1), every output token
+  is one chunk, so the time per chunk is 1 / the run's output tokens per second.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ DENSE_SCENARIO = {
 Q06_DECODE = Path("forwards/h200/qwen3-0.6b-decode")
 Q06_NO_OVERLAP = Path("h200/qwen3-0.6b-no-overlap")
 Q06_POINTS = {1: "c1-128-512", 128: "c128-128-512", 512: "c512-128-512"}  # running requests -> run
+# the API server saturated: its first chunk's `out` stage ~200 ms (docs/overheads.md), one token per chunk
+FRONTEND_SATURATED_RUN = Path("h200/qwen3-0.6b-flashinfer/c128-128-512")
 
 
 @dataclass(frozen=True)
@@ -108,3 +117,19 @@ def process_us_per_running_request(corpus: Path) -> HostCost:
     slope_ms = float(np.polyfit(xs, ys, 1)[0])
     points = ", ".join(f"{x}: {y:.2f} ms" for x, y in zip(xs, ys, strict=True))
     return HostCost(slope_ms * 1e3, f"served minus one_batch decode iteration by running requests ({points})")
+
+
+def frontend_us_per_chunk(corpus: Path) -> HostCost:
+    from simperf.groundtruth.decompose import run_stages
+
+    run = corpus / FRONTEND_SATURATED_RUN
+    bench = json.loads((run / "bench.json").read_text(encoding="utf-8"))
+    stages = run_stages(run)
+    if stages is None:
+        raise ValueError(f"{run}: no per-request server timestamps")
+    tokens_per_s = float(bench["output_throughput"])
+    return HostCost(
+        1e6 / tokens_per_s,
+        f"{FRONTEND_SATURATED_RUN}: {tokens_per_s:.0f} output tokens/s at {bench['max_concurrency']} streams, "
+        f"first chunk {stages.stages_ms['out']:.0f} ms from processed to sent",
+    )

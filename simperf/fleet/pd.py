@@ -45,8 +45,8 @@ class _PdFleet:
         o = scenario.overheads
         # the prefill server's first token is not streamed to the client; the decode server sees a request when its
         # KV lands, not through the tokenizer (as sim/disagg.py)
-        prefill_overheads = o.model_copy(update={"egress_us": 0.0})
-        decode_overheads = o.model_copy(update={"ingress_us": 0.0})
+        prefill_overheads = o.for_pd_prefill()
+        decode_overheads = o.for_pd_decode()
         seed, ignore_eos = scenario.workload.seed, scenario.workload.ignore_eos
         block_tokens = stream.block_tokens if stream.hashes is not None else None
         self.prefill = [new_simulator(s.group, prefill_overheads, ReplicaSimulator) for s in prefill]

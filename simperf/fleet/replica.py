@@ -27,6 +27,7 @@ import simpy
 from simperf.records import RequestRecords
 from simperf.sim.client import RequestSource
 from simperf.sim.engine import US, Batch, SimStats, Simulator
+from simperf.sim.frontend import FrontEnd
 from simperf.sim.request import RequestTable
 
 # the request count of a replica whose router may still send it requests: its event loop must not end
@@ -41,6 +42,8 @@ class FleetClient(RequestSource):
         self._ready: list[tuple[float, int]] = []  # (time the scheduler can see it, local id)
         self.horizon = 0.0
         self.send_s = np.full(64, math.nan)
+        # the replica's API server (sim/frontend.py): a request routed while it is busy streaming waits its turn
+        self.frontend: FrontEnd | None = None
 
     def push(self, local: int, send_s: float) -> None:
         if send_s < self.horizon:
@@ -51,7 +54,8 @@ class FleetClient(RequestSource):
         if local >= len(self.send_s):
             self.send_s = np.concatenate((self.send_s, np.full(len(self.send_s), math.nan)))
         self.send_s[local] = send_s
-        heapq.heappush(self._ready, (send_s + self._ingress_s, local))
+        handled = send_s if self.frontend is None else self.frontend.backlog_end(send_s)
+        heapq.heappush(self._ready, (handled + self._ingress_s, local))
 
     def pop_ready(self, now: float) -> list[int]:
         out: list[int] = []
@@ -77,6 +81,7 @@ class ReplicaSimulator(Simulator):
         client = FleetClient(self.o.ingress_us * US)
         table = RequestTable([], [], ignore_eos)
         self._prepare(table, client, 0, seed, [] if block_tokens else None, block_tokens)
+        client.frontend = self.frontend
         self.n = _OPEN
         self.pushed = 0
         self.global_ids: list[int] = []

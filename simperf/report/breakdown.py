@@ -77,6 +77,8 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     rows = [
         ("ingress_us", "per request, client send -> scheduler", o.ingress_us, o.ingress_us),
         ("egress_us", "per streamed chunk, processed -> client", o.egress_us, o.egress_us),
+        ("frontend_us_per_chunk", "per streamed chunk, one at a time on the API server", o.frontend_us_per_chunk,
+         o.frontend_us_per_chunk * bs),
         ("scheduler_us_per_iteration", f"per iteration, {overlap}", o.scheduler_us_per_iteration,
          o.scheduler_us_per_iteration),
         ("process_us_per_iteration", f"per iteration, {overlap}", o.process_us_per_iteration,

@@ -367,6 +367,15 @@ class Overheads(_Strict):
         "docs/overheads.md)",
     )
 
+    def for_pd_prefill(self) -> Overheads:
+        """A PD prefill server's costs: its first token is not streamed to the client (the client reads the decode
+        server), so it pays no egress and its API server streams nothing."""
+        return self.model_copy(update={"egress_us": 0.0, "frontend_us_per_chunk": 0.0})
+
+    def for_pd_decode(self) -> Overheads:
+        """A PD decode server's costs: it sees a request when its KV lands, not through the tokenizer."""
+        return self.model_copy(update={"ingress_us": 0.0})
+
     def extend_launch_us(
         self, attention_backend: str, prefill_graph: bool = True, dense_model: bool = False
     ) -> tuple[float, str]:
@@ -381,16 +390,26 @@ class Overheads(_Strict):
         return self.extend_launch_us_per_kernel, "extend_launch_us_per_kernel"
 
     ingress_us: float = Field(
-        default=4281.0,
+        default=4021.0,
         ge=0,
         description="client send -> the scheduler's waiting queue on an idle server: client request set-up, HTTP, "
         "API server, ZMQ, the idle scheduler loop picking it up (measured, median of the concurrency-1 runs)",
     )
     egress_us: float = Field(
-        default=2538.0,
+        default=2467.0,
         ge=0,
         description="a processed batch's token -> the client parsing its chunk: output processing, detokenizer, "
         "API server, HTTP stream (measured, median of the concurrency-1 runs' first chunks)",
+    )
+    frontend_us_per_chunk: float = Field(
+        default=56.1,
+        ge=0,
+        description="the API server's time to write one streamed chunk (one request's output of one iteration): "
+        "chunks queue on its one event loop, so TPOT cannot drop below the streams being served x this, and a "
+        "request sent while the queue is long waits behind it (sim/frontend.py). Measured where SGLang 0.5.17's "
+        "API server saturated at the fewest streams in the corpus: Qwen3-0.6B, 128 streams, H200 host, 1 / "
+        "output tokens per second (docs/overheads.md; 56-116 us on our hosts at 128-512 streams, host CPU "
+        "dependent); 0 turns the queue off",
     )
 
 
@@ -405,6 +424,7 @@ MEASURED_OVERHEADS = frozenset(
         "eager_extend_us_per_kernel",
         "eager_extend_us_per_kernel_dense",
         "process_us_per_running_request",
+        "frontend_us_per_chunk",
     }
 )
 

@@ -19,6 +19,8 @@ import math
 import numpy as np
 import simpy
 
+from simperf.sim.frontend import FrontEnd
+
 # (event to wait on, the time it fires or inf when it waits for another process), or None: nothing will come
 IdleWait = tuple[simpy.Event, float] | None
 
@@ -62,6 +64,8 @@ class Client(RequestSource):
         # scheduler idle for want of a slot waits for this event instead of giving up
         self.shared = False
         self._wake: simpy.Event | None = None
+        # the server's API server (sim/frontend.py): a request sent while it is busy streaming waits its turn
+        self.frontend: FrontEnd | None = None
 
     def _next_send_time(self) -> float:
         if self._next >= self._n:
@@ -82,7 +86,8 @@ class Client(RequestSource):
                 heapq.heappop(self._free_slots)
             idx = self._next
             self.send_s[idx] = send
-            heapq.heappush(self._ready, (send + self._ingress_s, idx))
+            handled = send if self.frontend is None else self.frontend.backlog_end(send)
+            heapq.heappush(self._ready, (handled + self._ingress_s, idx))
             self._next += 1
 
     def pop_ready(self, now: float) -> list[int]:

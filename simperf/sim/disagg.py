@@ -187,8 +187,8 @@ def simulate_disaggregated(
     input_len = np.asarray(input_len, dtype=np.int64)
     # the prefill server's first token is not streamed (the client reads the decode server); the decode server
     # sees requests when their KV lands, not through the tokenizer
-    prefill_overheads = overheads.model_copy(update={"egress_us": 0.0})
-    decode_overheads = overheads.model_copy(update={"ingress_us": 0.0})
+    prefill_overheads = overheads.for_pd_prefill()
+    decode_overheads = overheads.for_pd_decode()
     tail = tail_tokens(input_len, prefill.serving.chunked_prefill_size)
     transfer_s = link_latency_s + tail * prefill.kv_bytes_per_token / link_bytes_per_s
 

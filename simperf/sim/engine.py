@@ -31,6 +31,7 @@ from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.admission import ExtendPlan
 from simperf.sim.client import Client
+from simperf.sim.frontend import FrontEnd
 from simperf.sim.pricing import StepPricer
 from simperf.sim.rank import RankState
 from simperf.sim.request import Request, RequestTable
@@ -54,7 +55,7 @@ PROGRESS_STEPS = 200  # progress reports over a run (on_progress)
 class Batch:
     """An iteration that has been launched; its results are processed (tokens emitted) later."""
 
-    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "prefilled", "timeline", "cpu_reqs")
+    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "prefilled", "timeline", "cpu_reqs", "chunks")
 
     def __init__(self, key: int) -> None:
         self.key = key
@@ -66,12 +67,14 @@ class Batch:
         self.timeline: list[tuple[int, int]] = []  # (rank, timeline index) of decode entries
         # requests whose results the busiest rank's CPU processes one by one (DP ranks process theirs in parallel)
         self.cpu_reqs = 0
+        self.chunks = 0  # streamed chunks its processing sends, one per request that gets a token, all ranks
 
 
 def _record_extend(batch: Batch, rank_id: int, token_reqs: list[int], finished: list[int]) -> None:
     """What an extend's processing owes its requests: a token each, freeing the finished, caching the rest."""
     batch.token_reqs.extend(token_reqs)
     batch.cpu_reqs = max(batch.cpu_reqs, len(token_reqs))
+    batch.chunks += len(token_reqs)
     batch.finished.extend((rank_id, r) for r in finished)
     if len(finished) != len(token_reqs):
         done = set(finished)
@@ -111,6 +114,7 @@ class SimStats:
     extend_tokens: int = 0  # new tokens over all extend batches (rank 0's view under DP)
     decode_rows: int = 0  # Σ batch size over decode iterations
     decode_kv_tokens: float = 0.0  # Σ KV tokens read over decode iterations (per rank)
+    frontend_max_wait_s: float = 0.0  # longest a batch's chunks waited for the API server (sim/frontend.py)
 
     def source_shares(self) -> dict[str, float]:
         total = float(self.time_by_source_us.sum()) or 1.0
@@ -167,6 +171,7 @@ class Simulator:
         table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
         client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
         self._prepare(table, client, n, seed, block_hashes, block_tokens)
+        client.frontend = self.frontend  # a new request waits behind the API server's chunk queue
         env = simpy.Environment()
         self.start(env)
         with _cyclic_gc_paused():
@@ -233,7 +238,9 @@ class Simulator:
         self.pricer = StepPricer(
             self.cost, single_rank=dp == 1, step_log=self._step_log is not None, prebuilt=self.prebuilt
         )
-        self._batch_emit: list[float] = []  # process time of each batch, by key
+        self._batch_emit: list[float] = []  # when each batch's chunks leave the API server, by key
+        # the API server's chunk queue (sim/frontend.py; measured, Overheads.frontend_us_per_chunk)
+        self.frontend = FrontEnd(self.o.frontend_us_per_chunk)
         # time per source, summed on Python floats in the same order as numpy would (copied to stats at the end)
         self._source_us = [0.0] * len(SOURCES)
         self._padded: dict[int, tuple[int, bool]] = {}  # _padded_bs by batch size
@@ -261,6 +268,7 @@ class Simulator:
 
     def _collect(self) -> tuple[RequestRecords, SimStats]:
         self.stats.time_by_source_us = np.asarray(self._source_us)
+        self.stats.frontend_max_wait_s = self.frontend.max_wait_s
         for rank in self.ranks:
             self.stats.retractions += rank.retracted_total
             self.stats.max_kv_used.append(rank.max_used)
@@ -399,28 +407,38 @@ class Simulator:
     def _process(self, batch: Batch, wait_until: float) -> float:
         """process_batch_result: tokens of `batch` reach the detokenizer at the returned time."""
         emit = wait_until + (self.proc_s + self.proc_per_req_s * batch.cpu_reqs)
-        self._batch_emit[batch.key] = emit
+        start, per_chunk_s = self.frontend.stream_span(emit, batch.chunks)
+        sent = start + batch.chunks * per_chunk_s
+        self._batch_emit[batch.key] = sent
         for rank_id, idx in batch.timeline:
-            self.ranks[rank_id].timeline_emit[idx] = emit
-        for rank_id, r in batch.finished:
-            self.finish_s[r] = emit + self.egress_s
+            self.ranks[rank_id].timeline_emit[idx] = sent
+        n_finished = len(batch.finished)
+        for j, (rank_id, r) in enumerate(batch.finished):
+            # a finishing request's last chunk sits somewhere among the batch's chunks: spread evenly, so the client
+            # sees the finishes (and sends the next requests) one by one, as the API server writes them
+            last_chunk_s = start + per_chunk_s * math.ceil((j + 1) * batch.chunks / n_finished)
+            self.finish_s[r] = last_chunk_s + self.egress_s
             self.ranks[rank_id].free(r, finished=True)
-            self.client.release(emit + self.egress_s, r)
+            self.client.release(last_chunk_s + self.egress_s, r)
             self.done += 1
         for rank_id, r in batch.prefilled:
             self.ranks[rank_id].cache_unfinished(r)
         if self.trace is not None:
-            self._trace_processed(batch, emit)
+            self._trace_processed(batch, emit, sent)
         return emit
 
-    def _trace_processed(self, batch: Batch, emit: float) -> None:
+    def _trace_processed(self, batch: Batch, emit: float, sent: float) -> None:
+        queued = f" (API server queue {1e3 * (sent - emit):.3f} ms)" if sent > emit else ""
         for r in batch.token_reqs:
             self.trace.add(
-                r, emit, "token", f"from the extend; reaches the client at {emit + self.egress_s:.6f} s"
+                r,
+                emit,
+                "token",
+                f"from the extend; reaches the client at {sent + self.egress_s:.6f} s{queued}",
             )
         for _, r in batch.finished:
             self.trace.add(
-                r, emit, "finished", f"last token reaches the client at {emit + self.egress_s:.6f} s"
+                r, emit, "finished", f"last token reaches the client at {sent + self.egress_s:.6f} s{queued}"
             )
 
     def _new_batch(self) -> Batch:
@@ -538,6 +556,7 @@ class Simulator:
         if not rank.next_decode_fits():
             self._retract(rank)
         batch.cpu_reqs = max(batch.cpu_reqs, len(rank.running))
+        batch.chunks += len(rank.running)
         t0, finished = rank.advance_decode(1)
         batch.timeline.append((rank.rank_id, t0))
         batch.finished.extend((rank.rank_id, r) for r in finished)
@@ -732,6 +751,15 @@ class Simulator:
         batch = self._new_batch()
         emitted = emits[: k_done - 1] if self.overlap else emits
         n_emitted = len(emitted)
+        chunks = sum(
+            len(rank.running) for rank in ranks
+        )  # every iteration of the run streams one per request
+        batch.chunks = chunks
+        if self.frontend.enabled:
+            # through the API server's queue in order; the run's last iteration goes when `_process` handles the
+            # batch (now, or overlapped with the next launch), which writes its entry again
+            streamed = [self.frontend.stream(e, chunks) for e in emits[: k_done - 1]]
+            emitted = streamed + list(emitted[len(streamed) :])
         for rank in ranks:
             t0, finished = rank.advance_decode(k_done)
             if n_emitted:

@@ -77,6 +77,9 @@ def build_records(
     index = np.repeat(np.asarray(range_starts, dtype=np.int64) - first_of_range, lens)
     index += np.arange(len(index), dtype=np.int64)
     flat = all_emits[index]
+    if done_ids:
+        # a request's last chunk is its finish (the engine spreads a batch's finishes over the API server's writes)
+        flat[np.asarray(offsets[1:], dtype=np.int64) - 1] = finish_s[done_ids]
     if speculative and chunk_tokens:
         num_tokens = np.concatenate(chunk_tokens).astype(np.int64)
     else:

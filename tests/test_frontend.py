@@ -1,0 +1,117 @@
+"""The API server's chunk queue (sim/frontend.py): its contract, and what it does to whole runs on the real cost
+model and shipped tables — it caps the streamed token rate where the GPU outruns one API-server process, it leaves
+an unsaturated run alone, and the decode-segment fast path streams exactly what one iteration at a time does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simperf.pipeline import API_SERVER_PACED, predict
+from simperf.scenario.models import Overheads, Scenario
+from simperf.sim.engine import Simulator
+from simperf.sim.frontend import FrontEnd
+
+US = 1e-6
+
+
+def test_chunks_are_written_one_at_a_time_in_emit_order():
+    fe = FrontEnd(50.0)
+    assert fe.stream(1.0, 10) == pytest.approx(1.0 + 10 * 50 * US)
+    # emitted before the first batch is written: waits for it
+    assert fe.stream(1.0002, 4) == pytest.approx(1.0 + 14 * 50 * US)
+    start, per = fe.stream_span(1.0005, 2)
+    assert start == pytest.approx(1.0 + 14 * 50 * US) and per == pytest.approx(50 * US)
+    # after the queue has drained, a batch starts when it is emitted
+    assert fe.stream(2.0, 1) == pytest.approx(2.0 + 50 * US)
+    assert fe.max_wait_s == pytest.approx((1.0 + 10 * 50 * US) - 1.0002)  # the second batch waited longest
+
+
+def test_a_request_waits_only_for_the_chunks_emitted_before_it():
+    fe = FrontEnd(100.0)
+    fe.stream(1.0, 100)  # written until 1.01
+    fe.stream(1.02, 100)  # written until 1.03
+    assert fe.backlog_end(0.5) == 0.5
+    assert fe.backlog_end(1.005) == pytest.approx(1.01)
+    assert fe.backlog_end(1.015) == 1.015  # the first batch is written; the second was not emitted yet
+    assert fe.backlog_end(1.025) == pytest.approx(1.03)
+
+
+def test_with_no_cost_the_queue_changes_nothing():
+    fe = FrontEnd(0.0)
+    assert not fe.enabled
+    assert fe.stream(3.0, 1000) == 3.0
+    assert fe.backlog_end(3.0) == 3.0
+
+
+def _scenario(concurrency: int, frontend_us: float | None = None) -> Scenario:
+    spec = {
+        "model": {"name": "qwen3-0.6b"},
+        "hardware": {"gpu": "h200"},
+        "serving": {"attention_backend": "flashinfer"},
+        "workload": {
+            "dataset": {"kind": "fixed", "input_len": 128, "output_len": 256},
+            "num_prompts": 2 * concurrency,
+            "max_concurrency": concurrency,
+        },
+    }
+    if frontend_us is not None:
+        spec["overheads"] = {"frontend_us_per_chunk": frontend_us}
+    return Scenario.model_validate(spec)
+
+
+def test_when_the_gpu_outruns_the_api_server_the_token_rate_is_one_chunk_per_cost():
+    """Qwen3-0.6B's decode steps at 256 streams are far shorter than 256 chunks: the API server sets the rate
+    (as on the corpus' H200 host, docs/overheads.md); without the queue the GPU would stream far faster."""
+    cost_us = Overheads().frontend_us_per_chunk
+    queued = predict(_scenario(256))
+    free = predict(_scenario(256, frontend_us=0.0))
+    rate = queued.result["output_throughput"]
+    assert rate == pytest.approx(1e6 / cost_us, rel=0.05)
+    assert free.result["output_throughput"] > 2 * rate
+    assert queued.result["median_tpot_ms"] == pytest.approx(256 * cost_us / 1e3, rel=0.05)
+    assert API_SERVER_PACED in queued.notes
+    assert API_SERVER_PACED not in free.notes
+
+
+def test_an_unsaturated_run_is_unchanged_but_for_one_chunk_time():
+    queued = predict(_scenario(1))
+    free = predict(_scenario(1, frontend_us=0.0))
+    assert queued.result["median_tpot_ms"] == pytest.approx(free.result["median_tpot_ms"], rel=1e-6)
+    added_ms = queued.result["median_ttft_ms"] - free.result["median_ttft_ms"]
+    assert added_ms == pytest.approx(Overheads().frontend_us_per_chunk / 1e3, rel=1e-3)
+    assert API_SERVER_PACED not in queued.notes
+
+
+class _OneIterationAtATime(Simulator):
+    def _decode_segment(self, ranks, max_bs, k_max, c):
+        return super()._decode_segment(ranks, max_bs, 1, c)
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_decode_segments_stream_what_single_iterations_stream(overlap):
+    """Qwen3-8B on an H100 (shipped tables), 64 streams, an API server slow enough (600 us per chunk) that the
+    queue sets the pace: the fast decode-segment branch and one iteration per segment give the same run."""
+    from dataclasses import replace
+
+    from realcost import real_cost, real_setup
+
+    _, serving, _, _ = real_setup("qwen3-8b-h100")
+    serving = replace(serving, overlap_schedule=overlap)
+    overheads = Overheads(frontend_us_per_chunk=600.0)
+    rng = np.random.default_rng(3)
+    n = 96
+    inputs, outputs = rng.integers(100, 2000, n), rng.integers(20, 200, n)
+    arrivals = np.zeros(n)
+    out = []
+    for cls in (Simulator, _OneIterationAtATime):
+        sim = cls(serving, real_cost("qwen3-8b-h100", serving, overheads), overheads)
+        out.append(sim.run(inputs, outputs, arrivals, max_concurrency=64))
+    (fast, fast_stats), (slow, slow_stats) = out
+    for column in ("send_s", "first_token_s", "finish_s", "chunk_time_s"):
+        np.testing.assert_allclose(getattr(fast, column), getattr(slow, column), rtol=1e-9, atol=0)
+    # the queue was in play: chunks waited, and with 64 streams a request's chunks came 64 chunk-times apart
+    assert fast_stats.frontend_max_wait_s > 0.05
+    gaps = np.diff(fast.chunk_time_s[fast.chunk_offsets[10] : fast.chunk_offsets[11]])
+    assert gaps[1:].max() == pytest.approx(64 * 600 * US)
