@@ -7,6 +7,7 @@ import json
 import shutil
 
 import numpy as np
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from simperf.calibrate import sglang_allreduce
@@ -16,8 +17,8 @@ from simperf.scenario.models import Scenario
 
 
 def test_the_h100_table_is_sglangs_all_reduce_timed_by_graph_replay_at_tp2_and_tp4():
-    t = pq.read_table("calibration/h100/allreduce.parquet").to_pydict()
-    assert set(t["backend"]) == {"sglang_custom_ar"}
+    table = pq.read_table("calibration/h100/allreduce.parquet")
+    t = table.filter(pc.equal(table["backend"], "sglang_custom_ar")).to_pydict()
     assert set(t["timing_method"]) == {"cuda_graph_replay"} and set(t["status"]) == {"ok"}
     assert sorted(set(t["group_size"])) == [2, 4]
     for g in (2, 4):

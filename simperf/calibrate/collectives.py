@@ -4,9 +4,12 @@ The runner starts `python -m simperf.calibrate.collectives` with the points on s
 one rank per GPU (torch.multiprocessing), rank 0 prints one `@@ROW <json>` line per finished point. If the
 process group dies mid-way, the runner records the point in flight as failed and starts again after it.
 
-Timing: per size, warm-up then R iterations each bracketed by CUDA events on every rank; a rank's time is
-the median; the row takes the slowest rank's median (the collective ends when the last rank ends), with
-p10/p90 from that rank. message_bytes is the whole tensor, as nccl-tests counts "size" and the perf database's
+Timing: as SGLang's CUDA graphs replay them (the decode step's and the breakable prefill graph's collectives run
+inside a graph, through PyNccl): per size, eager warm-up on a side stream, then `graph_calls` back-to-back calls
+captured into one CUDA graph, replayed R times between CUDA events on every rank; a rank's time is the median per
+call; the row takes the slowest rank's median (the collective ends when the last rank ends), with p10/p90 from that
+rank. (Tables recorded before 2026-11-26 timed eager calls back to back, `nccl_events`: their ~55-70 us floor at
+small sizes was the eager launch path of our hosts, not the collective.) message_bytes is the whole tensor, as nccl-tests counts "size" and the perf database's
 roofline assumes: the all-reduce buffer, the all-gather's gathered output, the reduce-scatter's input, one rank's
 all-to-all send buffer.
 """
@@ -85,12 +88,49 @@ def run_collectives(
         remaining = remaining[1:]
 
 
+def graph_calls(message_bytes: int) -> int:
+    """Collectives captured per graph: one replay far longer than its launch, the large ones' buffers bounded."""
+    if message_bytes <= 1 << 20:
+        return 20
+    if message_bytes <= 64 << 20:
+        return 4
+    return 1
+
+
+def slowest_rank_row(torch: Any, dist: Any, world: int, m: Any, point: Point, device: Any) -> dict | None:
+    """Every rank calls this with its own measurement; rank 0 (the one given `device`) gets the row, timed by the
+    slowest rank (a collective ends when its last rank does), the others None."""
+    from simperf.calibrate.provenance import current_clocks_mhz
+
+    stats = torch.tensor([m.time_us, m.time_us_p10, m.time_us_p90], device="cuda", dtype=torch.float64)
+    gathered = [torch.empty_like(stats) for _ in range(world)]
+    dist.all_gather(gathered, stats)
+    if device is None:
+        return None
+    slowest = max(gathered, key=lambda t: float(t[0])).tolist()
+    sm_clock, mem_clock = current_clocks_mhz(0)
+    return {
+        **point,
+        **device.provenance_columns(),
+        "time_us": slowest[0],
+        "time_us_p10": slowest[1],
+        "time_us_p90": slowest[2],
+        "repeats": m.repeats,
+        "timing_method": m.timing_method,
+        "status": "ok",
+        "error": None,
+        "date": utc_now_iso(),
+        "sm_clock_mhz": sm_clock,
+        "mem_clock_mhz": mem_clock,
+    }
+
+
 def _rank_main(rank: int, world: int, points: list[Point], port: int) -> None:
     import torch
     import torch.distributed as dist
 
-    from simperf.calibrate.provenance import current_clocks_mhz, detect_device
-    from simperf.calibrate.timing import summarize
+    from simperf.calibrate.provenance import detect_device
+    from simperf.calibrate.timing import capture_graph, graph_replay_samples_us, summarize
 
     torch.cuda.set_device(rank)
     dist.init_process_group(
@@ -131,46 +171,22 @@ def _rank_main(rank: int, world: int, points: list[Point], port: int) -> None:
             def launch(x=x, out=out) -> None:
                 dist.all_to_all_single(out, x)
 
-        for _ in range(5):
-            launch()
+        calls = graph_calls(size)
+        graph = capture_graph([launch] * 3, [launch] * calls)  # NCCL sets up its communicator first
+        graph.replay()
         torch.cuda.synchronize()
         est = time.perf_counter()
-        launch()
+        graph.replay()
         torch.cuda.synchronize()
         est_s = time.perf_counter() - est
         repeats = int(min(50, max(10, 0.15 / max(est_s, 1e-6))))
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
         dist.barrier()
-        for i in range(repeats):
-            starts[i].record()
-            launch()
-            ends[i].record()
-        torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends, strict=True)]
-        m = summarize(samples, "nccl_events")
-        stats = torch.tensor([m.time_us, m.time_us_p10, m.time_us_p90], device="cuda", dtype=torch.float64)
-        gathered = [torch.empty_like(stats) for _ in range(world)]
-        dist.all_gather(gathered, stats)
-        if rank == 0:
-            slowest = max(gathered, key=lambda t: float(t[0])).tolist()
-            sm_clock, mem_clock = current_clocks_mhz(0)
-            row = {
-                **point,
-                **device.provenance_columns(),  # type: ignore[union-attr]
-                "time_us": slowest[0],
-                "time_us_p10": slowest[1],
-                "time_us_p90": slowest[2],
-                "repeats": repeats,
-                "timing_method": "nccl_events",
-                "status": "ok",
-                "error": None,
-                "date": utc_now_iso(),
-                "sm_clock_mhz": sm_clock,
-                "mem_clock_mhz": mem_clock,
-            }
+        samples = graph_replay_samples_us(graph, calls, repeats)
+        row = slowest_rank_row(torch, dist, world, summarize(samples, "cuda_graph_replay"), point, device)
+        if row is not None:
             print(ROW_MARKER + json.dumps(row, separators=(",", ":")), flush=True)
-        del x
+        del x, graph
+        torch.cuda.empty_cache()
     dist.destroy_process_group()
 
 

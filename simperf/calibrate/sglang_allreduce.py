@@ -52,8 +52,9 @@ def _rank_main(rank: int, world: int, port: int) -> None:
     import torch.distributed as dist
     from sglang.srt.distributed import parallel_state as ps
 
-    from simperf.calibrate.provenance import current_clocks_mhz, detect_device
-    from simperf.calibrate.timing import summarize
+    from simperf.calibrate.collectives import slowest_rank_row
+    from simperf.calibrate.provenance import detect_device
+    from simperf.calibrate.timing import graph_replay_samples_us, summarize
 
     torch.cuda.set_device(rank)
     ps.set_custom_all_reduce(True)
@@ -82,38 +83,12 @@ def _rank_main(rank: int, world: int, port: int) -> None:
         graph.replay()
         torch.cuda.synchronize()
         dist.barrier()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(REPLAYS)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(REPLAYS)]
-        for i in range(REPLAYS):
-            starts[i].record()
-            graph.replay()
-            ends[i].record()
-        torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) * 1000.0 / calls for s, e in zip(starts, ends, strict=True)]
-        m = summarize(samples, "cuda_graph_replay")
-        stats = torch.tensor([m.time_us, m.time_us_p10, m.time_us_p90], device="cuda", dtype=torch.float64)
-        gathered = [torch.empty_like(stats) for _ in range(world)]
-        dist.all_gather(gathered, stats)
-        if rank == 0:
-            slowest = max(gathered, key=lambda t: float(t[0])).tolist()
-            sm_clock, mem_clock = current_clocks_mhz(0)
-            point = make_point(
-                "allreduce", "sglang_custom_ar", dtype="bf16", group_size=world, message_bytes=size
-            )
-            row = {
-                **point,
-                **device.provenance_columns(),  # type: ignore[union-attr]
-                "time_us": slowest[0],
-                "time_us_p10": slowest[1],
-                "time_us_p90": slowest[2],
-                "repeats": REPLAYS,
-                "timing_method": "cuda_graph_replay",
-                "status": "ok",
-                "error": None,
-                "date": utc_now_iso(),
-                "sm_clock_mhz": sm_clock,
-                "mem_clock_mhz": mem_clock,
-            }
+        samples = graph_replay_samples_us(graph, calls, REPLAYS)
+        point = make_point(
+            "allreduce", "sglang_custom_ar", dtype="bf16", group_size=world, message_bytes=size
+        )
+        row = slowest_rank_row(torch, dist, world, summarize(samples, "cuda_graph_replay"), point, device)
+        if row is not None:
             how = {"message_bytes": size, "method": method or "nccl (in-place)", "communicator": communicator}
             print(ROW_MARKER + json.dumps({"row": row, "how": how}, separators=(",", ":")), flush=True)
         del graph, x

@@ -105,22 +105,41 @@ def time_graph_replay(launchers: Sequence[Launcher], cfg: TimingConfig) -> Measu
     n_sets = len(launchers)
     launches = max(n_sets, min(_MAX_LAUNCHES_PER_GRAPH, math.ceil(_REPLAY_TARGET_US / estimate_us)))
     launches = math.ceil(launches / n_sets) * n_sets
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for launch in launchers:  # warm-up on the capture stream (library handles, workspaces)
-            launch()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(launches):
-            launchers[i % n_sets]()
+    # warm-up on the capture stream (library handles, workspaces), then the launches, cycling through the sets
+    graph = capture_graph(launchers, [launchers[i % n_sets] for i in range(launches)])
     graph.replay()
     graph.replay()
     torch.cuda.synchronize()
     replay_us = estimate_us * launches
     repeats = int(min(cfg.max_repeats, max(cfg.min_repeats, cfg.target_ms * 1000.0 / replay_us)))
+    samples = graph_replay_samples_us(graph, launches, repeats)
+    del graph
+    return summarize(samples, "cuda_graph_replay")
+
+
+def capture_graph(warm_up: Sequence[Launcher], body: Sequence[Launcher]) -> Any:
+    """A CUDA graph of `body`'s launches, after `warm_up`'s run eagerly on a side stream (what capture needs set up
+    first: library handles, workspaces, NCCL communicators)."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for launch in warm_up:
+            launch()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for launch in body:
+            launch()
+    return graph
+
+
+def graph_replay_samples_us(graph: Any, launches: int, repeats: int) -> list[float]:
+    """Per-launch time of each of `repeats` replays of a graph holding `launches` launches, between CUDA events."""
+    import torch
+
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
     for i in range(repeats):
@@ -128,9 +147,7 @@ def time_graph_replay(launchers: Sequence[Launcher], cfg: TimingConfig) -> Measu
         graph.replay()
         ends[i].record()
     torch.cuda.synchronize()
-    samples = [s.elapsed_time(e) * 1000.0 / launches for s, e in zip(starts, ends, strict=True)]
-    del graph
-    return summarize(samples, "cuda_graph_replay")
+    return [s.elapsed_time(e) * 1000.0 / launches for s, e in zip(starts, ends, strict=True)]
 
 
 def time_gpu(launchers: Sequence[Launcher], cfg: TimingConfig) -> Measurement | None:
