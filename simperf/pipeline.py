@@ -302,9 +302,9 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     if stats.frontend_max_wait_s * 1e6 > scenario.overheads.egress_us:
         notes[API_SERVER_PACED] = (
             f"streamed chunks queued up to {stats.frontend_max_wait_s * 1e3:.0f} ms for SGLang's API server "
-            f"({scenario.overheads.frontend_us_per_chunk:g} us per chunk, overheads.frontend_us_per_chunk, measured "
-            "on our hosts: 56-116 us; a faster host CPU streams faster), so TPOT and TTFT here follow the host, "
-            "not the GPU (docs/overheads.md)"
+            f"({scenario.overheads.frontend_us_per_chunk:g} us per chunk, measured on our hosts at 56-116 us; a "
+            "faster host CPU streams faster: --set overheads.frontend_us_per_chunk=US for yours), so TPOT and TTFT "
+            "here follow the host, not the GPU (docs/overheads.md)"
         )
     if directory is None:
         notes["Calibration tables"] = "none (--roofline-only): every kernel time is a roofline estimate"
