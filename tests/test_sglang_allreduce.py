@@ -60,9 +60,16 @@ def test_recording_appends_the_rows_and_says_how_each_size_was_served(tmp_path):
         "date": "2026-11-26T00:00:00Z",
     }
     how = {"message_bytes": 1024, "method": "ca", "communicator": "CustomAllReduceV2"}
-    line = sglang_allreduce.ROW_MARKER + json.dumps({"row": row, "how": how})
-    assert sglang_allreduce.record(["rank log line", line], tmp_path, 2) == 1
+    line = sglang_allreduce.ROW_MARKER + json.dumps({"row": row, "how": how}) + "\n"  # as read from the ranks
+    assert sglang_allreduce.record(["rank log line\n", line], tmp_path, 2) == 1
     table = pq.read_table(tmp_path / "allreduce.parquet").to_pydict()
     assert np.allclose(table["time_us"], [2.0]) and table["backend"] == ["sglang_custom_ar"]
     (written,) = (tmp_path / "runs").glob("*-sglang-allreduce-g2.json")
     assert json.loads(written.read_text())["sizes"] == [how]
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys):
+    assert sglang_allreduce.main(["--group-size", "1", "--out", str(tmp_path)]) == 2
+    assert "at least 2 GPUs" in capsys.readouterr().err
+    assert sglang_allreduce.record(["no rows here\n"], tmp_path, 2) == 0
+    assert not any(tmp_path.iterdir())

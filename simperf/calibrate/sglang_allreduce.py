@@ -21,6 +21,7 @@ Needs SGLang importable (the kit, groundtruth/kit_env.sh) and G GPUs of one host
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import socket
@@ -115,6 +116,8 @@ def record(lines: list[str], out: Path, world: int) -> int:
             journal.append(item["row"])
             how.append(item["how"])
     journal.close()
+    if not how:
+        return 0
     compact(out, journal)
     runs = out / "runs"
     runs.mkdir(parents=True, exist_ok=True)
@@ -134,29 +137,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.rank_process:
         _spawn(args.group_size)
         return 0
+    if args.group_size < 2:
+        print(f"error: --group-size {args.group_size}: an all-reduce needs at least 2 GPUs", file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("sglang") is None:
+        print(
+            "error: SGLang is not importable here (unpack the kit first: groundtruth/kit_env.sh)",
+            file=sys.stderr,
+        )
+        return 2
     import subprocess
 
+    from simperf.progress import bar
+
     env = {**os.environ, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "simperf.calibrate.sglang_allreduce",
-            "--rank-process",
-            "--group-size",
-            str(args.group_size),
-            "--out",
-            str(args.out),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        check=False,
-    )
-    lines = proc.stdout.splitlines()
-    for line in lines:
-        if not line.startswith(ROW_MARKER):
-            print(line)
+    argv_child = [sys.executable, "-m", "simperf.calibrate.sglang_allreduce", "--rank-process"]
+    argv_child += ["--group-size", str(args.group_size), "--out", str(args.out)]
+    lines: list[str] = []
+    with bar(f"SGLang all-reduce, group {args.group_size}", len(MESSAGE_BYTES)) as progress:
+        proc = subprocess.Popen(argv_child, stdout=subprocess.PIPE, text=True, env=env)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith(ROW_MARKER):
+                progress.advance(status=f"{json.loads(line[len(ROW_MARKER) :])['how']['message_bytes']} B")
+            else:
+                print(line, end="")
+        proc.wait()
     n = record(lines, args.out, args.group_size)
     print(
         f"sglang all-reduce, group {args.group_size}: {n} of {len(MESSAGE_BYTES)} sizes recorded (exit {proc.returncode})"
