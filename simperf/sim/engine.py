@@ -438,7 +438,7 @@ class Simulator:
             )
         for _, r in batch.finished:
             self.trace.add(
-                r, emit, "finished", f"last token reaches the client at {sent + self.egress_s:.6f} s{queued}"
+                r, emit, "finished", f"last token reaches the client at {self.finish_s[r]:.6f} s{queued}"
             )
 
     def _new_batch(self) -> Batch:
