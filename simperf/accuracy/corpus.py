@@ -126,9 +126,8 @@ class RunResult:
     kv_predicted: int | None
     measured_share: float
     wall_s: float
-    api_server_paced: bool = (
-        False  # the prediction warns that SGLang's API server, not the GPU, sets the pace
-    )
+    # the prediction warns that SGLang's API server, not the GPU, sets the pace
+    api_server_paced: bool = False
 
 
 @dataclass

@@ -9,8 +9,8 @@ inside a graph, through PyNccl): per size, eager warm-up on a side stream, then 
 captured into one CUDA graph, replayed R times between CUDA events on every rank; a rank's time is the median per
 call; the row takes the slowest rank's median (the collective ends when the last rank ends), with p10/p90 from that
 rank. (Tables recorded before 2026-11-26 timed eager calls back to back, `nccl_events`: their ~55-70 us floor at
-small sizes was the eager launch path of our hosts, not the collective.) message_bytes is the whole tensor, as nccl-tests counts "size" and the perf database's
-roofline assumes: the all-reduce buffer, the all-gather's gathered output, the reduce-scatter's input, one rank's
+small sizes was the eager launch path of our hosts, not the collective.) message_bytes is the whole tensor, as
+nccl-tests counts "size" and the perf database's roofline assumes: the all-reduce buffer, the all-gather's gathered output, the reduce-scatter's input, one rank's
 all-to-all send buffer.
 """
 
@@ -190,22 +190,26 @@ def _rank_main(rank: int, world: int, points: list[Point], port: int) -> None:
     dist.destroy_process_group()
 
 
-def main() -> int:
+def spawn_ranks(rank_main: Callable[..., None], world: int, *args: Any) -> None:
+    """One process per GPU, `rank_main(rank, world, *args, port)`, rendezvous on a free local port."""
     import socket
 
     import torch.multiprocessing as mp
 
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    mp.spawn(rank_main, args=(world, *args, port), nprocs=world, join=True)
+
+
+def main() -> int:
     from simperf.calibrate.runner import SAFE_ENV
 
     os.environ.update(SAFE_ENV)
     points: list[Point] = json.loads(sys.stdin.read())
     if not points:
         return 0
-    world = int(points[0]["group_size"])
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    mp.spawn(_rank_main, args=(world, points, port), nprocs=world, join=True)
+    spawn_ranks(_rank_main, int(points[0]["group_size"]), points)
     return 0
 
 

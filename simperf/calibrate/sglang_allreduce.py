@@ -6,8 +6,8 @@ per `dispatch_custom_allreduce` in device_communicators/custom_all_reduce.py) fo
 (16 MiB, `SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`), NCCL above. The decode step and the breakable prefill graph
 capture these calls inside `graph_capture()`, which registers the graph's buffers with the custom all-reduce. So
 this module does the same: it initialises SGLang's distributed state on every GPU of the group
-(`init_distributed_environment`, `initialize_model_parallel`), captures `CALLS` back-to-back
-`tensor_model_parallel_all_reduce` calls of one bf16 tensor into one CUDA graph, replays it `REPLAYS` times between
+(`init_distributed_environment`, `initialize_model_parallel`), captures `calls_per_graph` back-to-back
+`GroupCoordinator.all_reduce` calls of one bf16 tensor into one CUDA graph, replays it `REPLAYS` times between
 CUDA events, and records the per-call time of the slowest rank (the collective ends when the last rank ends).
 
 Rows go to the perf database as op `allreduce`, backend `sglang_custom_ar` (the key `models.kernels.collective_keys`
@@ -24,16 +24,15 @@ import argparse
 import importlib.util
 import json
 import os
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
+from simperf.calibrate.collectives import ROW_MARKER, spawn_ranks
 from simperf.calibrate.journal import Journal, compact
 from simperf.calibrate.points import make_point
 from simperf.calibrate.provenance import utc_now_iso
 
-ROW_MARKER = "@@ROW "
 MESSAGE_BYTES = [1024 * 2**i for i in range(17)]  # 1 KiB ... 64 MiB: decode's few KiB up to long prefills
 REPLAYS = 30
 
@@ -97,15 +96,6 @@ def _rank_main(rank: int, world: int, port: int) -> None:
     dist.barrier()
 
 
-def _spawn(world: int) -> None:
-    import torch.multiprocessing as mp
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    mp.spawn(_rank_main, args=(world, port), nprocs=world, join=True)
-
-
 def record(lines: list[str], out: Path, world: int) -> int:
     """Append the rows printed by the ranks to `out`'s tables; write how each size was served beside them."""
     journal = Journal(out)
@@ -135,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rank_process:
-        _spawn(args.group_size)
+        spawn_ranks(_rank_main, args.group_size)
         return 0
     if args.group_size < 2:
         print(f"error: --group-size {args.group_size}: an all-reduce needs at least 2 GPUs", file=sys.stderr)

@@ -27,7 +27,6 @@ import simpy
 from simperf.records import RequestRecords
 from simperf.sim.client import RequestSource
 from simperf.sim.engine import US, Batch, SimStats, Simulator
-from simperf.sim.frontend import FrontEnd
 from simperf.sim.request import RequestTable
 
 # the request count of a replica whose router may still send it requests: its event loop must not end
@@ -42,8 +41,6 @@ class FleetClient(RequestSource):
         self._ready: list[tuple[float, int]] = []  # (time the scheduler can see it, local id)
         self.horizon = 0.0
         self.send_s = np.full(64, math.nan)
-        # the replica's API server (sim/frontend.py): a request routed while it is busy streaming waits its turn
-        self.frontend: FrontEnd | None = None
 
     def push(self, local: int, send_s: float) -> None:
         if send_s < self.horizon:
@@ -54,8 +51,7 @@ class FleetClient(RequestSource):
         if local >= len(self.send_s):
             self.send_s = np.concatenate((self.send_s, np.full(len(self.send_s), math.nan)))
         self.send_s[local] = send_s
-        handled = send_s if self.frontend is None else self.frontend.backlog_end(send_s)
-        heapq.heappush(self._ready, (handled + self._ingress_s, local))
+        heapq.heappush(self._ready, (self.handled_s(send_s) + self._ingress_s, local))
 
     def pop_ready(self, now: float) -> list[int]:
         out: list[int] = []

@@ -30,6 +30,12 @@ class RequestSource:
     an idle scheduler sleeps until the next request can reach it, releases and rejections ask nothing back."""
 
     dropped = 0  # requests that will never come (another server rejected them)
+    # the server's API server (sim/frontend.py): a request sent while it is busy streaming waits its turn
+    frontend: FrontEnd | None = None
+
+    def handled_s(self, send_s: float) -> float:
+        """When the API server takes up a request sent at `send_s` (its chunk queue ahead of it drained)."""
+        return send_s if self.frontend is None else self.frontend.backlog_end(send_s)
 
     def next_ready_time(self) -> float:
         raise NotImplementedError
@@ -64,8 +70,6 @@ class Client(RequestSource):
         # scheduler idle for want of a slot waits for this event instead of giving up
         self.shared = False
         self._wake: simpy.Event | None = None
-        # the server's API server (sim/frontend.py): a request sent while it is busy streaming waits its turn
-        self.frontend: FrontEnd | None = None
 
     def _next_send_time(self) -> float:
         if self._next >= self._n:
@@ -86,8 +90,7 @@ class Client(RequestSource):
                 heapq.heappop(self._free_slots)
             idx = self._next
             self.send_s[idx] = send
-            handled = send if self.frontend is None else self.frontend.backlog_end(send)
-            heapq.heappush(self._ready, (handled + self._ingress_s, idx))
+            heapq.heappush(self._ready, (self.handled_s(send) + self._ingress_s, idx))
             self._next += 1
 
     def pop_ready(self, now: float) -> list[int]:
