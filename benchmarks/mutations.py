@@ -28,6 +28,7 @@ GUARDS = (
     "tests/test_sim_scheduler.py",
     "tests/test_report_breakdown.py",
     "tests/test_frontend.py",
+    "tests/test_sim_extend_launch.py",
 )
 
 
@@ -163,6 +164,13 @@ MUTATIONS = (
         "simperf/sim/frontend.py",
         "self.chunk_s = us_per_chunk * US",
         "self.chunk_s = us_per_chunk * US * 1.01",
+    ),
+    Mutation(
+        "extend-launch-cpu",
+        "extend launch (sim/engine.py _launch): the CPU time an extend's launch holds the scheduler +1%",
+        "simperf/sim/engine.py",
+        "else scheduled) + host_us * US",
+        "else scheduled) + host_us * US * 1.01",
     ),
 )
 

@@ -144,3 +144,17 @@ SGLANG_DEVICE_NAMES: dict[str, str] = {
     "h200": "NVIDIA_H200",
     "b200": "NVIDIA_B200",
 }
+
+
+# ---- extend launches that wait for the GPU (docs/overheads.md, "The extend launch") ----------------------------
+# flashinfer's prefill plan() copies its index pointers to the host with a blocking copy: SGLang 0.5.17's own
+# comment on fast_prefill_plan (srt/layers/attention/flashinfer_backend.py) says it "drains the GPU queue every
+# replay", and the flashinfer MLA backend's ragged extend reads `prefix_lens.sum().item()` (flashinfer_mla_backend.py,
+# FlashInferMLAIndicesUpdaterPrefill.update). So an extend's launch on these backends starts only once the GPU has
+# finished the previous iteration. No such copy was found on the other prefill backends' extend path.
+EXTEND_PLAN_DRAINS_GPU_BACKENDS = frozenset({"flashinfer"})
+
+
+def extend_plan_drains_gpu(prefill_backend: str) -> bool:
+    """Whether an extend on this prefill backend waits for the GPU before its kernels are launched."""
+    return prefill_backend in EXTEND_PLAN_DRAINS_GPU_BACKENDS

@@ -64,3 +64,6 @@ class GeneralPathCost:
 
     def decode_steps(self, *args, **kwargs):
         return self._cost.decode_steps(*args, **kwargs)
+
+    def extend_host_us(self, *args, **kwargs):
+        return self._cost.extend_host_us(*args, **kwargs)

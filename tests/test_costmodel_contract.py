@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from simfakes import LinearCost, make_serving
 
-from simperf.costmodel.api import FastStepCost, StepCostModel, is_single_fresh_prompt
+from simperf.costmodel.api import ExtendHostTime, FastStepCost, StepCostModel, is_single_fresh_prompt
 from simperf.costmodel.step import SGLangStepCost
 from simperf.hardware.catalog import get_gpu
 from simperf.models.zoo import load_arch
@@ -93,3 +93,25 @@ def test_the_pricer_uses_fast_forms_only_where_they_apply(qwen_cost):
     mixed = ExtendPlan([0], [512], [0], [True], mixed_decode=True)
     pricer = StepPricer(qwen_cost, single_rank=True, step_log=False, prebuilt=False)
     assert pricer.fresh_prompt([mixed], 3) is None and pricer.fresh_prompt([mixed], 0) is not None
+
+
+def test_an_extend_launch_takes_its_kernels_host_time_and_never_outlasts_its_step(qwen_cost):
+    """ExtendHostTime: kernels x the measured host time per kernel, >= 0, <= the step; the fresh-prompt shortcut
+    gives the general path's number (the bug it guards: a launch priced on one path and not the other)."""
+    assert isinstance(qwen_cost, ExtendHostTime)
+    us_per_kernel = qwen_cost.extend_host_us_per_kernel[0]
+    for ext, pre, dec in EXTEND_BATCHES:
+        host = qwen_cost.extend_host_us(np.array(ext), np.array(pre), dec)
+        step = float(qwen_cost.extend_step(np.array(ext), np.array(pre), dec).sum())
+        assert 0 < host <= step + 1e-9
+        assert host / us_per_kernel == pytest.approx(round(host / us_per_kernel))  # a whole number of kernels
+    fresh = qwen_cost.extend_host_us(np.array([512]), np.array([0]))
+    general = SGLangStepCost(qwen_cost.arch, qwen_cost.serving, qwen_cost.db, qwen_cost.overheads)
+    general._single_fresh_prefill = lambda *args, **kwargs: None
+    general._fresh_prefill = lambda tokens: None
+    assert general.extend_host_us(np.array([512]), np.array([0])) == fresh
+    assert not isinstance(LinearCost(), ExtendHostTime)
+    pricer = StepPricer(LinearCost(), single_rank=True, step_log=False, prebuilt=False)
+    assert pricer.extend_host(np.array([512]), np.array([0]), None, None, None) == 0.0
+    pd_decode = StepPricer(qwen_cost, single_rank=True, step_log=False, prebuilt=True)
+    assert pd_decode.extend_host(np.array([512]), np.array([0]), None, None, None) == 0.0

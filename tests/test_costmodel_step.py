@@ -230,9 +230,9 @@ def test_tabulated_single_request_prefill_equals_the_general_path(llama, tokens)
     assert fast is not None
     general = SGLangStepCost(llama.arch, llama.serving, llama.db, llama.overheads)
     general._single_fresh_prefill = lambda *args, **kwargs: None
-    np.testing.assert_allclose(
-        fast, general._extend_cost(np.array([tokens]), np.array([0]), None), rtol=1e-12
-    )
+    row, kernels = general._extend_cost(np.array([tokens]), np.array([0]), None)
+    np.testing.assert_allclose(fast, row, rtol=1e-12)
+    assert kernels == llama._fresh_kernels  # the launch's host time (extend_host_us) agrees too
 
 
 def test_fresh_prefill_table_is_the_per_length_path_exactly(llama):

@@ -73,6 +73,12 @@ def check_invariants(name: str, case) -> None:
             steps_ok.append(bool((steps.sum(axis=1) > 0).all() and (steps >= 0).all()))
             return steps
 
+        def extend_host_us(self, *args, **kwargs):
+            # ExtendHostTime's contract: the launch takes >= 0 and never outlasts the step it launches
+            host = cost.extend_host_us(*args, **kwargs)
+            steps_ok.append(0 <= host <= float(cost.extend_step(*args, **kwargs).sum()) + 1e-9)
+            return host
+
     observer = lambda ranks: used_ok.append(all(0 <= r.used <= r.capacity for r in ranks))  # noqa: E731
     sim = Simulator(serving, Watched(), serving_overheads(name), kv_observer=observer)
     rec, stats = sim.run(np.asarray(inputs), np.asarray(outputs), arrivals, max_concurrency=concurrency)

@@ -74,6 +74,26 @@ class FastStepCost(Protocol):
         ...
 
 
+@runtime_checkable
+class ExtendHostTime(Protocol):
+    """Optional: how long the host's CPU is busy launching an extend (prefill) forward.
+
+    Contract: >= 0 µs, pure, and no longer than `extend_step` of the same batch (the step cannot end before its last
+    kernel is launched). A cost model without it is simulated with launches that take no CPU time.
+    """
+
+    def extend_host_us(
+        self,
+        extend_lens: np.ndarray,
+        prefix_lens: np.ndarray,
+        decode_kv_lens: np.ndarray | None = None,
+        gathered_rows: int | None = None,
+        gathered_logit_rows: int | None = None,
+    ) -> float:
+        """The CPU time of launching `extend_step`'s batch (same arguments), in µs."""
+        ...
+
+
 def is_single_fresh_prompt(
     extend_lens: Sequence[int], prefix_lens: Sequence[int], decode_rows: int, gathered: bool
 ) -> bool:

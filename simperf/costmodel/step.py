@@ -152,6 +152,9 @@ class SGLangStepCost:
         # fresh_prefill_totals by token count
         self._fresh_totals: dict[int, tuple[float, list[float]]] = {}
         self._fresh_applies: bool | None = None  # _fresh_prefill_applies, once known
+        self._fresh_kernels = (
+            0  # kernels of a single fresh prompt's extend, once _single_fresh_prefill has run
+        )
 
     # ---- the StepCostModel protocol ----------------------------------------------------------------------------
     def extend_step(
@@ -176,6 +179,46 @@ class SGLangStepCost:
         ext = np.ascontiguousarray(extend_lens, dtype=np.int64)
         pre = np.ascontiguousarray(prefix_lens, dtype=np.int64)
         dec = None if decode_kv_lens is None else np.ascontiguousarray(decode_kv_lens, dtype=np.int64)
+        value, _kernels = self._extend_priced(ext, pre, dec, gathered_rows, gathered_logit_rows)
+        return value.copy()
+
+    def extend_host_us(
+        self,
+        extend_lens: np.ndarray,
+        prefix_lens: np.ndarray,
+        decode_kv_lens: np.ndarray | None = None,
+        gathered_rows: int | None = None,
+        gathered_logit_rows: int | None = None,
+    ) -> float:
+        """ExtendHostTime (costmodel.api): the CPU time launching this extend takes — its kernels times the
+        extend host time per kernel measured for this server (Overheads.extend_launch_us) — whatever the GPU does
+        meanwhile. extend_step already lasts at least this long; the scheduler's CPU is busy for it too."""
+        if (
+            is_single_fresh_prompt(
+                extend_lens,
+                prefix_lens,
+                _size(decode_kv_lens),
+                gathered_rows is not None or gathered_logit_rows is not None,
+            )
+            and self._fresh_prefill(int(extend_lens[0])) is not None
+        ):
+            kernels = self._fresh_kernels
+        else:
+            ext = np.ascontiguousarray(extend_lens, dtype=np.int64)
+            pre = np.ascontiguousarray(prefix_lens, dtype=np.int64)
+            dec = None if decode_kv_lens is None else np.ascontiguousarray(decode_kv_lens, dtype=np.int64)
+            _value, kernels = self._extend_priced(ext, pre, dec, gathered_rows, gathered_logit_rows)
+        return kernels * self.extend_host_us_per_kernel[0]
+
+    def _extend_priced(
+        self,
+        ext: np.ndarray,
+        pre: np.ndarray,
+        dec: np.ndarray | None,
+        gathered_rows: int | None,
+        gathered_logit_rows: int | None,
+    ) -> tuple[np.ndarray, int]:
+        """(_extend_cost's per-source row, its kernel count), cached by the batch (do not modify the row)."""
         cache_key = (
             ext.tobytes(),
             pre.tobytes(),
@@ -183,10 +226,9 @@ class SGLangStepCost:
             gathered_rows,
             gathered_logit_rows,
         )
-        value = self._extend.get_or_make(
+        return self._extend.get_or_make(
             cache_key, lambda: self._extend_cost(ext, pre, dec, gathered_rows, gathered_logit_rows)
         )
-        return value.copy()
 
     def decode_steps(self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool) -> np.ndarray:
         if bs < 1 or padded_bs < bs:
@@ -553,10 +595,10 @@ class SGLangStepCost:
         dec: np.ndarray | None,
         gathered: int | None = None,
         gathered_logits: int | None = None,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, int]:
         fast = self._single_fresh_prefill(ext, pre, dec, gathered, gathered_logits)
         if fast is not None:
-            return fast
+            return fast, self._fresh_kernels
         plan = plan_extend(self.arch, self.settings, ext, pre, dec)
         rows_cost, row_kernels = self._rows_cost(
             plan.method, plan.num_tokens, plan.num_logit_rows, gathered, gathered_logits
@@ -588,7 +630,7 @@ class SGLangStepCost:
             )
         overhead = self._extend_overhead(self._extend_graph(plan.num_tokens), kernels)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
-        return out
+        return out, kernels
 
     def _fresh_prefill(self, tokens: int) -> np.ndarray | None:
         """_single_fresh_prefill of one prompt of `tokens` tokens, cached by length (do not modify the result)."""
@@ -653,6 +695,7 @@ class SGLangStepCost:
         rows_cost, row_kernels = self._rows_cost(method, tokens, 1, None, None)
         out = rows_cost + table.cost(tokens, 1)
         kernels = row_kernels + table.kernels + uncosted_kernels_per_step(self.arch)
+        self._fresh_kernels = kernels  # the same for every length (extend_host_us reads it)
         overhead = self._extend_overhead(False, kernels)
         out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
         return out
@@ -725,6 +768,9 @@ class SGLangStepCost:
         detail = o.detail
         if not graph:
             detail += f"; launches take {o.us:.0f} µs, paid only beyond the kernels' own time"
+            if extend:
+                # sim/engine.py _launch: the scheduler's CPU is busy for the whole launch, step time or not
+                detail += " (the scheduler's CPU is busy for all of it)"
         return BreakdownRow(
             name=o.name,
             op="overhead",

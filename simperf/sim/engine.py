@@ -29,6 +29,7 @@ from simperf.radix_cache import RadixCache
 from simperf.records import RequestRecords
 from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
+from simperf.sglang_defaults import extend_plan_drains_gpu
 from simperf.sim.admission import ExtendPlan
 from simperf.sim.client import Client
 from simperf.sim.frontend import FrontEnd
@@ -141,6 +142,7 @@ class Simulator:
         self.proc_per_req_s = overheads.process_us_per_running_request * US
         self.egress_s = overheads.egress_us * US
         self.overlap = serving.overlap_schedule
+        self.extend_drains = extend_plan_drains_gpu(serving.prefill_backend)
         self._kv_observer = kv_observer  # test hook: called with the ranks after every commit
         self._step_log = step_log  # sim.steplog.StepLog: what each iteration ran (simperf validate)
         self.trace = trace  # sim.trace.RequestTrace: the requests followed by --trace-request
@@ -387,20 +389,27 @@ class Simulator:
         return count
 
     # ------------------------------------------------------------------ timing
-    def _launch(self, batch: Batch, step_us: float) -> float:
-        """Launch `batch` at the current CPU time; returns when the CPU starts the next iteration."""
+    def _launch(self, batch: Batch, step_us: float, host_us: float = 0.0) -> float:
+        """Launch `batch` at the current CPU time; returns when the CPU starts the next iteration.
+
+        host_us: the CPU time the launch itself takes (an extend's kernels, ExtendHostTime); the CPU neither
+        receives requests nor processes the previous batch meanwhile. Where the prefill backend's plan copies to
+        the host (`extend_plan_drains_gpu`), that launch first waits for the GPU to finish what is queued.
+        """
         c = self.env.now
         scheduled = c + self.sched_s
         start = max(scheduled, self.gpu_free)
+        launch_end = (start if host_us > 0 and self.extend_drains else scheduled) + host_us * US
+        # step_us >= host_us (ExtendHostTime's contract): the GPU ends after the last launch
         batch.gpu_end_s = start + step_us * US
         self.gpu_free = batch.gpu_end_s
         self.stats.gpu_busy_s += step_us * US
         self.stats.iterations += 1
         if not self.overlap:
             return self._process(batch, batch.gpu_end_s)
-        cpu_next = scheduled
+        cpu_next = launch_end
         if self.pending is not None:
-            cpu_next = self._process(self.pending, max(scheduled, self.pending.gpu_end_s))
+            cpu_next = self._process(self.pending, max(launch_end, self.pending.gpu_end_s))
         self.pending = batch
         return cpu_next
 
@@ -481,12 +490,15 @@ class Simulator:
         batch = self._new_batch()
         work = self._extend_work(plans)
         gathered, gathered_logits = self._gathered_rows(work)
-        step, step_us, slowest = None, 0.0, None
+        step, step_us, slowest, host_us = None, 0.0, None, 0.0
         for item in work:
             rank_cost = self._extend_rank(item, batch, gathered, gathered_logits)
             rank_us = float(rank_cost.sum())
             if step is None or rank_us > step_us:
                 step, step_us, slowest = rank_cost, rank_us, item
+            # each DP rank's own process launches its part; the iteration's CPU waits for the slowest
+            _, _, ext, pre, decode_kv = item
+            host_us = max(host_us, self.pricer.extend_host(ext, pre, decode_kv, gathered, gathered_logits))
         if self._step_log is not None and slowest is not None:
             _, plan, ext, pre, decode_kv = slowest
             self._step_log.extend(
@@ -503,7 +515,7 @@ class Simulator:
         for i, v in enumerate(step.tolist()):
             self._source_us[i] += v
         self._trace_extend(plans, step_us)
-        cpu_next = self._launch(batch, step_us)
+        cpu_next = self._launch(batch, step_us, host_us)
         self._observe()
         return cpu_next
 
@@ -574,7 +586,9 @@ class Simulator:
             source_us[i] += v
         if self.trace is not None:
             self._trace_extend([plan], step_us)
-        cpu_next = self._launch(batch, step_us)
+        ext = np.array(plan.extend_lens, dtype=np.int64)
+        host_us = self.pricer.extend_host(ext, np.zeros(1, dtype=np.int64), None, None, None)
+        cpu_next = self._launch(batch, step_us, host_us)
         self._observe()
         return cpu_next
 

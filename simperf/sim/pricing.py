@@ -12,7 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simperf.costmodel.api import AddBySource, FastStepCost, StepCostModel, is_single_fresh_prompt
+from simperf.costmodel.api import (
+    AddBySource,
+    ExtendHostTime,
+    FastStepCost,
+    StepCostModel,
+    is_single_fresh_prompt,
+)
 from simperf.sim.admission import ExtendPlan
 
 # decode segments up to this many iterations are priced on Python floats, longer ones on arrays: half the
@@ -28,6 +34,8 @@ class StepPricer:
         # a logged step needs the general path's per-rank arrays; a PD decode server runs no prefill forward
         self._fast_fresh = fast if single_rank and not step_log and not prebuilt else None
         self._offsets = np.arange(4096, dtype=np.float64)
+        # a PD decode server's extends are KV arrivals, not forwards: nothing to launch
+        self._host = cost if isinstance(cost, ExtendHostTime) and not prebuilt else None
 
     # ---------------------------------------------------------------- extend
     def fresh_prompt(
@@ -53,6 +61,21 @@ class StepPricer:
         gathered_logit_rows: int | None,
     ) -> np.ndarray:
         return self.cost.extend_step(
+            extend_lens, prefix_lens, decode_kv_lens, gathered_rows, gathered_logit_rows
+        )
+
+    def extend_host(
+        self,
+        extend_lens: np.ndarray,
+        prefix_lens: np.ndarray,
+        decode_kv_lens: np.ndarray | None,
+        gathered_rows: int | None,
+        gathered_logit_rows: int | None,
+    ) -> float:
+        """µs the scheduler's CPU spends launching this extend (0 for a cost model that does not say)."""
+        if self._host is None:
+            return 0.0
+        return self._host.extend_host_us(
             extend_lens, prefix_lens, decode_kv_lens, gathered_rows, gathered_logit_rows
         )
 

@@ -1,0 +1,81 @@
+"""An extend's launch occupies the scheduler's CPU (sim/engine.py `_launch`, docs/simulator.md invariant 9).
+
+SGLang's scheduler launches an extend's kernels from Python: for its host time (the kernels times the measured host
+time per kernel, `ExtendHostTime`) it neither receives requests nor processes the previous batch. With the overlap
+scheduler that delays the previous batch's first tokens by the launch; on flashinfer, whose prefill plan copies to
+the host and so waits for the GPU, the launch starts only after the previous batch's GPU work. Run with the real
+cost model and the shipped H100 tables (Qwen3-8B), against the same costs without a launch time.
+
+The bug this guards: a served c16 V2-Lite wave's first request waited 155 ms for its first token where simperf said
+~120 ms; the first tokens of a batch are processed only after the next batch's eager launch (~58-74 ms) ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from realcost import real_cost, real_setup
+
+from simperf.sim.engine import Simulator
+
+
+class NoLaunchTime:
+    """The same cost model without ExtendHostTime: launches take no CPU time (the simulator before this rule)."""
+
+    def __init__(self, cost) -> None:
+        self._cost = cost
+
+    def extend_step(self, *args, **kwargs):
+        return self._cost.extend_step(*args, **kwargs)
+
+    def decode_steps(self, *args, **kwargs):
+        return self._cost.decode_steps(*args, **kwargs)
+
+
+def first_token_times(serving, cost, overheads) -> np.ndarray:
+    # two 1,024-token prompts; the second reaches the scheduler while the first is being launched
+    records, _ = Simulator(serving, cost, overheads).run(
+        np.array([1024, 1024]), np.array([3, 3]), np.array([0.0, 0.001])
+    )
+    order = np.argsort(records.request_id)
+    return records.chunk_time_s[records.chunk_offsets[:-1]][order]
+
+
+@pytest.mark.parametrize("backend", ["flashinfer", "fa3"])
+def test_the_previous_batch_waits_for_the_next_extends_launch(backend):
+    scenario, resolved, _, _ = real_setup("qwen3-8b-h100")
+    serving = replace(resolved, prefill_backend=backend, overlap_schedule=True)
+    cost = real_cost("qwen3-8b-h100", serving)
+    overheads = scenario.overheads
+    launch_s = cost.extend_host_us(np.array([1024]), np.array([0])) * 1e-6
+    step_s = float(cost.extend_step(np.array([1024]), np.array([0])).sum()) * 1e-6
+    sched_s = overheads.scheduler_us_per_iteration * 1e-6
+    assert launch_s > 0.005 and step_s > launch_s + sched_s  # the case under test: GPU-bound, long launch
+    with_launch = first_token_times(serving, cost, overheads)
+    without = first_token_times(serving, NoLaunchTime(real_cost("qwen3-8b-h100", serving)), overheads)
+    if backend == "flashinfer":
+        # the second launch starts once the first batch's GPU work ends and lasts launch_s
+        delay = launch_s
+    else:
+        # it starts as soon as the CPU is free (after the first launch) and may end before the first batch's GPU
+        delay = max(0.0, sched_s + 2 * launch_s - step_s)
+    assert with_launch[0] - without[0] == pytest.approx(delay, abs=1e-9)
+    # the second request is in the scheduler's queue when the first launch ends, so it is launched right after it
+    # (without a launch time the idle CPU first waited for the first batch's result): no later than before
+    assert with_launch[1] <= without[1] + 1e-9
+
+
+def test_a_request_alone_is_not_delayed_by_its_own_launch():
+    """At concurrency 1 the launch hides inside the step (extend_step already lasts at least the launch): the
+    measured single-request TTFTs the host costs were taken from keep their prediction."""
+    scenario, resolved, _, _ = real_setup("qwen3-8b-h100")
+    serving = replace(resolved, prefill_backend="flashinfer")
+    cost = real_cost("qwen3-8b-h100", serving)
+    args = (np.array([1024]), np.array([3]), np.array([0.0]))
+    alone, _ = Simulator(serving, cost, scenario.overheads).run(*args)
+    bare, _ = Simulator(serving, NoLaunchTime(real_cost("qwen3-8b-h100", serving)), scenario.overheads).run(
+        *args
+    )
+    assert np.array_equal(alone.chunk_time_s, bare.chunk_time_s)
