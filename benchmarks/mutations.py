@@ -29,6 +29,7 @@ GUARDS = (
     "tests/test_report_breakdown.py",
     "tests/test_frontend.py",
     "tests/test_sim_extend_launch.py",
+    "tests/test_sim_tokenize.py",
 )
 
 
@@ -171,6 +172,13 @@ MUTATIONS = (
         "simperf/sim/engine.py",
         "else scheduled) + host_us * US",
         "else scheduled) + host_us * US * 1.01",
+    ),
+    Mutation(
+        "tokenize-prompt",
+        "API server tokenisation (sim/client.py handled_s): the time per text-prompt token +1%",
+        "simperf/sim/client.py",
+        "t = max(t, self._tokenizer_free_s) + prompt_tokens * self.tokenize_s_per_token",
+        "t = max(t, self._tokenizer_free_s) + prompt_tokens * self.tokenize_s_per_token * 1.01",
     ),
 )
 

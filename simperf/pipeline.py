@@ -245,6 +245,7 @@ def predict(
     trace = RequestTrace(frozenset(trace_requests)) if trace_requests else None
     simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log, trace=trace)
     simulator.on_progress = guards.on_progress
+    simulator.text_prompts = not scenario.workload.tokenize_prompt
     if scenario.serving.load_balance_method == "total_requests":
         simulator.balance_by_load = True
     started = time.perf_counter()
@@ -392,6 +393,7 @@ def _predict_disaggregated(
         ignore_eos=scenario.workload.ignore_eos,
         seed=scenario.workload.seed,
         on_progress=guards.on_progress,
+        text_prompts=not scenario.workload.tokenize_prompt,
     )
     wall = time.perf_counter() - started
     stats = dstats.decode

@@ -133,6 +133,16 @@ SCENARIO_CASES = [
         "spec-algorithm", "serving.speculative.algorithm", **{"serving.speculative": {"algorithm": "medusa"}}
     ),  # fmt: skip
     scenario_case("prompts-0", "workload.num_prompts", **{"workload.num_prompts": 0}),
+    scenario_case(
+        "token-ids-shared-prefix",
+        "the shared_prefix dataset's prompts are text",
+        **{
+            "workload.tokenize_prompt": True,
+            "workload.dataset": {"kind": "shared_prefix", "num_groups": 2, "prompts_per_group": 2},
+            "workload.num_prompts": DELETE,
+        },
+    ),
+    scenario_case("token-ids-text", "workload.tokenize_prompt", **{"workload.tokenize_prompt": "maybe"}),
     scenario_case("prompts-negative", "workload.num_prompts", **{"workload.num_prompts": -10}),
     scenario_case(
         "prompts-million",

@@ -108,6 +108,25 @@ def test_the_api_server_time_per_chunk_is_the_saturated_runs_measurement():
     assert "first chunk 198 ms" in measured.detail
 
 
+def test_the_api_servers_tokenisation_is_the_text_prompt_runs_measurement():
+    from simperf.accuracy.hostcosts import tokenize_us_per_prompt_token
+
+    measured = tokenize_us_per_prompt_token(CORPUS)
+    assert Overheads().tokenize_us_per_prompt_token == pytest.approx(measured.value_us, abs=0.01), (
+        measured.detail
+    )
+    # eight servers ran text prompts beside token ids; a text prompt's handling is ~20x a token-id prompt's
+    assert measured.detail.count("tokens") == 8
+
+
+def test_the_corpus_scenarios_say_how_their_prompts_were_sent():
+    from simperf.accuracy.corpus import scenario_of
+
+    ids = scenario_of(CORPUS / "h100/qwen3-8b-flashinfer/c16-1k-512")
+    text = scenario_of(CORPUS / "h100/qwen3-8b-flashinfer/gsp-c16")
+    assert ids.workload.tokenize_prompt and not text.workload.tokenize_prompt
+
+
 def test_the_eager_prefill_is_host_bound_in_its_profile():
     """Why the eager extend is priced by host time: its kernels keep the GPU busy about a third of the forward."""
     from simperf.groundtruth.trace import read_trace, summarize

@@ -238,6 +238,7 @@ def workload_of(run_dir: Path, bench: dict[str, Any]) -> dict[str, Any]:
         "num_prompts": int(bench["completed"]) + int(bench.get("failed") or 0),
         "request_rate": "inf",
         "max_concurrency": concurrency,
+        "tokenize_prompt": "--tokenize-prompt" in (run_dir / "bench_cmd.txt").read_text(encoding="utf-8"),
     }
 
 

@@ -19,6 +19,13 @@ One was measured on served runs where SGLang's API server, not the GPU, set the 
   API-server process can stream. At the lowest concurrency where it saturated (128 streams: the first chunk waits
   ~200 ms between the scheduler and the API server's send, against ~1.3 ms at concurrency 1), every output token
   is one chunk, so the time per chunk is 1 / the run's output tokens per second.
+
+And one from the runs whose prompts are text (the shared-prefix runs; every other run sends token ids with
+bench_serving's `--tokenize-prompt`):
+
+* `tokenize_us_per_prompt_token`: the API server's `api_server` stage (received -> dispatched to the scheduler)
+  of a text prompt, less the same server's median over its token-id runs (the request handling both share), per
+  prompt token; the median over the servers that ran both.
 """
 
 from __future__ import annotations
@@ -132,4 +139,45 @@ def frontend_us_per_chunk(corpus: Path) -> HostCost:
         1e6 / tokens_per_s,
         f"{FRONTEND_SATURATED_RUN}: {tokens_per_s:.0f} output tokens/s at {bench['max_concurrency']} streams, "
         f"first chunk {stages.stages_ms['out']:.0f} ms from processed to sent",
+    )
+
+
+def sends_text(run_dir: Path) -> bool:
+    """Whether a recorded run's client sent text prompts (the API server tokenised them): bench_serving sends
+    token ids only with --tokenize-prompt."""
+    cmd = (run_dir / "bench_cmd.txt").read_text(encoding="utf-8")
+    return "--tokenize-prompt" not in cmd
+
+
+def tokenize_us_per_prompt_token(corpus: Path) -> HostCost:
+    from simperf.groundtruth.decompose import run_stages
+
+    per_server: list[float] = []
+    points: list[str] = []
+    for server in sorted(p for p in corpus.glob("*/*") if p.is_dir() and (p / "server_cmd.txt").exists()):
+        text, ids = [], []
+        for run in sorted(r.parent for r in server.glob("*/requests.parquet")):
+            stages = run_stages(run)
+            if stages is None:
+                continue
+            tokens = _median_input_len(run)
+            (text if sends_text(run) else ids).append((stages.stages_ms["api_server"], tokens))
+        if not text or not ids:
+            continue
+        base_ms = float(np.median([ms for ms, _ in ids]))
+        for ms, tokens in text:
+            per_server.append((ms - base_ms) * 1e3 / tokens)
+            points.append(
+                f"{server.parent.name}/{server.name} {ms:.2f} - {base_ms:.2f} ms over {tokens:.0f} tokens"
+            )
+    if not per_server:
+        raise ValueError(f"{corpus}: no server with both text-prompt and token-id runs")
+    return HostCost(float(np.median(per_server)), "median of " + "; ".join(points))
+
+
+def _median_input_len(run: Path) -> float:
+    import pyarrow.parquet as pq
+
+    return float(
+        np.median(pq.read_table(run / "requests.parquet", columns=["input_len"]).column(0).to_numpy())
     )

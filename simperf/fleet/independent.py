@@ -90,7 +90,9 @@ def _group_for(job: ReplicaJob) -> ServerGroup:
 
 def run_job(job: ReplicaJob) -> ServerOutcome:
     group = _group_for(job)
-    simulator = new_simulator(group, job.scenario.overheads)
+    simulator = new_simulator(
+        group, job.scenario.overheads, text_prompts=not job.scenario.workload.tokenize_prompt
+    )
     records, stats = simulator.run(
         job.input_len,
         job.output_len,

@@ -49,7 +49,10 @@ class _PdFleet:
         decode_overheads = o.for_pd_decode()
         seed, ignore_eos = scenario.workload.seed, scenario.workload.ignore_eos
         block_tokens = stream.block_tokens if stream.hashes is not None else None
-        self.prefill = [new_simulator(s.group, prefill_overheads, ReplicaSimulator) for s in prefill]
+        text = not scenario.workload.tokenize_prompt  # the prefill servers' API servers tokenise text prompts
+        self.prefill = [
+            new_simulator(s.group, prefill_overheads, ReplicaSimulator, text_prompts=text) for s in prefill
+        ]
         for slot, sim in zip(prefill, self.prefill, strict=True):
             sim.open(ignore_eos=ignore_eos, seed=seed + slot.index, block_tokens=block_tokens)
         self.decode = [new_simulator(s.group, decode_overheads, ReplicaSimulator) for s in decode]

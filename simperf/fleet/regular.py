@@ -103,7 +103,12 @@ def _run_coupled(
     block_tokens = stream.block_tokens if stream.hashes is not None else None
     replicas: list[ReplicaSimulator] = []
     for slot in slots:
-        replica = new_simulator(slot.group, overheads, ReplicaSimulator)
+        replica = new_simulator(
+            slot.group,
+            overheads,
+            ReplicaSimulator,
+            text_prompts=not settings.scenario.workload.tokenize_prompt,
+        )
         replica.open(
             ignore_eos=settings.ignore_eos, seed=settings.seed + slot.index, block_tokens=block_tokens
         )

@@ -42,7 +42,7 @@ class FleetClient(RequestSource):
         self.horizon = 0.0
         self.send_s = np.full(64, math.nan)
 
-    def push(self, local: int, send_s: float) -> None:
+    def push(self, local: int, send_s: float, prompt_tokens: int = 0) -> None:
         if send_s < self.horizon:
             # the replica may already have run past this time believing nothing would arrive: a coupling bug
             raise RuntimeError(
@@ -51,7 +51,7 @@ class FleetClient(RequestSource):
         if local >= len(self.send_s):
             self.send_s = np.concatenate((self.send_s, np.full(len(self.send_s), math.nan)))
         self.send_s[local] = send_s
-        heapq.heappush(self._ready, (self.handled_s(send_s) + self._ingress_s, local))
+        heapq.heappush(self._ready, (self.handled_s(send_s, prompt_tokens) + self._ingress_s, local))
 
     def pop_ready(self, now: float) -> list[int]:
         out: list[int] = []
@@ -75,6 +75,8 @@ class ReplicaSimulator(Simulator):
         """Start an empty run; `block_tokens` (when requests carry prefix-block ids) turns the radix cache on."""
         self._ignore_eos = ignore_eos
         client = FleetClient(self.o.ingress_us * US)
+        if self.text_prompts:
+            client.tokenize_s_per_token = self.o.tokenize_us_per_prompt_token * US
         table = RequestTable([], [], ignore_eos)
         self._prepare(table, client, 0, seed, [] if block_tokens else None, block_tokens)
         client.frontend = self.frontend
@@ -98,7 +100,7 @@ class ReplicaSimulator(Simulator):
             self.table.hashes[local] = hashes
         if local >= len(self.finish_s):
             self.finish_s = np.concatenate((self.finish_s, np.full(max(len(self.finish_s), 64), math.nan)))
-        self.client.push(local, send_s)
+        self.client.push(local, send_s, int(input_len))
         self.global_ids.append(global_id)
         self.pushed += 1
 

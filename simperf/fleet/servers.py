@@ -79,8 +79,13 @@ def configure(simulator: Simulator, group: ServerGroup) -> Simulator:
     return simulator
 
 
-def new_simulator(group: ServerGroup, overheads: Overheads, cls: type[Simulator] = Simulator) -> Simulator:
-    return configure(cls(group.serving, group.cost, overheads), group)
+def new_simulator(
+    group: ServerGroup, overheads: Overheads, cls: type[Simulator] = Simulator, *, text_prompts: bool = False
+) -> Simulator:
+    """text_prompts: the requests reach this server as text, which its API server tokenises."""
+    simulator = configure(cls(group.serving, group.cost, overheads), group)
+    simulator.text_prompts = text_prompts
+    return simulator
 
 
 @dataclass(frozen=True)

@@ -74,8 +74,14 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     serving = prediction.serving
     field = prediction.cost.extend_host_us_per_kernel[1]
     overlap = "beside the GPU step (overlap scheduler)" if serving.overlap_schedule else "after the GPU step"
+    text = not prediction.scenario.workload.tokenize_prompt
+    tokenize = "per text-prompt token, one request at a time on the API server" + (
+        "" if text else " (not paid: token ids sent)"
+    )
     rows = [
         ("ingress_us", "per request, client send -> scheduler", o.ingress_us, o.ingress_us),
+        ("tokenize_us_per_prompt_token", tokenize, o.tokenize_us_per_prompt_token,
+         o.tokenize_us_per_prompt_token * tokens if text else 0.0),
         ("egress_us", "per streamed chunk, processed -> client", o.egress_us, o.egress_us),
         ("frontend_us_per_chunk", "per streamed chunk, one at a time on the API server", o.frontend_us_per_chunk,
          o.frontend_us_per_chunk * bs),
@@ -85,8 +91,8 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
          o.process_us_per_iteration),
         ("process_us_per_running_request", f"per request of a batch, {overlap}", o.process_us_per_running_request,
          o.process_us_per_running_request * bs),
-        (field, f"per kernel of an extend ({extend_kernels} here), when the host is slower than its kernels",
-         getattr(o, field), getattr(o, field) * extend_kernels),
+        (field, f"per kernel of an extend ({extend_kernels} here): the scheduler's CPU for all of it, the step only "
+         "when the host is slower than its kernels", getattr(o, field), getattr(o, field) * extend_kernels),
     ]  # fmt: skip
     table = TableData(
         "Host-side costs around the steps (CPU timeline; 'here' = this run's representative decode batch of "

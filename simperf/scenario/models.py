@@ -275,6 +275,12 @@ class WorkloadSpec(_Strict):
     ignore_eos: bool = Field(
         default=True, description="every request generates its output_len (bench_serving)"
     )
+    tokenize_prompt: bool = Field(
+        default=False,
+        description="--tokenize-prompt: the client sends token ids (bench_serving allows it for its random "
+        "dataset only). Otherwise it sends text, which SGLang's API server tokenises one request at a time "
+        "(overheads.tokenize_us_per_prompt_token)",
+    )
 
     @field_validator("request_rate")
     @classmethod
@@ -299,6 +305,17 @@ class WorkloadSpec(_Strict):
                     f"num_prompts ({self.num_prompts}) differs from the {d.kind} dataset's {what} ({count}); "
                     "leave num_prompts out or make them equal"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _token_ids_only_for_generated_prompts(self) -> WorkloadSpec:
+        # bench_serving 0.5.17 asserts `not tokenize_prompt` for its shared-prefix, sharegpt and custom datasets
+        # (benchmark/datasets/*.py): their prompts are text
+        if self.tokenize_prompt and self.dataset.kind in ("shared_prefix", "multi_turn"):
+            raise ValueError(
+                f"tokenize_prompt applies to the random, fixed and trace datasets; the {self.dataset.kind} "
+                "dataset's prompts are text"
+            )
         return self
 
     @property
@@ -395,6 +412,15 @@ class Overheads(_Strict):
         description="client send -> the scheduler's waiting queue on an idle server: client request set-up, HTTP, "
         "API server, ZMQ, the idle scheduler loop picking it up (measured, median of the concurrency-1 runs)",
     )
+    tokenize_us_per_prompt_token: float = Field(
+        default=2.66,
+        ge=0,
+        description="SGLang's API server tokenising a text prompt, per prompt token: on its one event loop, so "
+        "requests sent together are tokenised one after another (workload.tokenize_prompt: false). Measured: the "
+        "received -> dispatched time of the corpus' text-prompt runs less their servers' token-id runs, median "
+        "over 8 servers (1.8-3.7 us; docs/overheads.md), with the word-level tokenizer those servers ran: a "
+        "model's own BPE tokenizer costs differently (--set overheads.tokenize_us_per_prompt_token=US)",
+    )
     egress_us: float = Field(
         default=2467.0,
         ge=0,
@@ -425,6 +451,7 @@ MEASURED_OVERHEADS = frozenset(
         "eager_extend_us_per_kernel_dense",
         "process_us_per_running_request",
         "frontend_us_per_chunk",
+        "tokenize_us_per_prompt_token",
     }
 )
 

@@ -32,10 +32,18 @@ class RequestSource:
     dropped = 0  # requests that will never come (another server rejected them)
     # the server's API server (sim/frontend.py): a request sent while it is busy streaming waits its turn
     frontend: FrontEnd | None = None
+    # its tokenisation of text prompts, per prompt token (0: token ids are sent); one request at a time
+    tokenize_s_per_token = 0.0
+    _tokenizer_free_s = -math.inf
 
-    def handled_s(self, send_s: float) -> float:
-        """When the API server takes up a request sent at `send_s` (its chunk queue ahead of it drained)."""
-        return send_s if self.frontend is None else self.frontend.backlog_end(send_s)
+    def handled_s(self, send_s: float, prompt_tokens: int = 0) -> float:
+        """When the API server has taken up a request sent at `send_s` (its chunk queue ahead of it drained) and
+        tokenised its prompt (after the prompts sent before it). Calls come in send order."""
+        t = send_s if self.frontend is None else self.frontend.backlog_end(send_s)
+        if self.tokenize_s_per_token > 0:
+            t = max(t, self._tokenizer_free_s) + prompt_tokens * self.tokenize_s_per_token
+            self._tokenizer_free_s = t
+        return t
 
     def next_ready_time(self) -> float:
         raise NotImplementedError
@@ -66,6 +74,9 @@ class Client(RequestSource):
         self._ready: list[tuple[float, int]] = []  # (time the scheduler can see it, request index)
         self._next = 0
         self.send_s = np.full(self._n, math.nan)
+        self.prompt_tokens: list[int] | None = (
+            None  # per request, where the API server tokenises (engine.run)
+        )
         # shared with another server (PD disaggregation): slots free when that server finishes a request, so a
         # scheduler idle for want of a slot waits for this event instead of giving up
         self.shared = False
@@ -90,7 +101,8 @@ class Client(RequestSource):
                 heapq.heappop(self._free_slots)
             idx = self._next
             self.send_s[idx] = send
-            heapq.heappush(self._ready, (self.handled_s(send) + self._ingress_s, idx))
+            tokens = 0 if self.prompt_tokens is None else self.prompt_tokens[idx]
+            heapq.heappush(self._ready, (self.handled_s(send, tokens) + self._ingress_s, idx))
             self._next += 1
 
     def pop_ready(self, now: float) -> list[int]:

@@ -180,6 +180,7 @@ def simulate_disaggregated(
     ignore_eos: bool = True,
     seed: int = 0,
     on_progress=None,
+    text_prompts: bool = False,
 ) -> tuple[RequestRecords, DisaggStats]:
     n = len(input_len)
     if n and np.any(np.diff(np.asarray(arrival_s, dtype=np.float64)) < 0):
@@ -195,6 +196,10 @@ def simulate_disaggregated(
     client = Client(arrival_s, max_concurrency, overheads.ingress_us * US)
     client.shared = True
     p_sim = Simulator(prefill.serving, prefill.cost, prefill_overheads)
+    # the prefill server's API server tokenises text prompts on the requests' way in (the decode server's does the
+    # same meanwhile, off the critical path)
+    p_sim.text_prompts = text_prompts
+    p_sim.tokenize_on(client, input_len)
     d_sim = Simulator(decode.serving, decode.cost, decode_overheads)
     d_sim.prebuilt = True
     d_sim.on_progress = on_progress

@@ -150,6 +150,9 @@ class Simulator:
         # PD disaggregation decode server: admitted requests already hold their prompt's KV (shipped from the
         # prefill server), so their "extend" is a PREBUILT batch with no forward pass (docs/serving-model.md §5)
         self.prebuilt = False
+        # the client sends text prompts, which the API server tokenises (workload.tokenize_prompt off); off by
+        # default so that a bare Simulator prices token ids, as the concurrency-1 runs that set ingress_us sent
+        self.text_prompts = False
         self.on_progress = None  # called with (finished, total) every 1/PROGRESS_STEPS of the requests
 
     # ------------------------------------------------------------------ public
@@ -172,6 +175,7 @@ class Simulator:
             raise ValueError("requests must be given in arrival order")
         table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
         client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
+        self.tokenize_on(client, input_len)
         self._prepare(table, client, n, seed, block_hashes, block_tokens)
         client.frontend = self.frontend  # a new request waits behind the API server's chunk queue
         env = simpy.Environment()
@@ -179,6 +183,12 @@ class Simulator:
         with _cyclic_gc_paused():
             env.run()
         return self._collect()
+
+    def tokenize_on(self, client: Client, input_len: np.ndarray) -> None:
+        """Where the client sends text (`text_prompts`), `client` tokenises each prompt on the API server."""
+        if self.text_prompts:
+            client.tokenize_s_per_token = self.o.tokenize_us_per_prompt_token * US
+            client.prompt_tokens = [int(x) for x in input_len]
 
     def setup(
         self,
