@@ -108,6 +108,18 @@ def test_the_api_server_time_per_chunk_is_the_saturated_runs_measurement():
     assert "first chunk 198 ms" in measured.detail
 
 
+def test_the_schedulers_cpu_per_iteration_is_the_overlap_off_runs_measurement():
+    from simperf.accuracy.hostcosts import SCHEDULER_SHARE, cpu_us_per_iteration
+
+    measured = cpu_us_per_iteration(CORPUS)
+    o = Overheads()
+    total = o.scheduler_us_per_iteration + o.process_us_per_iteration
+    assert total == pytest.approx(measured.value_us, abs=0.5), measured.detail
+    assert o.scheduler_us_per_iteration == pytest.approx(SCHEDULER_SHARE * total, abs=0.5)
+    # both hosts' runs: a served iteration well above its GPU step (1.5-2 ms of CPU work in series)
+    assert measured.detail.count("served") == 2
+
+
 def test_the_api_servers_tokenisation_is_the_text_prompt_runs_measurement():
     from simperf.accuracy.hostcosts import tokenize_us_per_prompt_token
 

@@ -20,6 +20,15 @@ One was measured on served runs where SGLang's API server, not the GPU, set the 
   ~200 ms between the scheduler and the API server's send, against ~1.3 ms at concurrency 1), every output token
   is one chunk, so the time per chunk is 1 / the run's output tokens per second.
 
+Two from served runs with the overlap scheduler off, where each decode iteration is its forward plus the
+scheduler's CPU work in series:
+
+* `scheduler_us_per_iteration` + `process_us_per_iteration`: the served decode iteration at one running request
+  (`SGLANG_RECORD_STEP_TIME`, `server_state.json`) less the GPU time of that step as the shipped tables price it
+  (CUDA-graph decode at the run's mid-run KV length) and less one request's `process_us_per_running_request`; the
+  median over the two hosts' runs (Qwen3-0.6B on the H200 host, Llama-3.1-8B on the H100 host). How the sum splits
+  between scheduling (before the launch) and result processing (after it) is not measured: 2 : 1.
+
 And one from the runs whose prompts are text (the shared-prefix runs; every other run sends token ids with
 bench_serving's `--tokenize-prompt`):
 
@@ -181,3 +190,42 @@ def _median_input_len(run: Path) -> float:
     return float(
         np.median(pq.read_table(run / "requests.parquet", columns=["input_len"]).column(0).to_numpy())
     )
+
+
+# overlap scheduler off, one running request: the decode iteration is the forward plus the scheduler's CPU work
+NO_OVERLAP_C1_RUNS = (
+    Path("h200/qwen3-0.6b-no-overlap/c1-128-512"),
+    Path("h100/llama-3.1-8b-no-overlap/c1-1k-256"),
+)
+# the measured sum is split 2 : 1 between scheduling (before the launch) and processing (after it): not measured
+SCHEDULER_SHARE = 2.0 / 3.0
+
+
+def cpu_us_per_iteration(corpus: Path) -> HostCost:
+    """scheduler_us_per_iteration + process_us_per_iteration (see the module docstring)."""
+    from simperf.accuracy.corpus import scenario_of
+    from simperf.costmodel.step import SGLangStepCost
+    from simperf.pipeline import open_perfdb
+    from simperf.scenario.models import Overheads
+    from simperf.scenario.resolve import resolve
+
+    per_request_us = Overheads().process_us_per_running_request
+    values, points = [], []
+    for run in NO_OVERLAP_C1_RUNS:
+        state = json.loads((corpus / run / "server_state.json").read_text(encoding="utf-8"))
+        served_us = float(np.median(state["decode_step_time_s"]["1"])) * 1e6
+        scenario = scenario_of(corpus / run)
+        serving, arch, gpu = resolve(scenario)
+        db, _ = open_perfdb(scenario, gpu)
+        cost = SGLangStepCost(arch, serving, db, scenario.overheads)
+        bench = json.loads((corpus / run / "bench.json").read_text(encoding="utf-8"))
+        kv = (
+            bench["total_input_tokens"] / bench["completed"]
+            + bench["total_output_tokens"] / bench["completed"] / 2
+        )
+        step = cost.decode_steps(1, 1, np.array([kv]), True)[0]
+        # the step's kernels alone: its named overhead (graph replay) is host time the scheduler's share covers
+        gpu_us = float(step.sum())
+        values.append(served_us - gpu_us - per_request_us)
+        points.append(f"{run}: {served_us / 1e3:.3f} ms served - {gpu_us / 1e3:.3f} ms GPU")
+    return HostCost(float(np.median(values)), "median of " + "; ".join(points))
