@@ -24,7 +24,8 @@ Steps, in order (the budget stops starting new points; a later rerun continues):
   3. calibration/grids/issue19_<gpu>_buckets.yaml (decode attention at CUDA-graph bucket batch sizes)
   4. calibration/grids/issue19_<gpu>_keys.yaml, gemm + elementwise
   5. calibration/grids/issue19_<gpu>_gemm_m.yaml (GEMM M between the powers of two)
-  6. H100 only: calibration/grids/issue19_h100_moe.yaml, then issue19_h100_moe_qwen3.yaml (Triton fused MoE)
+  6. calibration/grids/issue19_<gpu>_mha_prefix.yaml (MHA prefill over cached prefixes, every zoo GQA layout)
+  7. H100 only: calibration/grids/issue19_h100_moe.yaml, then issue19_h100_moe_qwen3.yaml (Triton fused MoE)
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def steps(gpu: str) -> list[Step]:
         Step("buckets", f"issue19_{gpu}_buckets", "attn_mla_decode,attn_gqa_decode"),
         Step("keys-gemm-elementwise", f"issue19_{gpu}_keys", "gemm,elementwise"),
         Step("gemm-m", f"issue19_{gpu}_gemm_m", "gemm"),
+        # sixth session: MHA prefill over cached prefixes and short extends for every zoo GQA head layout
+        Step("mha-prefix", f"issue19_{gpu}_mha_prefix", "attn_mha_prefill"),
     ]
     if gpu == "h100":  # the H100 had no Triton fused-MoE rows (the H200 has them for every zoo MoE shape)
         out += [

@@ -433,6 +433,10 @@ class SGLangStepCost:
         for op in ops:
             _, curve = self._resolve(op)
             us, src = curve(**{name: float(v) for name, v in op.axes.items()})
+            if op.floor_axes is not None:
+                floor_us, floor_src = curve(**op.floor_axes)
+                if float(floor_us) > float(us):
+                    us, src = floor_us, floor_src
             out[int(src)] += float(us) * op.count
         return out
 
@@ -748,6 +752,14 @@ class SGLangStepCost:
         key, curve = self._resolve(op)
         axes = {name: float(np.asarray(v).reshape(-1)[0]) for name, v in op.axes.items()}
         t = curve.timing(**axes)
+        if op.floor_axes is not None:
+            floor = curve.timing(**op.floor_axes)
+            if floor.us > t.us:
+                t = dc_replace(
+                    floor,
+                    detail=f"{floor.detail}; its longest request alone (q_len {op.floor_axes['q_len']:g}, kv_len "
+                    f"{op.floor_axes['kv_len']:g}) outlasts the batch's work-equivalent {t.us:.1f} us",
+                )
         return BreakdownRow(
             name=op.name,
             op=op.op,

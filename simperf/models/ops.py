@@ -96,6 +96,9 @@ class OpCall:
     axes: Mapping[str, Any]  # axis values (scalars, or arrays over decode steps)
     count: int
     kernels: int = 1  # CUDA kernels per call, for the eager launch overhead
+    # a ragged extend batch's longest request alone: the call lasts at least as long as at these axes (its CTAs
+    # are the kernel's critical path, however the rest of the batch packs around them); None: no such bound
+    floor_axes: Mapping[str, Any] | None = None
 
     @property
     def key(self) -> dict[str, Any]:
@@ -113,6 +116,9 @@ class AttentionGroup:
     kv_tokens: Any  # sum of KV lengths: rows the MHA path decompresses through kv_b_proj
     context_mean: Any  # mean causal context of a query token (NSA indexer work per query)
     sparse_kv_len: Any  # NSA: mean min(index_topk, context) per query token, as a kv_len axis value
+    # a ragged extend batch's request with the longest KV (ties: the most new tokens), as (q_len, kv_len): its
+    # last query tile streams the most keys, so the kernel takes at least that request's time alone
+    straggler: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -199,7 +205,8 @@ def extend_group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> Attention
     batch's new tokens (B'·q' = Σq) and causal query-key pairs (B'·(q'·p' + q'(q'+1)/2) = Σ q·p + q(q+1)/2), and
     a fresh batch keeps prefix 0 (the uniform batch at the mean query length that this replaces needed a made-up
     prefix to match the pairs, and priced a ragged fresh prefill 50-60% high through the prefix axis).
-    A uniform batch is itself: B' = n, q' = q, p' = p."""
+    A uniform batch is itself: B' = n, q' = q, p' = p. A ragged one also names its straggler (the request with
+    the longest KV): the equivalent batch spreads the work evenly, the kernel does not (docs/costmodel.md)."""
     q = extend.astype(np.float64)
     p = prefix.astype(np.float64)
     sum_q = float(q.sum())
@@ -211,6 +218,10 @@ def extend_group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> Attention
     sparse = float(_sum_min_topk(p, q, topk).sum()) / sum_q if topk else context_mean
     sparse_kv = sparse if topk and sparse < topk - 1e-9 else context_mean
     uniform = bool((q == q[0]).all() and (p == p[0]).all())
+    straggler = None
+    if not uniform:
+        longest = int(np.lexsort((q, p + q))[-1])
+        straggler = (float(q[longest]), float(q[longest] + p[longest]))
     return AttentionGroup(
         batch=int(q.size) if uniform else sum_q / q_eq,
         q_len=q_eq,
@@ -218,6 +229,7 @@ def extend_group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> Attention
         kv_tokens=float((p + q).sum()),
         context_mean=context_mean,
         sparse_kv_len=sparse_kv,
+        straggler=straggler,
     )
 
 
@@ -533,7 +545,9 @@ def attention_ops(
                     page_size=s.page_size,
                 )
                 axes = {"batch": g.batch, "q_len": g.q_len, "kv_len": g.kv_len}
-                ops.append(OpCall("attention" + suffix, "attn_mla_extend", keys, axes, L))
+                ops.append(
+                    OpCall("attention" + suffix, "attn_mla_extend", keys, axes, L, floor_axes=_floor(g))
+                )
         elif method == "sparse":
             ops += _nsa_ops(arch, s, g, H, phase, backends, kv_dtypes, skip_indexer_logits, suffix)
     return ops
@@ -565,7 +579,15 @@ def _mha_prefill_op(
         head_dim_v=d_v,
     )
     axes = {"batch": g.batch, "q_len": g.q_len, "kv_len": g.kv_len}
-    return OpCall("attention" + suffix, "attn_mha_prefill", keys, axes, count)
+    return OpCall("attention" + suffix, "attn_mha_prefill", keys, axes, count, floor_axes=_floor(g))
+
+
+def _floor(g: AttentionGroup) -> dict[str, float] | None:
+    """The axes of a ragged extend group's straggler alone (OpCall.floor_axes), or None."""
+    if g.straggler is None:
+        return None
+    q_len, kv_len = g.straggler
+    return {"batch": 1.0, "q_len": q_len, "kv_len": kv_len}
 
 
 def nsa_padded_heads(heads: int, backend: str, sm_major: int) -> int:

@@ -1,6 +1,7 @@
 """`python -m simperf.perfdb.offgrid`: generate the off-grid set (CPU), time it (GPU), report its error (CPU).
 
     python -m simperf.perfdb.offgrid generate calibration/offgrid/samples.jsonl
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/ragged-extend-dev.jsonl --seed 2026 --ragged-extends 80
     python -m simperf.perfdb.offgrid time calibration/offgrid/samples.jsonl --out results.jsonl [--time-budget-s S]
     python -m simperf.perfdb.offgrid docs [--check]     # regenerate the numbers in docs/accuracy.md, docs/perfdb.md
 
@@ -21,6 +22,18 @@ def _generate(args: argparse.Namespace) -> int:
     from simperf.perfdb.offgrid.io import write_samples
     from simperf.perfdb.offgrid.samples import OFFGRID_SEED, generate, set_header
 
+    if args.ragged_extends:
+        from simperf.perfdb.offgrid.samples import generate_ragged_extends
+
+        if not args.seed or args.seed == OFFGRID_SEED:
+            print("--ragged-extends: give a --seed other than the off-grid set's", file=sys.stderr)
+            return 2
+        samples = generate_ragged_extends(args.ragged_extends, args.seed)
+        header = {"seed": args.seed, "counts": {"extend": args.ragged_extends}, "ragged_share": {"extend": 1.0},
+                  "generator": "simperf.perfdb.offgrid.samples.generate_ragged_extends"}  # fmt: skip
+        write_samples(args.path, header, samples)
+        print(f"{args.path}: {len(samples)} ragged extend samples (a development set)", file=sys.stderr)
+        return 0
     directories = [d for d in (shipped_calibration_dir(g) for g in ("h100", "h200")) if d is not None]
     samples = generate(measured_grid(directories), seed=args.seed or OFFGRID_SEED)
     write_samples(args.path, set_header(args.seed or OFFGRID_SEED), samples)
@@ -54,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     gen = sub.add_parser("generate", help="write the seeded off-grid set (CPU)")
     gen.add_argument("path", type=Path)
     gen.add_argument("--seed", type=int, help="another seed than the fixed one (a new set, not a rerun)")
+    gen.add_argument(
+        "--ragged-extends",
+        type=int,
+        metavar="N",
+        help="only N ragged extend batches: a development set (needs --seed)",
+    )
     tim = sub.add_parser("time", help="time the set on this GPU, resumably (GPU)")
     tim.add_argument("samples", type=Path)
     tim.add_argument("--out", type=Path, required=True, help="results file (appended; rerun continues)")

@@ -6,7 +6,7 @@ whose KV planner is modelled (perfdb/workplan.py: flashinfer MLA) is the curve a
 work-plan factor, which moves it to where the planner's chunks and CTA waves put it (uniform calls between grid
 points and ragged batches alike); the simulator's decode step does not apply that factor yet. Other decode calls
 are priced at their mean KV length, a ragged extend batch as the work-equivalent batch of
-models.ops.extend_group.
+models.ops.extend_group, but no shorter than its longest request alone (the cost model's OpCall.floor_axes).
 """
 
 from __future__ import annotations
@@ -49,6 +49,16 @@ def call_axes(point: dict[str, Any]) -> dict[str, float]:
     return {a: float(point[a]) for a in OP_SPECS[op].axis_columns}
 
 
+def straggler_axes(point: dict[str, Any]) -> dict[str, float] | None:
+    """A ragged extend call's longest request alone, as the cost model bounds the call (OpCall.floor_axes)."""
+    if not (point.get("q_lens") and point["op"] in EXTEND_OPS):
+        return None
+    q = np.asarray(json.loads(point["q_lens"]), dtype=np.int64)
+    kv = np.asarray(json.loads(point["kv_lens"]), dtype=np.int64)
+    straggler = extend_group(q, kv - q, 0).straggler
+    return None if straggler is None else {"batch": 1.0, "q_len": straggler[0], "kv_len": straggler[1]}
+
+
 def decode_kv_lens(point: dict[str, Any]) -> np.ndarray | None:
     """Per-request KV lengths of a decode call (its own for a ragged batch, batch x kv_len for a uniform one);
     None for other calls."""
@@ -64,6 +74,12 @@ def predict(db: PerfDB, point: dict[str, Any]) -> Prediction:
     curve = db.curve(spec.name, {c: point[c] for c in spec.key_columns})
     axes = call_axes(point)
     timing = curve.timing(**axes)
+    floor = straggler_axes(point)
+    if floor is not None:
+        alone = curve.timing(**floor)
+        if alone.us > timing.us:
+            detail = f"{alone.detail}; the longest request alone (models.ops.extend_group's straggler)"
+            return Prediction(alone.us, alone.source, detail, curve.backing, axes)
     kv = decode_kv_lens(point)
     if kv is not None and workplan.planned(curve.op, curve.key):
         us, factor = workplan.planned_us(curve, kv, db.gpu.num_sms)

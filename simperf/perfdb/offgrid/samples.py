@@ -368,6 +368,30 @@ def generate(on_grid: OnGrid | None = None, seed: int = OFFGRID_SEED) -> list[di
     return samples
 
 
+def generate_ragged_extends(count: int, seed: int) -> list[dict[str, Any]]:
+    """A development set apart from the off-grid set: `count` ragged extend batches drawn as the off-grid set draws
+    its ragged extends (`extend_draw`), from another seed, for working on the ragged-extend pricing without
+    looking at the held-out set."""
+    archs = _archs()
+    rng = random.Random(f"{seed}:ragged-extend")
+    samples: list[dict[str, Any]] = []
+    while len(samples) < count:
+        draw = extend_draw(rng, archs, True)
+        if not draw.ragged:  # a draw whose lengths came out equal is uniform: not what this set is for
+            continue
+        samples.append(
+            {
+                "id": len(samples),
+                "category": "extend",
+                "ragged": True,
+                "model": draw.model,
+                "note": draw.note,
+                "point": {**draw.point, "sample": "heldout"},
+            }
+        )
+    return samples
+
+
 def set_header(seed: int = OFFGRID_SEED) -> dict[str, Any]:
     """What a sample file records about how it was drawn."""
     return {"seed": seed, "counts": CATEGORY_COUNTS, "ragged_share": RAGGED_SHARE, "generator": __name__}

@@ -1,0 +1,79 @@
+"""A ragged extend batch lasts at least as long as its longest request alone (models.ops.extend_group's straggler,
+OpCall.floor_axes; docs/costmodel.md).
+
+The work-equivalent uniform batch spreads a ragged batch's causal work evenly over its requests; the kernel does
+not: the request with the longest KV streams the most keys in its last query tile, and nothing else in the batch
+makes that CTA shorter. The bug it guards: on a development set of 53 ragged MHA prefills timed on an H100
+(calibration/offgrid/ragged-extend-dev*.jsonl, seed 2026, apart from the off-grid set) the equivalent batch alone
+was 21% off (median; p90 76%), short ones up to 3x too fast; with the bound 9% (p90 37%).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from realcost import real_cost, real_setup
+
+from simperf.hardware.catalog import get_gpu
+from simperf.models.ops import extend_group
+from simperf.perfdb.db import PerfDB
+from simperf.perfdb.offgrid.io import read_samples
+from simperf.perfdb.offgrid.predict import predict
+from simperf.perfdb.schema import OP_SPECS
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_uniform_batch_has_no_straggler_and_a_ragged_one_names_its_longest_kv():
+    assert extend_group(np.array([512, 512]), np.array([64, 64]), 0).straggler is None
+    ragged = extend_group(np.array([142, 76, 72]), np.array([1124, 0, 4265]), 0)
+    assert ragged.straggler == (72.0, 4337.0)
+    # equal KV: the one with more new tokens (more query tiles against the same keys)
+    assert extend_group(np.array([100, 300]), np.array([200, 0]), 0).straggler == (300.0, 300.0)
+
+
+def test_the_cost_model_prices_a_ragged_prefill_no_shorter_than_its_straggler_alone():
+    # Qwen3-8B on the shipped H100 tables with the flashinfer backend (flashinfer's FA3 prefill, measured with
+    # prefixes and short extends)
+    _, serving, _, _ = real_setup("qwen3-8b-h100")
+    cost = real_cost(
+        "qwen3-8b-h100", replace(serving, prefill_backend="flashinfer", decode_backend="flashinfer")
+    )
+    ext, pre = np.array([142, 76, 83, 60, 72]), np.array([0, 0, 0, 0, 4265])
+    rows = {r.name: r for r in cost.breakdown_extend(ext, pre)}
+    alone = {r.name: r for r in cost.breakdown_extend(np.array([72]), np.array([4265]))}
+    attention = rows["attention"]
+    assert attention.us_per_call == pytest.approx(alone["attention"].us_per_call, rel=1e-9)
+    assert "longest request alone" in attention.detail
+    # the step the simulator takes sums the same op time as the breakdown shows
+    rest = sum(r.total_us for r in rows.values() if r.op != "overhead")
+    step = float(cost.extend_step(ext, pre).sum())
+    assert step == pytest.approx(
+        max(rest, rows["eager_launch"].count * cost.extend_host_us_per_kernel[0]), rel=1e-9
+    )
+    # where the equivalent batch is longer, the bound does not bind
+    even = {r.name: r for r in cost.breakdown_extend(np.array([2048, 1900]), np.array([0, 0]))}
+    assert "longest request alone" not in even["attention"].detail
+
+
+def test_the_off_grid_check_prices_ragged_extends_as_the_cost_model_does():
+    _, samples = read_samples(REPO / "calibration/offgrid/ragged-extend-dev.jsonl")
+    db = PerfDB.load(REPO / "calibration/h100", get_gpu("h100"))
+    bound = 0
+    for sample in samples[:20]:
+        point = sample["point"]
+        q = np.array(json.loads(point["q_lens"]))
+        kv = np.array(json.loads(point["kv_lens"]))
+        group = extend_group(q, kv - q, 0)
+        got = predict(db, point).us
+        spec = OP_SPECS[point["op"]]
+        curve = db.curve(spec.name, {c: point[c] for c in spec.key_columns})
+        equivalent = curve.timing(batch=group.batch, q_len=group.q_len, kv_len=group.kv_len).us
+        alone = curve.timing(batch=1.0, q_len=group.straggler[0], kv_len=group.straggler[1]).us
+        assert got == pytest.approx(max(equivalent, alone), rel=1e-9)
+        bound += alone > equivalent
+    assert bound > 0  # the set exercises the bound
