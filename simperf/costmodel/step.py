@@ -152,9 +152,8 @@ class SGLangStepCost:
         # fresh_prefill_totals by token count
         self._fresh_totals: dict[int, tuple[float, list[float]]] = {}
         self._fresh_applies: bool | None = None  # _fresh_prefill_applies, once known
-        self._fresh_kernels = (
-            0  # kernels of a single fresh prompt's extend, once _single_fresh_prefill has run
-        )
+        # kernels of a single fresh prompt's extend (the same for every length), once _single_fresh_prefill has run
+        self._fresh_kernels = 0
 
     # ---- the StepCostModel protocol ----------------------------------------------------------------------------
     def extend_step(
@@ -167,19 +166,9 @@ class SGLangStepCost:
     ) -> np.ndarray:
         """gathered_rows / gathered_logit_rows: under DP attention, the token rows and logit rows of all DP ranks
         together this step (the MLP/MoE, the gathers and the LM head run on them); default: DP x this rank's."""
-        if is_single_fresh_prompt(
-            extend_lens,
-            prefix_lens,
-            _size(decode_kv_lens),
-            gathered_rows is not None or gathered_logit_rows is not None,
-        ):
-            fresh = self._fresh_prefill(int(extend_lens[0]))
-            if fresh is not None:
-                return fresh.copy()
-        ext = np.ascontiguousarray(extend_lens, dtype=np.int64)
-        pre = np.ascontiguousarray(prefix_lens, dtype=np.int64)
-        dec = None if decode_kv_lens is None else np.ascontiguousarray(decode_kv_lens, dtype=np.int64)
-        value, _kernels = self._extend_priced(ext, pre, dec, gathered_rows, gathered_logit_rows)
+        value, _kernels = self._extend_row(
+            extend_lens, prefix_lens, decode_kv_lens, gathered_rows, gathered_logit_rows
+        )
         return value.copy()
 
     def extend_host_us(
@@ -193,22 +182,34 @@ class SGLangStepCost:
         """ExtendHostTime (costmodel.api): the CPU time launching this extend takes — its kernels times the
         extend host time per kernel measured for this server (Overheads.extend_launch_us) — whatever the GPU does
         meanwhile. extend_step already lasts at least this long; the scheduler's CPU is busy for it too."""
-        if (
-            is_single_fresh_prompt(
-                extend_lens,
-                prefix_lens,
-                _size(decode_kv_lens),
-                gathered_rows is not None or gathered_logit_rows is not None,
-            )
-            and self._fresh_prefill(int(extend_lens[0])) is not None
-        ):
-            kernels = self._fresh_kernels
-        else:
-            ext = np.ascontiguousarray(extend_lens, dtype=np.int64)
-            pre = np.ascontiguousarray(prefix_lens, dtype=np.int64)
-            dec = None if decode_kv_lens is None else np.ascontiguousarray(decode_kv_lens, dtype=np.int64)
-            _value, kernels = self._extend_priced(ext, pre, dec, gathered_rows, gathered_logit_rows)
+        _value, kernels = self._extend_row(
+            extend_lens, prefix_lens, decode_kv_lens, gathered_rows, gathered_logit_rows
+        )
         return kernels * self.extend_host_us_per_kernel[0]
+
+    def _extend_row(
+        self,
+        extend_lens: np.ndarray,
+        prefix_lens: np.ndarray,
+        decode_kv_lens: np.ndarray | None,
+        gathered_rows: int | None,
+        gathered_logit_rows: int | None,
+    ) -> tuple[np.ndarray, int]:
+        """(per-source row, kernel count) of an extend: a single fresh prompt from its per-length table where that
+        applies, any other batch from the general path (cached); do not modify the row."""
+        if is_single_fresh_prompt(
+            extend_lens,
+            prefix_lens,
+            _size(decode_kv_lens),
+            gathered_rows is not None or gathered_logit_rows is not None,
+        ):
+            fresh = self._fresh_prefill(int(extend_lens[0]))
+            if fresh is not None:
+                return fresh, self._fresh_kernels
+        ext = np.ascontiguousarray(extend_lens, dtype=np.int64)
+        pre = np.ascontiguousarray(prefix_lens, dtype=np.int64)
+        dec = None if decode_kv_lens is None else np.ascontiguousarray(decode_kv_lens, dtype=np.int64)
+        return self._extend_priced(ext, pre, dec, gathered_rows, gathered_logit_rows)
 
     def _extend_priced(
         self,
