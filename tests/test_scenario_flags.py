@@ -167,6 +167,12 @@ def test_validation_errors_name_the_flag_that_set_the_field():
         scenario_from_command_line([*QWEN_FLAGS, "--page-size", "0"])
 
 
+def test_tokenize_prompt_says_the_client_sends_token_ids():
+    # bench_serving's default: text
+    assert not scenario_from_command_line(QWEN_FLAGS).scenario.workload.tokenize_prompt
+    assert scenario_from_command_line([*QWEN_FLAGS, "--tokenize-prompt"]).scenario.workload.tokenize_prompt
+
+
 def test_ignored_flags_are_accepted_and_reported():
     settings = parse_flags(["--host", "0.0.0.0", "--port", "30000", "--trust-remote-code", "--tp", "2"])
     assert (

@@ -98,6 +98,12 @@ FLAGS: tuple[Flag, ...] = (
     _client("--seed", "workload.seed", "random seed", _int),
     _client("--warmup-requests", "workload.warmup_requests", "warm-up requests before the run", _int),
     _client("--disable-ignore-eos", None, "let requests stop at EOS (simperf: ignore_eos false)", None),
+    _client(
+        "--tokenize-prompt",
+        "workload.tokenize_prompt",
+        "send token ids (random dataset): the API server does not tokenise the prompts",
+        None,
+    ),
     _client("--use-trace-timestamps", None, "replay the trace's arrival times", None),
     _client("--mooncake-slowdown-factor", "workload.dataset.time_scale", "stretch trace time", _float),
     _client("--gsp-num-groups", "workload.dataset.num_groups", "shared-prefix groups", _int),
