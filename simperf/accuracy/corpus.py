@@ -238,7 +238,7 @@ def workload_of(run_dir: Path, bench: dict[str, Any]) -> dict[str, Any]:
         "num_prompts": int(bench["completed"]) + int(bench.get("failed") or 0),
         "request_rate": "inf",
         "max_concurrency": concurrency,
-        "tokenize_prompt": "--tokenize-prompt" in (run_dir / "bench_cmd.txt").read_text(encoding="utf-8"),
+        "tokenize_prompt": not sends_text(run_dir),
     }
 
 
@@ -253,6 +253,12 @@ def _bench_flags(cmd: str) -> dict[str, str]:
         else:
             i += 1
     return out
+
+
+def sends_text(run_dir: Path) -> bool:
+    """Whether a recorded run's client sent text prompts (the API server tokenised them): bench_serving sends
+    token ids only with --tokenize-prompt."""
+    return "--tokenize-prompt" not in (run_dir / "bench_cmd.txt").read_text(encoding="utf-8")
 
 
 def scenario_of(run_dir: Path) -> Scenario:

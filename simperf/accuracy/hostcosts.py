@@ -151,14 +151,8 @@ def frontend_us_per_chunk(corpus: Path) -> HostCost:
     )
 
 
-def sends_text(run_dir: Path) -> bool:
-    """Whether a recorded run's client sent text prompts (the API server tokenised them): bench_serving sends
-    token ids only with --tokenize-prompt."""
-    cmd = (run_dir / "bench_cmd.txt").read_text(encoding="utf-8")
-    return "--tokenize-prompt" not in cmd
-
-
 def tokenize_us_per_prompt_token(corpus: Path) -> HostCost:
+    from simperf.accuracy.corpus import sends_text
     from simperf.groundtruth.decompose import run_stages
 
     per_server: list[float] = []

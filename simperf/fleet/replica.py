@@ -75,8 +75,7 @@ class ReplicaSimulator(Simulator):
         """Start an empty run; `block_tokens` (when requests carry prefix-block ids) turns the radix cache on."""
         self._ignore_eos = ignore_eos
         client = FleetClient(self.o.ingress_us * US)
-        if self.text_prompts:
-            client.tokenize_s_per_token = self.o.tokenize_us_per_prompt_token * US
+        self.tokenize_on(client)  # each push brings its prompt's length
         table = RequestTable([], [], ignore_eos)
         self._prepare(table, client, 0, seed, [] if block_tokens else None, block_tokens)
         client.frontend = self.frontend

@@ -546,7 +546,9 @@ def attention_ops(
                 )
                 axes = {"batch": g.batch, "q_len": g.q_len, "kv_len": g.kv_len}
                 ops.append(
-                    OpCall("attention" + suffix, "attn_mla_extend", keys, axes, L, floor_axes=_floor(g))
+                    OpCall(
+                        "attention" + suffix, "attn_mla_extend", keys, axes, L, floor_axes=straggler_axes(g)
+                    )
                 )
         elif method == "sparse":
             ops += _nsa_ops(arch, s, g, H, phase, backends, kv_dtypes, skip_indexer_logits, suffix)
@@ -579,10 +581,10 @@ def _mha_prefill_op(
         head_dim_v=d_v,
     )
     axes = {"batch": g.batch, "q_len": g.q_len, "kv_len": g.kv_len}
-    return OpCall("attention" + suffix, "attn_mha_prefill", keys, axes, count, floor_axes=_floor(g))
+    return OpCall("attention" + suffix, "attn_mha_prefill", keys, axes, count, floor_axes=straggler_axes(g))
 
 
-def _floor(g: AttentionGroup) -> dict[str, float] | None:
+def straggler_axes(g: AttentionGroup) -> dict[str, float] | None:
     """The axes of a ragged extend group's straggler alone (OpCall.floor_axes), or None."""
     if g.straggler is None:
         return None

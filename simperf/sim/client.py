@@ -74,9 +74,8 @@ class Client(RequestSource):
         self._ready: list[tuple[float, int]] = []  # (time the scheduler can see it, request index)
         self._next = 0
         self.send_s = np.full(self._n, math.nan)
-        self.prompt_tokens: list[int] | None = (
-            None  # per request, where the API server tokenises (engine.run)
-        )
+        # per request, where the API server tokenises (Simulator.tokenize_on)
+        self.prompt_tokens: list[int] | None = None
         # shared with another server (PD disaggregation): slots free when that server finishes a request, so a
         # scheduler idle for want of a slot waits for this event instead of giving up
         self.shared = False

@@ -31,7 +31,7 @@ from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sglang_defaults import extend_plan_drains_gpu
 from simperf.sim.admission import ExtendPlan
-from simperf.sim.client import Client
+from simperf.sim.client import Client, RequestSource
 from simperf.sim.frontend import FrontEnd
 from simperf.sim.pricing import StepPricer
 from simperf.sim.rank import RankState
@@ -184,11 +184,13 @@ class Simulator:
             env.run()
         return self._collect()
 
-    def tokenize_on(self, client: Client, input_len: np.ndarray) -> None:
-        """Where the client sends text (`text_prompts`), `client` tokenises each prompt on the API server."""
+    def tokenize_on(self, client: RequestSource, input_len: np.ndarray | None = None) -> None:
+        """Where the client sends text (`text_prompts`), `client` tokenises each prompt on the API server
+        (`input_len`: the prompts' lengths, for a client that does not get them with each request)."""
         if self.text_prompts:
             client.tokenize_s_per_token = self.o.tokenize_us_per_prompt_token * US
-            client.prompt_tokens = [int(x) for x in input_len]
+            if input_len is not None:
+                client.prompt_tokens = [int(x) for x in input_len]
 
     def setup(
         self,

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from simperf.models.ops import extend_group
+from simperf.models.ops import AttentionGroup, extend_group, straggler_axes
 from simperf.perfdb import workplan
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.schema import OP_SPECS
@@ -35,28 +35,25 @@ class Prediction:
     axes: dict[str, float]  # where the curve was evaluated
 
 
-def call_axes(point: dict[str, Any]) -> dict[str, float]:
-    """The axes the cost model evaluates for this call: its own, or those of its ragged batch's stand-in."""
-    op = point["op"]
-    if point.get("q_lens") and op in EXTEND_OPS:
-        q = np.asarray(json.loads(point["q_lens"]), dtype=np.int64)
-        kv = np.asarray(json.loads(point["kv_lens"]), dtype=np.int64)
-        group = extend_group(q, kv - q, 0)
-        return {"batch": float(group.batch), "q_len": float(group.q_len), "kv_len": float(group.kv_len)}
-    if point.get("kv_lens"):
-        kv = json.loads(point["kv_lens"])
-        return {"batch": float(len(kv)), "kv_len": float(sum(kv)) / len(kv)}
-    return {a: float(point[a]) for a in OP_SPECS[op].axis_columns}
-
-
-def straggler_axes(point: dict[str, Any]) -> dict[str, float] | None:
-    """A ragged extend call's longest request alone, as the cost model bounds the call (OpCall.floor_axes)."""
+def _ragged_extend_group(point: dict[str, Any]) -> AttentionGroup | None:
+    """A ragged extend call's work-equivalent group (models.ops.extend_group); None for any other call."""
     if not (point.get("q_lens") and point["op"] in EXTEND_OPS):
         return None
     q = np.asarray(json.loads(point["q_lens"]), dtype=np.int64)
     kv = np.asarray(json.loads(point["kv_lens"]), dtype=np.int64)
-    straggler = extend_group(q, kv - q, 0).straggler
-    return None if straggler is None else {"batch": 1.0, "q_len": straggler[0], "kv_len": straggler[1]}
+    return extend_group(q, kv - q, 0)
+
+
+def call_axes(point: dict[str, Any], group: AttentionGroup | None = None) -> dict[str, float]:
+    """The axes the cost model evaluates for this call: its own, or those of its ragged batch's stand-in
+    (`group`, when the caller has it already)."""
+    group = group or _ragged_extend_group(point)
+    if group is not None:
+        return {"batch": float(group.batch), "q_len": float(group.q_len), "kv_len": float(group.kv_len)}
+    if point.get("kv_lens"):
+        kv = json.loads(point["kv_lens"])
+        return {"batch": float(len(kv)), "kv_len": float(sum(kv)) / len(kv)}
+    return {a: float(point[a]) for a in OP_SPECS[point["op"]].axis_columns}
 
 
 def decode_kv_lens(point: dict[str, Any]) -> np.ndarray | None:
@@ -72,9 +69,10 @@ def decode_kv_lens(point: dict[str, Any]) -> np.ndarray | None:
 def predict(db: PerfDB, point: dict[str, Any]) -> Prediction:
     spec = OP_SPECS[point["op"]]
     curve = db.curve(spec.name, {c: point[c] for c in spec.key_columns})
-    axes = call_axes(point)
+    group = _ragged_extend_group(point)
+    axes = call_axes(point, group)
     timing = curve.timing(**axes)
-    floor = straggler_axes(point)
+    floor = None if group is None else straggler_axes(group)
     if floor is not None:
         alone = curve.timing(**floor)
         if alone.us > timing.us:
