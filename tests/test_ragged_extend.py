@@ -77,3 +77,37 @@ def test_the_off_grid_check_prices_ragged_extends_as_the_cost_model_does():
         assert got == pytest.approx(max(equivalent, alone), rel=1e-9)
         bound += alone > equivalent
     assert bound > 0  # the set exercises the bound
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--ragged-extends", "0", "--seed", "5"], "at least 1"),
+        (["--ragged-extends", "-3", "--seed", "5"], "at least 1"),
+        (["--ragged-extends", "4"], "other than the off-grid set's"),
+        (["--ragged-extends", "4", "--seed", "19"], "other than the off-grid set's"),
+    ],
+)
+def test_a_development_set_needs_a_count_and_its_own_seed(tmp_path, capsys, args, message):
+    """A bad request writes nothing and says why in one line (a count of 0 used to fall through to the whole
+    off-grid set)."""
+    from simperf.perfdb.offgrid.__main__ import main
+
+    out = tmp_path / "dev.jsonl"
+    assert main(["generate", str(out), *args]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_a_development_set_is_ragged_extends_from_its_seed(tmp_path):
+    from simperf.perfdb.offgrid.__main__ import main
+
+    out = tmp_path / "dev.jsonl"
+    assert main(["generate", str(out), "--seed", "2026", "--ragged-extends", "5"]) == 0
+    header, samples = read_samples(out)
+    assert header["seed"] == 2026 and len(samples) == 5
+    assert all(s["ragged"] and s["point"]["op"] in ("attn_mha_prefill", "attn_mla_extend") for s in samples)
+    # the committed development set is this generator's output for its seed
+    _, committed = read_samples(REPO / "calibration/offgrid/ragged-extend-dev.jsonl")
+    assert [s["point"] for s in samples] == [s["point"] for s in committed[:5]]

@@ -22,9 +22,15 @@ def _generate(args: argparse.Namespace) -> int:
     from simperf.perfdb.offgrid.io import write_samples
     from simperf.perfdb.offgrid.samples import OFFGRID_SEED, generate, set_header
 
-    if args.ragged_extends:
+    if args.ragged_extends is not None:
         from simperf.perfdb.offgrid.samples import generate_ragged_extends
 
+        if args.ragged_extends < 1:
+            print(
+                f"--ragged-extends: got {args.ragged_extends}; expected a count of at least 1",
+                file=sys.stderr,
+            )
+            return 2
         if not args.seed or args.seed == OFFGRID_SEED:
             print("--ragged-extends: give a --seed other than the off-grid set's", file=sys.stderr)
             return 2
