@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -106,6 +107,80 @@ def summarize(events: list[dict[str, Any]], top: int = 25) -> TraceSummary:
         host_us_per_launch=round(issue / len(launch_spans), 2) if launch_spans else 0.0,
         top=[KernelGroup(name, int(c), round(t, 1)) for name, (c, t) in ranked],
     )
+
+
+@dataclass(frozen=True)
+class DecodeReplays:
+    """A served decode iteration on the GPU, split at its CUDA-graph replay (medians over the profiled iterations).
+
+    The replay runs from the embedding lookup to the LM head's GEMM; between two replays the GPU runs the sampling
+    (argmax) and the next iteration's input preparation, launched eagerly by the scheduler. `*_gap_us` is the time
+    the GPU spends between consecutive kernels of that part (the union of their intervals subtracted from the part's
+    span), `*_busy_us` the rest."""
+
+    iterations: int
+    period_us: float  # replay start to the next replay's start
+    replay_busy_us: float
+    replay_gap_us: float
+    replay_kernels: float
+    between_busy_us: float
+    between_gap_us: float
+    between_kernels: float
+
+    @property
+    def between_us(self) -> float:
+        return self.between_busy_us + self.between_gap_us
+
+
+# what opens a decode replay (the embedding lookup: index_select, a gather from 64 rows up), what follows it (the sampler's argmax), and a GEMM kernel
+_REPLAY_START = re.compile(r"indexSelect|vectorized_gather_kernel")
+_SAMPLER = re.compile(r"reduce_kernel.*ArgMax|ArgMax.*reduce_kernel")
+_GEMM = re.compile(r"^(nvjet|sm90_xmma|cutlass|void cutlass)")
+
+
+def _busy_and_gap(events: list[dict[str, Any]], start: float) -> tuple[float, float, float]:
+    busy = gap = 0.0
+    end = start
+    for e in events:
+        ts, stop = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+        if ts > end:
+            gap += ts - end
+        busy += max(0.0, stop - max(ts, end))
+        end = max(end, stop)
+    return busy, gap, end
+
+
+def decode_replays(events: list[dict[str, Any]], cut_edges: bool = True) -> DecodeReplays:
+    """Split a profiled decode into replay and between-replay time. Only the forward stream's work counts (the
+    stream the replays run on). A served decode (SGLang's /start_profile) is cut by the profiler's start and stop,
+    so its first and last iterations are dropped; `cut_edges=False` keeps them (one_batch profiles whole steps, one
+    at a time: its between-replay part is the host's wait, not the GPU's). ValueError when fewer than three
+    iterations are left."""
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in _GPU_CATS and "dur" in e]
+    starts_any = [e for e in gpu if _REPLAY_START.search(e.get("name", ""))]
+    if not starts_any:
+        raise ValueError("no decode replay found (no embedding lookup kernel)")
+    stream = starts_any[0].get("args", {}).get("stream")
+    k = sorted((e for e in gpu if e.get("args", {}).get("stream") == stream), key=lambda e: float(e["ts"]))
+    starts = [i for i, e in enumerate(k) if _REPLAY_START.search(e.get("name", ""))]
+    rows = []
+    for s, nxt in zip(starts, starts[1:], strict=False):
+        sampler = next((i for i in range(s, nxt) if _SAMPLER.search(k[i].get("name", ""))), None)
+        if sampler is None:
+            continue
+        lm_head = max((i for i in range(s, sampler) if _GEMM.search(k[i].get("name", ""))), default=None)
+        if lm_head is None:
+            continue
+        replay, between = k[s : lm_head + 1], k[lm_head + 1 : nxt]
+        r_busy, r_gap, end = _busy_and_gap(replay, float(replay[0]["ts"]))
+        b_busy, b_gap, _ = _busy_and_gap(between, end)
+        period = float(k[nxt]["ts"]) - float(k[s]["ts"])
+        rows.append((period, r_busy, r_gap, len(replay), b_busy, b_gap, len(between)))
+    whole = rows[1:-1] if cut_edges else rows
+    if len(whole) < 3:
+        raise ValueError(f"{len(whole)} whole decode iterations in the trace; need at least 3")
+    m = [statistics.median(col) for col in zip(*whole, strict=True)]
+    return DecodeReplays(len(whole), *(round(x, 2) for x in m))
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:

@@ -1,0 +1,69 @@
+"""Profile a served SGLang server's decode iterations (torch profiler via its /start_profile endpoint), to compare
+the GPU's busy time per iteration with the iteration the scheduler records (docs/overheads.md).
+
+usage (repository root, GPU host, kit environment sourced; groundtruth/profile_served.sh does that):
+    python3 groundtruth/profile_served.py PORT OUT_DIR
+Drives one request, then 16 concurrent ones (1,024 prompt tokens as ids, 256 output tokens, ignore_eos) and
+profiles 10 scheduler steps of each once every request is decoding. Writes OUT_DIR/driver.json (what was sent and
+when).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import threading
+import time
+import urllib.request
+
+PORT, OUT = int(sys.argv[1]), sys.argv[2]
+URL = f"http://127.0.0.1:{PORT}"
+
+
+def post(path: str, body: dict, timeout: float = 600) -> str:
+    req = urllib.request.Request(
+        URL + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def generate(seed: int) -> None:
+    rng = random.Random(seed)
+    ids = [rng.randrange(1000, 30000) for _ in range(1024)]
+    post(
+        "/generate",
+        {
+            "input_ids": ids,
+            "sampling_params": {"max_new_tokens": 256, "ignore_eos": True, "temperature": 0.0},
+        },
+    )
+
+
+def profiled(name: str, concurrency: int, after_s: float) -> dict:
+    threads = [threading.Thread(target=generate, args=(i + 100 * concurrency,)) for i in range(concurrency)]
+    t0 = time.time()
+    for t in threads:
+        t.start()
+    time.sleep(after_s)
+    t1 = time.time()
+    post(
+        "/start_profile", {"output_dir": OUT, "num_steps": 10, "activities": ["GPU"], "profile_prefix": name}
+    )
+    for t in threads:
+        t.join()
+    return {
+        "name": name,
+        "concurrency": concurrency,
+        "sent_s": t0,
+        "profile_requested_s": t1,
+        "done_s": time.time(),
+    }
+
+
+generate(1)  # warm-up: JIT, first-request paths
+runs = [profiled("c1", 1, 0.6), profiled("c16", 16, 1.5)]
+with open(f"{OUT}/driver.json", "w") as f:
+    json.dump(runs, f, indent=1)
+print(json.dumps(runs))
