@@ -180,6 +180,13 @@ MUTATIONS = (
         "t = max(t, self._tokenizer_free_s) + prompt_tokens * self.tokenize_s_per_token",
         "t = max(t, self._tokenizer_free_s) + prompt_tokens * self.tokenize_s_per_token * 1.01",
     ),
+    Mutation(
+        "decode-replay-gaps",
+        "decode replay (costmodel/overhead.py): the GPU's idle time between a replay's kernels +1%",
+        "simperf/costmodel/overhead.py",
+        "            overheads.decode_graph_gap_us_per_kernel,\n",
+        "            overheads.decode_graph_gap_us_per_kernel * 1.01,\n",
+    ),
 )
 
 

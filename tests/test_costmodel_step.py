@@ -135,10 +135,25 @@ def test_cuda_graph_replay_replaces_per_kernel_launches(v3):
     kernels = v3.breakdown_decode(8, 8, 8000, False)[-1].count
     constant = SOURCES.index("constant")
     kernel_time = graph.sum() - graph[0, constant]
-    # graph: kernels + one replay; eager: the CPU launches every kernel, so the step lasts as long as the slower
-    # of the GPU's kernels and the CPU's launches
-    assert graph[0, constant] == pytest.approx(30.0)
+    # graph: kernels + the GPU's work between replays + its idle time between the replay's kernels; eager: the CPU
+    # launches every kernel, so the step lasts as long as the slower of the GPU's kernels and the CPU's launches
+    o = Overheads()
+    assert graph[0, constant] == pytest.approx(
+        o.decode_between_replays_us + kernels * o.decode_graph_gap_us_per_kernel
+    )
     assert eager.sum() == pytest.approx(max(kernel_time, kernels * 5.0))
+
+
+def test_a_speculative_step_pays_the_between_replay_work_once_per_replayed_forward(empty_db):
+    spec = SpecSettings("mtp", 3, 1, 4, 2.5)
+    o = Overheads()
+    cm = SGLangStepCost(load_arch("deepseek-v3"), serving(spec=spec), empty_db, o)
+    step = cm.decode_steps(4, 4, np.array([4000.0]), True)[0]
+    overhead = cm.breakdown_decode(4, 4, 4000, True)[-1]
+    # three draft forwards and the verify: four replays; every kernel of all of them idles its gap
+    expected = 4 * o.decode_between_replays_us + overhead.count * o.decode_graph_gap_us_per_kernel
+    assert step[SOURCES.index("constant")] == pytest.approx(expected)
+    assert overhead.total_us == pytest.approx(expected)
 
 
 def test_eager_launches_are_hidden_behind_long_kernels(llama):

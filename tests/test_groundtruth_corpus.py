@@ -195,3 +195,64 @@ def test_the_kv_pool_is_within_three_percent_of_what_every_server_logged(report)
             r.kv_predicted,
             r.kv_measured,
         )
+
+
+def test_the_decode_replay_costs_are_the_served_profiles_measurement():
+    from simperf.accuracy.hostcosts import decode_between_replays_us, decode_graph_gap_us_per_kernel
+
+    o = Overheads()
+    gap = decode_graph_gap_us_per_kernel(CORPUS)
+    assert o.decode_graph_gap_us_per_kernel == pytest.approx(gap.value_us, abs=0.001), gap.detail
+    between = decode_between_replays_us(CORPUS)
+    assert o.decode_between_replays_us == pytest.approx(between.value_us, abs=0.1), between.detail
+
+
+def test_a_served_decode_iteration_is_its_replay_plus_the_work_between_replays():
+    from simperf.groundtruth.trace import decode_replays, read_trace
+
+    served = CORPUS / "forwards/h100/served-llama-3.1-8b-decode"
+    for name in ("c1.trace.json.gz", "c16.trace.json.gz"):
+        r = decode_replays(read_trace(served / name))
+        assert r.iterations >= 5, name
+        parts = r.replay_busy_us + r.replay_gap_us + r.between_us
+        # medians of each part need not add up exactly, but the parts are the whole iteration
+        assert parts == pytest.approx(r.period_us, rel=0.005), (name, r)
+        # the GPU idles between a replay's kernels: ~0.35-0.4 us each, 2-3% of the step
+        assert 0.2 < r.replay_gap_us / r.replay_kernels < 0.6, r
+    # the corpus' own served iteration at one running request (same model, GPU, backend, unprofiled) is the
+    # profiled one: the profiler did not stretch it
+    state = json.loads((CORPUS / "h100/llama-3.1-8b-flashinfer/c1-1k-256/server_state.json").read_text())
+    unprofiled_us = float(np.median(state["decode_step_time_s"]["1"][2:])) * 1e6
+    profiled = decode_replays(read_trace(served / "c1.trace.json.gz"))
+    assert profiled.period_us == pytest.approx(unprofiled_us, rel=0.01)
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen3-8b", "qwen3-30b-a3b"])
+def test_the_tables_price_a_decode_replays_kernels_as_one_batch_ran_them(model):
+    """The shipped H100 tables against SGLang's own one_batch decode (profiled, 1,024-token prompts): the step's
+    kernels, without the named overheads, are the GPU's busy time within ~4%."""
+    from simperf.costmodel.step import SOURCE_INDEX, SGLangStepCost
+    from simperf.groundtruth.trace import decode_replays, read_trace
+    from simperf.pipeline import open_perfdb
+    from simperf.scenario.models import Scenario
+    from simperf.scenario.resolve import resolve
+
+    scenario = Scenario.model_validate(
+        {
+            "model": {"name": model},
+            "hardware": {"gpu": "h100"},
+            "serving": {"attention_backend": "flashinfer"},
+            "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 16}},
+        }
+    )
+    serving, arch, gpu = resolve(scenario)
+    db, _ = open_perfdb(scenario, gpu)
+    cost = SGLangStepCost(arch, serving, db, Overheads())
+    for bs in (1, 16, 64):
+        trace = (
+            CORPUS / f"forwards/h100/{model}-decode/profile_batch{bs}_input1024_output16_decode.trace.json.gz"
+        )
+        busy = decode_replays(read_trace(trace), cut_edges=False).replay_busy_us
+        step = cost.decode_steps(bs, bs, np.array([1034.5 * bs]), True)[0]
+        kernels_us = float(step.sum()) - float(step[SOURCE_INDEX["constant"]])
+        assert kernels_us == pytest.approx(busy, rel=0.045), (model, bs)

@@ -29,6 +29,17 @@ scheduler's CPU work in series:
   median over the two hosts' runs (Qwen3-0.6B on the H200 host, Llama-3.1-8B on the H100 host). How the sum splits
   between scheduling (before the launch) and result processing (after it) is not measured: 2 : 1.
 
+Two from a profiled served decode (groundtruth/forwards/h100/served-llama-3.1-8b-decode/, recorded by
+groundtruth/profile_served.sh: SGLang's own /start_profile on a running Llama-3.1-8B server, flashinfer, H100, 1 and
+16 requests decoding), split at each CUDA-graph replay by `simperf.groundtruth.trace.decode_replays`:
+
+* `decode_graph_gap_us_per_kernel`: the GPU's idle time between consecutive kernels of a replay, per kernel of the
+  replay (as the trace counts them); the mean of the two profiles. simperf applies it to its own kernel count.
+  The tables time each kernel alone, so their sum is the replay's busy time (checked against one_batch's profiled
+  decodes of three models, docs/overheads.md).
+* `decode_between_replays_us`: what the GPU runs between two replays (the sampler's argmax and the next
+  iteration's input preparation, launched eagerly), busy and idle; the mean of the two profiles.
+
 And one from the runs whose prompts are text (the shared-prefix runs; every other run sends token ids with
 bench_serving's `--tokenize-prompt`):
 
@@ -61,6 +72,14 @@ DENSE_SCENARIO = {
 Q06_DECODE = Path("forwards/h200/qwen3-0.6b-decode")
 Q06_NO_OVERLAP = Path("h200/qwen3-0.6b-no-overlap")
 Q06_POINTS = {1: "c1-128-512", 128: "c128-128-512", 512: "c512-128-512"}  # running requests -> run
+SERVED_DECODE = Path("forwards/h100/served-llama-3.1-8b-decode")
+SERVED_DECODE_POINTS = {1: "c1.trace.json.gz", 16: "c16.trace.json.gz"}  # running requests -> profile
+SERVED_DECODE_SCENARIO = {
+    "model": {"name": "llama-3.1-8b"},
+    "hardware": {"gpu": "h100"},
+    "serving": {"attention_backend": "flashinfer"},
+    "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 256}},
+}
 # the API server saturated: its first chunk's `out` stage ~200 ms (docs/overheads.md), one token per chunk
 FRONTEND_SATURATED_RUN = Path("h200/qwen3-0.6b-flashinfer/c128-128-512")
 
@@ -223,3 +242,45 @@ def cpu_us_per_iteration(corpus: Path) -> HostCost:
         values.append(served_us - gpu_us - per_request_us)
         points.append(f"{run}: {served_us / 1e3:.3f} ms served - {gpu_us / 1e3:.3f} ms GPU")
     return HostCost(float(np.median(values)), "median of " + "; ".join(points))
+
+
+def _served_replays(corpus: Path):
+    from simperf.groundtruth.trace import decode_replays, read_trace
+
+    return {
+        bs: decode_replays(read_trace(corpus / SERVED_DECODE / name))
+        for bs, name in SERVED_DECODE_POINTS.items()
+    }
+
+
+def decode_graph_gap_us_per_kernel(corpus: Path) -> HostCost:
+    from simperf.costmodel.step import SGLangStepCost
+    from simperf.models.ops import kernels_per_step
+    from simperf.pipeline import open_perfdb
+    from simperf.scenario.models import Overheads, Scenario
+    from simperf.scenario.resolve import resolve
+
+    scenario = Scenario.model_validate(SERVED_DECODE_SCENARIO)
+    serving, arch, gpu = resolve(scenario)
+    db, _ = open_perfdb(scenario, gpu)
+    cost = SGLangStepCost(arch, serving, db, Overheads())
+    values, points = [], []
+    for bs, r in _served_replays(corpus).items():
+        counted = kernels_per_step(cost.decode_ops(bs, bs, 1024.0), arch)
+        values.append(r.replay_gap_us / r.replay_kernels)
+        points.append(
+            f"{bs} running: {r.replay_gap_us:.1f} us idle in a replay of {r.replay_kernels:.0f} kernels "
+            f"({counted} counted by simperf)"
+        )
+    return HostCost(float(np.mean(values)), "; ".join(points))
+
+
+def decode_between_replays_us(corpus: Path) -> HostCost:
+    replays = _served_replays(corpus)
+    values = [r.between_us for r in replays.values()]
+    points = [
+        f"{bs} running: {r.between_busy_us:.1f} us busy + {r.between_gap_us:.1f} us idle over {r.between_kernels:.0f} "
+        f"kernels (period {r.period_us:.0f} us)"
+        for bs, r in replays.items()
+    ]
+    return HostCost(float(np.mean(values)), "; ".join(points))

@@ -539,9 +539,9 @@ class SGLangStepCost:
             ops = rows + [op for op, _ in attention_ops_]
             kernels = sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
             base = rows_cost.copy()
-            overhead = step_overhead(self.overheads, graph, kernels)
+            overhead = step_overhead(self.overheads, graph, kernels, replays=self._graph_replays())
             if graph:
-                base[_OVERHEAD_COLUMN] += overhead.us * self._graph_replays()
+                base[_OVERHEAD_COLUMN] += overhead.us
             hit = (base, attention, None if graph else overhead)
             self._decode[key] = hit
         return hit
@@ -776,7 +776,13 @@ class SGLangStepCost:
     def _overhead_row(
         self, graph: bool, kernels: int, rows: list[BreakdownRow], extend: bool = False
     ) -> BreakdownRow:
-        o = step_overhead(self.overheads, graph, kernels, self.extend_host_us_per_kernel if extend else None)
+        o = step_overhead(
+            self.overheads,
+            graph,
+            kernels,
+            self.extend_host_us_per_kernel if extend else None,
+            replays=1 if extend else self._graph_replays(),
+        )
         paid = float(o.excess_us(sum(r.total_us for r in rows)))
         detail = o.detail
         if not graph:

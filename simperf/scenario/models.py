@@ -327,26 +327,47 @@ class Overheads(_Strict):
     """Constant costs that are not kernel timings. Named, documented, and reported (docs/costmodel.md)."""
 
     scheduler_us_per_iteration: float = Field(
-        default=1158.5,
+        default=1048.8,
         ge=0,
         description="CPU time to receive, schedule and launch one iteration (measured with process_us_per_iteration "
-        "as their sum, 1,738 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
-        "of two hosts (1,460 and 2,016 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
+        "as their sum, 1,573 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
+        "of two hosts (1,292 and 1,855 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
     )
     process_us_per_iteration: float = Field(
-        default=579.2,
+        default=524.4,
         ge=0,
         description="CPU time to process one batch's results (append tokens, free KV, stream): a third of the "
         "measured per-iteration CPU time (see scheduler_us_per_iteration)",
     )
-    cuda_graph_replay_us: float = Field(default=30.0, ge=0, description="host cost of one CUDA-graph replay")
+    cuda_graph_replay_us: float = Field(
+        default=30.0,
+        ge=0,
+        description="cost of one replay of a prefill (extend) CUDA graph; an estimate (decode replays use the "
+        "two measured costs below)",
+    )
+    # The two below were measured on a profiled served decode (SGLang 0.5.17, Llama-3.1-8B, flashinfer, H100,
+    # groundtruth/forwards/h100/served-llama-3.1-8b-decode; docs/overheads.md); a test recomputes them.
+    decode_graph_gap_us_per_kernel: float = Field(
+        default=0.379,
+        ge=0,
+        description="GPU idle time between consecutive kernels of a replayed decode CUDA graph, per kernel: a served "
+        "decode replay idled 148.9 us over its 420 kernels (1 running request) and 181.9 us over 451 (16); the "
+        "tables time kernels alone, without these gaps. Applied to simperf's kernel count (an estimate: 325 for "
+        "that step)",
+    )
+    decode_between_replays_us: float = Field(
+        default=68.3,
+        ge=0,
+        description="GPU time between two decode replays: the sampler's argmax and the next iteration's input "
+        "preparation (13 kernels launched eagerly, busy 49-51 us plus 18 us between them), per replay",
+    )
     eager_launch_us_per_kernel: float = Field(
         default=5.0, ge=0, description="launch gap per kernel of a decode step outside graphs"
     )
     # The three below were measured on the ground-truth corpus (SGLang 0.5.17, H100/H200 hosts, bench_serving on
     # the same host; docs/overheads.md, `simperf groundtruth overheads groundtruth/`); a test recomputes them.
     extend_launch_us_per_kernel: float = Field(
-        default=38.2,
+        default=38.6,
         ge=0,
         description="host time per kernel of an extend (prefill) forward: an extend lasts at least kernels x this "
         "(SGLang 0.5.17's breakable prefill CUDA graph with eager attention between segments; measured with the "
@@ -355,7 +376,7 @@ class Overheads(_Strict):
         "per-iteration costs, over its 437 kernels)",
     )
     extend_launch_us_per_kernel_fa3: float = Field(
-        default=20.7,
+        default=21.1,
         ge=0,
         description="the same with SGLang's FA3 attention backend, whose attention is one kernel call per layer "
         "with no per-layer planning (measured the same way: 10.8 ms for the same prompt on the same server "
