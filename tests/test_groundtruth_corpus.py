@@ -277,3 +277,32 @@ def test_a_repeated_fixed_length_closed_loop_run_repeats_its_mean_ttft_not_its_m
         assert bench(server, "c16-1k-512")["mean_ttft_ms"] == pytest.approx(first["mean_ttft_ms"], rel=0.03)
     # the experiments stay out of the corpus' 92 runs
     assert not any("experiments" in str(p) for p in corpus_accuracy.run_dirs(CORPUS))
+
+
+@pytest.mark.parametrize("model", ["qwen3-8b", "qwen3-30b-a3b"])
+def test_held_out_served_decode_iterations_are_the_predicted_decode_steps(model):
+    """Two served decodes profiled after the replay costs were measured on Llama-3.1-8B (same host, backend and
+    driver: groundtruth/profile_served.sh), a dense and a MoE model. The whole iteration the GPU ran (replay kernels,
+    their gaps, the work between replays) against simperf's decode step with the shipped tables and defaults."""
+    from simperf.costmodel.step import SGLangStepCost
+    from simperf.groundtruth.trace import decode_replays, read_trace
+    from simperf.pipeline import open_perfdb
+    from simperf.scenario.models import Scenario
+    from simperf.scenario.resolve import resolve
+
+    scenario = Scenario.model_validate(
+        {
+            "model": {"name": model},
+            "hardware": {"gpu": "h100"},
+            "serving": {"attention_backend": "flashinfer"},
+            "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 256}},
+        }
+    )
+    serving, arch, gpu = resolve(scenario)
+    db, _ = open_perfdb(scenario, gpu)
+    cost = SGLangStepCost(arch, serving, db, Overheads())
+    for name, running in (("c1.trace.json.gz", 1), ("c16.trace.json.gz", 16)):
+        served = decode_replays(read_trace(CORPUS / f"forwards/h100/served-{model}-decode" / name))
+        # the profile starts ~0.6 s (1 request) and ~1.5 s (16) after the sends: ~100 tokens into the outputs
+        step = cost.decode_steps(running, running, np.array([1124.0 * running]), True)[0]
+        assert float(step.sum()) == pytest.approx(served.period_us, rel=0.03), (model, running, served)
