@@ -2,6 +2,7 @@
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -80,3 +81,18 @@ def test_a_file_that_is_not_a_trace_gives_one_error_line(tmp_path, name, content
     out = CliRunner().invoke(app, ["groundtruth", "trace", str(path)])
     assert out.exit_code == 2
     assert str(path) in out.output and "internal error" not in out.output
+
+
+def test_the_command_splits_a_served_decode_into_replays_and_refuses_a_trace_without_one(tmp_path):
+    served = Path(__file__).resolve().parents[1] / "groundtruth/forwards/h100/served-llama-3.1-8b-decode"
+    out = CliRunner().invoke(
+        app, ["groundtruth", "trace", "--decode-replays", str(served / "c1.trace.json.gz")]
+    )
+    assert out.exit_code == 0, out.output
+    row = json.loads(out.stdout.strip())
+    assert row["iterations"] >= 5 and row["replay_kernels"] == 420 and 6000 < row["period_us"] < 7000
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": _events()}))
+    bad = CliRunner().invoke(app, ["groundtruth", "trace", "--decode-replays", str(path)])
+    assert bad.exit_code != 0 and "no decode replay found" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1

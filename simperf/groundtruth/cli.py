@@ -153,13 +153,25 @@ OVERHEADS_END = "<!-- simperf groundtruth overheads: end -->"
 def trace_command(
     traces: Annotated[list[Path], typer.Argument(help="torch profiler chrome traces (.json or .json.gz)")],
     top: Annotated[int, typer.Option(help="kernel groups listed per trace")] = 25,
+    decode_replays: Annotated[
+        bool,
+        typer.Option(
+            "--decode-replays",
+            help="a served decode (SGLang's /start_profile, groundtruth/profile_served.sh): each iteration split "
+            "into its CUDA-graph replay and the GPU work between replays (medians), instead of the summary",
+        ),
+    ] = False,
 ) -> None:
     """GPU busy time, kernels, launches and host issue time of profiled forwards, one JSON object per line."""
+    from dataclasses import asdict
+
+    from simperf.groundtruth.trace import decode_replays as split_replays
     from simperf.groundtruth.trace import read_trace, summarize
 
     for path in traces:
         try:
-            summary = summarize(read_trace(path), top=top)
+            events = read_trace(path)
+            row = asdict(split_replays(events)) if decode_replays else summarize(events, top=top).as_dict()
         except (OSError, ValueError, KeyError) as e:
             _fail(f"{path}: {e}")
-        print(json.dumps({"trace": path.name, **summary.as_dict()}))
+        print(json.dumps({"trace": path.name, **row}))
