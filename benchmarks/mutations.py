@@ -181,6 +181,20 @@ MUTATIONS = (
         "t = max(t, self._tokenizer_free_s) + prompt_tokens * self.tokenize_s_per_token * 1.01",
     ),
     Mutation(
+        "api-server-receive",
+        "API server receive (sim/client.py handled_s): the time per request, one at a time +1%",
+        "simperf/sim/client.py",
+        "                + self.receive_s_per_request\n",
+        "                + self.receive_s_per_request * 1.01\n",
+    ),
+    Mutation(
+        "client-burst",
+        "bench_serving burst (sim/client.py _send_until): the time before a burst reaches the API server +1%",
+        "simperf/sim/client.py",
+        "            written = send + len(burst) * self.burst_s\n",
+        "            written = send + len(burst) * self.burst_s * 1.01\n",
+    ),
+    Mutation(
         "decode-replay-gaps",
         "decode replay (costmodel/overhead.py): the GPU's idle time between a replay's kernels +1%",
         "simperf/costmodel/overhead.py",

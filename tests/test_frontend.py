@@ -56,8 +56,14 @@ def _scenario(concurrency: int, frontend_us: float | None = None) -> Scenario:
             "max_concurrency": concurrency,
         },
     }
+    # the chunk queue alone: a burst's requests received at once (receive_us_per_request spreads the first wave)
+    spec["overheads"] = {
+        "client_setup_us_per_request": 0.0,
+        "client_burst_us_per_request": 0.0,
+        "receive_us_per_request": 0.0,
+    }
     if frontend_us is not None:
-        spec["overheads"] = {"frontend_us_per_chunk": frontend_us}
+        spec["overheads"]["frontend_us_per_chunk"] = frontend_us
     return Scenario.model_validate(spec)
 
 

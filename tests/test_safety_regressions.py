@@ -326,7 +326,8 @@ def test_closed_loop_runs_report_the_concurrency_they_kept(tmp_path):
     assert "Achieved concurrency (while sending):    4.0 of 4 (max 4)" in text.output
     held = json.loads(runner.invoke(app, ["predict", str(path), "-o", "json"]).stdout)["simperf"]
     assert held["achieved_concurrency"]["max_in_flight"] == 4
-    assert np.isclose(held["achieved_concurrency"]["mean_in_flight_while_sending"], 4.0)
+    # the first burst's sends step by the client's set-up (Overheads.client_setup_us_per_request): a hair under 4
+    assert np.isclose(held["achieved_concurrency"]["mean_in_flight_while_sending"], 4.0, rtol=0.01)
 
 
 # ---------------------------------------------------------------------------------------------- the error path

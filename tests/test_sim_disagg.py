@@ -25,6 +25,10 @@ SOME_OVERHEAD = Overheads(
     process_us_per_running_request=0,
     ingress_us=2000,
     egress_us=500,
+    # the client's burst (sim/client.py) is not what these tests are about: a burst reaches the server at once
+    client_setup_us_per_request=0,
+    client_burst_us_per_request=0,
+    receive_us_per_request=0,
 )
 
 
@@ -114,7 +118,7 @@ def test_open_loop_joint_simulation_equals_the_two_servers_simulated_in_turn():
     arrivals = np.cumsum(np.random.RandomState(3).exponential(0.02, n))
     rec, _, (prefill, decode, inputs, outputs, _) = _run(n, None, arrivals)
     p_overheads = SOME_OVERHEAD.model_copy(update={"egress_us": 0.0})
-    d_overheads = SOME_OVERHEAD.model_copy(update={"ingress_us": 0.0})
+    d_overheads = SOME_OVERHEAD.for_pd_decode()
     p_rec, _ = Simulator(prefill.serving, prefill.cost, p_overheads).run(inputs, np.ones(n, int), arrivals)
     done = np.full(n, np.nan)
     done[p_rec.request_id] = p_rec.finish_s

@@ -21,6 +21,9 @@ QUIET = Overheads(
     cuda_graph_replay_us=0,
     eager_launch_us_per_kernel=0,
     ingress_us=0,
+    receive_us_per_request=0,
+    client_setup_us_per_request=0,
+    client_burst_us_per_request=0,
     egress_us=0,
 )
 

@@ -58,3 +58,45 @@ def test_text_prompts_cost_their_tokenisation_per_request_on_the_real_cost_model
     per_request_ms = 2000 * Overheads().tokenize_us_per_prompt_token / 1e3
     text, ids = predict(scenario(False, 1)).result, predict(scenario(True, 1)).result
     assert text["mean_ttft_ms"] - ids["mean_ttft_ms"] == pytest.approx(per_request_ms, rel=1e-6)
+
+
+def test_a_burst_reaches_the_scheduler_after_the_clients_set_up_one_request_at_a_time_and_a_lone_one_as_before():
+    """sim/client.py: a lone request reaches the scheduler ingress_us after its send, as when the ingress was one
+    latency; a burst of k sent at one instant gets send times client_setup_us_per_request apart (bench_serving sets
+    each up in turn), reaches the API server k x client_burst_us_per_request after the burst's start, and is
+    received one request at a time."""
+    o = Overheads()
+    us = 1e-6
+
+    def reached(k: int) -> tuple[np.ndarray, np.ndarray]:
+        client = Client(np.zeros(k), None, o.ingress_latency_us() * us)
+        client.setup_s = o.client_setup_us_per_request * us
+        client.burst_s = o.client_burst_us_per_request * us
+        client.receive_s_per_request = o.receive_us_per_request * us
+        seen: list[tuple[float, int]] = []
+        while len(seen) < k:
+            t = client.next_ready_time()
+            seen += [(t, i) for i in client.pop_ready(t)]
+        assert [i for _, i in seen] == list(range(k))
+        return np.array([s for s, _ in seen]), client.send_s
+
+    ready, sent = reached(1)
+    assert ready[0] == pytest.approx(o.ingress_us * us) and sent[0] == 0.0
+    ready, sent = reached(8)
+    np.testing.assert_allclose(sent, np.arange(8) * o.client_setup_us_per_request * us)
+    first = 8 * o.client_burst_us_per_request + o.receive_us_per_request + o.ingress_latency_us()
+    assert ready[0] == pytest.approx(first * us)
+    np.testing.assert_allclose(np.diff(ready), o.receive_us_per_request * us)
+
+
+def test_the_burst_costs_are_the_first_bursts_measurements():
+    from pathlib import Path
+
+    from simperf.accuracy.hostcosts import first_burst_costs
+
+    corpus = Path(__file__).resolve().parents[1] / "groundtruth"
+    o = Overheads()
+    for field, measured in first_burst_costs(corpus).items():
+        assert getattr(o, field) == pytest.approx(measured.value_us, abs=0.5), (field, measured.detail)
+    # a lone request's share of them is inside the measured ingress
+    assert o.client_burst_us_per_request + o.receive_us_per_request < o.ingress_us

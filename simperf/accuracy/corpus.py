@@ -215,7 +215,7 @@ def workload_of(run_dir: Path, bench: dict[str, Any]) -> dict[str, Any]:
     )
     if bench.get("dataset_name") == "generated-shared-prefix":
         cmd = (run_dir / "bench_cmd.txt").read_text(encoding="utf-8")
-        flags = _bench_flags(cmd)
+        flags = bench_flags(cmd)
         dataset: dict[str, Any] = {
             "kind": "shared_prefix",
             "num_groups": int(flags.get("gsp-num-groups", 64)),
@@ -242,7 +242,7 @@ def workload_of(run_dir: Path, bench: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _bench_flags(cmd: str) -> dict[str, str]:
+def bench_flags(cmd: str) -> dict[str, str]:
     line = next(ln for ln in cmd.splitlines() if "bench_serving" in ln)
     argv = shlex.split(line.split("bench_serving", 1)[1])
     out, i = {}, 0

@@ -40,6 +40,18 @@ groundtruth/profile_served.sh: SGLang's own /start_profile on a running Llama-3.
 * `decode_between_replays_us`: what the GPU runs between two replays (the sampler's argmax and the next
   iteration's input preparation, launched eagerly), busy and idle; the mean of the two profiles.
 
+Three from the first burst of the closed-loop runs (`first_burst_costs`): at 16+ concurrent requests
+bench_serving sends C requests at once at the start. Per run (token-id prompts only: text adds tokenisation,
+priced apart), over its first C requests:
+
+* `client_setup_us_per_request`: the span of the client's send times / (C - 1) (bench_serving sets up one
+  request after another on its asyncio loop);
+* `client_burst_us_per_request`: (the server's first receive - the first send) / C (no request is written before
+  all are set up and connected);
+* `receive_us_per_request`: the median spacing of the server's receive times;
+
+each the median over the runs.
+
 And one from the runs whose prompts are text (the shared-prefix runs; every other run sends token ids with
 bench_serving's `--tokenize-prompt`):
 
@@ -284,3 +296,49 @@ def decode_between_replays_us(corpus: Path) -> HostCost:
         for bs, r in replays.items()
     ]
     return HostCost(float(np.mean(values)), "; ".join(points))
+
+
+FIRST_BURST_MIN_CONCURRENCY = 16
+
+
+def first_burst_costs(corpus: Path) -> dict[str, HostCost]:
+    """client_setup_us_per_request, client_burst_us_per_request and receive_us_per_request from the first burst
+    (the first C sends) of every closed-loop corpus run with C >= 16 that sent token ids: per run the median
+    span of the send times / (C - 1), (first receive - first send) / C, and the median spacing of the receive
+    times;
+    each cost is the median over the runs."""
+    import polars as pl
+
+    from simperf.accuracy.corpus import bench_flags, run_dirs, sends_text
+
+    setup, burst, receive = [], [], []
+    for run in run_dirs(corpus):
+        flags = bench_flags((run / "bench_cmd.txt").read_text(encoding="utf-8"))
+        concurrency = int(flags.get("max-concurrency", 0) or 0)
+        if concurrency < FIRST_BURST_MIN_CONCURRENCY or sends_text(run):
+            continue
+        df = pl.read_parquet(run / "requests.parquet", columns=["client_send_s", "server_received_s"])
+        first = df.sort("client_send_s").head(concurrency)
+        sent = first["client_send_s"].to_numpy()
+        received = np.sort(first["server_received_s"].to_numpy())
+        if np.isnan(received).any():
+            continue
+        setup.append(float(sent[-1] - sent[0]) / (concurrency - 1) * 1e6)
+        burst.append(float(received[0] - sent[0]) / concurrency * 1e6)
+        receive.append(float(np.median(np.diff(received))) * 1e6)
+    if not setup:
+        raise ValueError(
+            f"{corpus}: no closed-loop run with {FIRST_BURST_MIN_CONCURRENCY}+ streams and timestamps"
+        )
+
+    def cost(values: list[float], what: str) -> HostCost:
+        return HostCost(
+            float(np.median(values)),
+            f"median over {len(values)} first bursts of {what} ({min(values):.0f}-{max(values):.0f} us)",
+        )
+
+    return {
+        "client_setup_us_per_request": cost(setup, "the send times' span / (C - 1)"),
+        "client_burst_us_per_request": cost(burst, "(first receive - first send) / C"),
+        "receive_us_per_request": cost(receive, "the receive times' spacing"),
+    }

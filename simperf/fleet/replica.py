@@ -51,7 +51,9 @@ class FleetClient(RequestSource):
         if local >= len(self.send_s):
             self.send_s = np.concatenate((self.send_s, np.full(len(self.send_s), math.nan)))
         self.send_s[local] = send_s
-        heapq.heappush(self._ready, (self.handled_s(send_s, prompt_tokens) + self._ingress_s, local))
+        # the router sends one request at a time: a burst of one
+        written = send_s + self.burst_s
+        heapq.heappush(self._ready, (self.handled_s(written, prompt_tokens) + self._ingress_s, local))
 
     def pop_ready(self, now: float) -> list[int]:
         out: list[int] = []
@@ -74,8 +76,8 @@ class ReplicaSimulator(Simulator):
     def open(self, *, ignore_eos: bool, seed: int, block_tokens: int | None) -> None:
         """Start an empty run; `block_tokens` (when requests carry prefix-block ids) turns the radix cache on."""
         self._ignore_eos = ignore_eos
-        client = FleetClient(self.o.ingress_us * US)
-        self.tokenize_on(client)  # each push brings its prompt's length
+        client = FleetClient(self.o.ingress_latency_us() * US)
+        self.api_server_on(client)  # each push brings its prompt's length
         table = RequestTable([], [], ignore_eos)
         self._prepare(table, client, 0, seed, [] if block_tokens else None, block_tokens)
         client.frontend = self.frontend

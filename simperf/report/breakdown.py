@@ -79,7 +79,13 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
         "" if text else " (not paid: token ids sent)"
     )
     rows = [
-        ("ingress_us", "per request, client send -> scheduler", o.ingress_us, o.ingress_us),
+        ("ingress_us", "per request, client send -> scheduler (a lone request's)", o.ingress_us, o.ingress_us),
+        ("client_setup_us_per_request", "per request of a burst, the client's set-up (send times step by it)",
+         o.client_setup_us_per_request, o.client_setup_us_per_request),
+        ("client_burst_us_per_request", "per request of a burst, before any reaches the API server (in ingress)",
+         o.client_burst_us_per_request, o.client_burst_us_per_request),
+        ("receive_us_per_request", "per request, one at a time on the API server (in ingress)",
+         o.receive_us_per_request, o.receive_us_per_request),
         ("tokenize_us_per_prompt_token", tokenize, o.tokenize_us_per_prompt_token,
          o.tokenize_us_per_prompt_token * tokens if text else 0.0),
         ("egress_us", "per streamed chunk, processed -> client", o.egress_us, o.egress_us),

@@ -417,7 +417,19 @@ class Overheads(_Strict):
 
     def for_pd_decode(self) -> Overheads:
         """A PD decode server's costs: it sees a request when its KV lands, not through the tokenizer."""
-        return self.model_copy(update={"ingress_us": 0.0})
+        return self.model_copy(
+            update={
+                "ingress_us": 0.0,
+                "client_setup_us_per_request": 0.0,
+                "client_burst_us_per_request": 0.0,
+                "receive_us_per_request": 0.0,
+            }
+        )
+
+    def ingress_latency_us(self) -> float:
+        """ingress_us less the parts a request pays in line with others (client_burst_us_per_request,
+        receive_us_per_request), which the client and the API server's queue add (sim/client.py); at least 0."""
+        return max(self.ingress_us - self.client_burst_us_per_request - self.receive_us_per_request, 0.0)
 
     def extend_launch_us(
         self, attention_backend: str, prefill_graph: bool = True, dense_model: bool = False
@@ -437,6 +449,29 @@ class Overheads(_Strict):
         ge=0,
         description="client send -> the scheduler's waiting queue on an idle server: client request set-up, HTTP, "
         "API server, ZMQ, the idle scheduler loop picking it up (measured, median of the concurrency-1 runs)",
+    )
+    # The three below were measured on the first bursts of the corpus' closed-loop runs (44 runs with 16+
+    # concurrent token-id requests; accuracy/hostcosts.py::first_burst_costs, recomputed by a test).
+    client_setup_us_per_request: float = Field(
+        default=489.1,
+        ge=0,
+        description="bench_serving's client sets up the requests of a burst (sent at one instant) one after "
+        "another: their send times, from which TTFT counts, are this far apart (median over the first bursts of "
+        "the send times' span / (C - 1))",
+    )
+    client_burst_us_per_request: float = Field(
+        default=897.0,
+        ge=0,
+        description="part of ingress_us: no request of a burst of k reaches the API server before k x this after "
+        "the burst's first send (the client's asyncio loop sets up and connects every request before it writes "
+        "any); median over the first bursts of (first receive - first send) / k",
+    )
+    receive_us_per_request: float = Field(
+        default=448.2,
+        ge=0,
+        description="part of ingress_us: the API server receives requests one at a time, this far apart (median "
+        "spacing of the server's receive times in the first bursts, 0.26-1.02 ms); a request waits for the ones "
+        "before it. The rest of ingress_us is a plain latency",
     )
     tokenize_us_per_prompt_token: float = Field(
         default=2.66,

@@ -34,15 +34,25 @@ class RequestSource:
     frontend: FrontEnd | None = None
     # its tokenisation of text prompts, per prompt token (0: token ids are sent); one request at a time
     tokenize_s_per_token = 0.0
-    _tokenizer_free_s = -math.inf
+    # the API server receives requests one at a time (Overheads.receive_us_per_request)
+    receive_s_per_request = 0.0
+    _api_server_free_s = -math.inf
+    # the client's own set-up per request of a burst (Overheads.client_setup_us_per_request), and the time before
+    # a burst of k reaches the API server, per request (Overheads.client_burst_us_per_request)
+    setup_s = 0.0
+    burst_s = 0.0
 
     def handled_s(self, send_s: float, prompt_tokens: int = 0) -> float:
-        """When the API server has taken up a request sent at `send_s` (its chunk queue ahead of it drained) and
-        tokenised its prompt (after the prompts sent before it). Calls come in send order."""
+        """When the API server has taken up a request sent at `send_s` (its chunk queue ahead of it drained),
+        received it and tokenised its prompt, after the requests sent before it. Calls come in send order."""
         t = send_s if self.frontend is None else self.frontend.backlog_end(send_s)
-        if self.tokenize_s_per_token > 0:
-            t = max(t, self._tokenizer_free_s) + prompt_tokens * self.tokenize_s_per_token
-            self._tokenizer_free_s = t
+        if self.tokenize_s_per_token > 0 or self.receive_s_per_request > 0:
+            t = (
+                max(t, self._api_server_free_s)
+                + self.receive_s_per_request
+                + prompt_tokens * self.tokenize_s_per_token
+            )
+            self._api_server_free_s = t
         return t
 
     def next_ready_time(self) -> float:
@@ -74,7 +84,7 @@ class Client(RequestSource):
         self._ready: list[tuple[float, int]] = []  # (time the scheduler can see it, request index)
         self._next = 0
         self.send_s = np.full(self._n, math.nan)
-        # per request, where the API server tokenises (Simulator.tokenize_on)
+        # per request, where the API server tokenises (Simulator.api_server_on)
         self.prompt_tokens: list[int] | None = None
         # shared with another server (PD disaggregation): slots free when that server finishes a request, so a
         # scheduler idle for want of a slot waits for this event instead of giving up
@@ -96,13 +106,20 @@ class Client(RequestSource):
             send = self._next_send_time()
             if send > t:
                 return
-            if self._limited:
-                heapq.heappop(self._free_slots)
-            idx = self._next
-            self.send_s[idx] = send
-            tokens = 0 if self.prompt_tokens is None else self.prompt_tokens[idx]
-            heapq.heappush(self._ready, (self.handled_s(send, tokens) + self._ingress_s, idx))
-            self._next += 1
+            # a burst: every request sendable at this instant (the first wave of a closed loop, an all-at-once
+            # open loop). bench_serving's asyncio loop sets each up in turn (their send times step by
+            # setup_s) and writes none before all are set up and connected (burst_s each).
+            burst: list[int] = []
+            while self._next_send_time() == send:
+                if self._limited:
+                    heapq.heappop(self._free_slots)
+                burst.append(self._next)
+                self._next += 1
+            written = send + len(burst) * self.burst_s
+            for j, idx in enumerate(burst):
+                self.send_s[idx] = send + j * self.setup_s
+                tokens = 0 if self.prompt_tokens is None else self.prompt_tokens[idx]
+                heapq.heappush(self._ready, (self.handled_s(written, tokens) + self._ingress_s, idx))
 
     def pop_ready(self, now: float) -> list[int]:
         """Requests the scheduler sees at `now`, in the order they reached it."""

@@ -193,13 +193,13 @@ def simulate_disaggregated(
     tail = tail_tokens(input_len, prefill.serving.chunked_prefill_size)
     transfer_s = link_latency_s + tail * prefill.kv_bytes_per_token / link_bytes_per_s
 
-    client = Client(arrival_s, max_concurrency, overheads.ingress_us * US)
+    client = Client(arrival_s, max_concurrency, overheads.ingress_latency_us() * US)
     client.shared = True
     p_sim = Simulator(prefill.serving, prefill.cost, prefill_overheads)
     # the prefill server's API server tokenises text prompts on the requests' way in (the decode server's does the
     # same meanwhile, off the critical path)
     p_sim.text_prompts = text_prompts
-    p_sim.tokenize_on(client, input_len)
+    p_sim.api_server_on(client, input_len)
     d_sim = Simulator(decode.serving, decode.cost, decode_overheads)
     d_sim.prebuilt = True
     d_sim.on_progress = on_progress

@@ -174,8 +174,8 @@ class Simulator:
         if not np.array_equal(order, np.arange(n)):
             raise ValueError("requests must be given in arrival order")
         table = RequestTable([int(x) for x in input_len], [int(x) for x in output_len], ignore_eos)
-        client = Client(arrival_s, max_concurrency, self.o.ingress_us * US)
-        self.tokenize_on(client, input_len)
+        client = Client(arrival_s, max_concurrency, self.o.ingress_latency_us() * US)
+        self.api_server_on(client, input_len)
         self._prepare(table, client, n, seed, block_hashes, block_tokens)
         client.frontend = self.frontend  # a new request waits behind the API server's chunk queue
         env = simpy.Environment()
@@ -184,9 +184,14 @@ class Simulator:
             env.run()
         return self._collect()
 
-    def tokenize_on(self, client: RequestSource, input_len: np.ndarray | None = None) -> None:
-        """Where the client sends text (`text_prompts`), `client` tokenises each prompt on the API server
-        (`input_len`: the prompts' lengths, for a client that does not get them with each request)."""
+    def api_server_on(self, client: RequestSource, input_len: np.ndarray | None = None) -> None:
+        """`client` pays the client's burst costs (client_setup_us_per_request, client_burst_us_per_request) and
+        its requests pass the API server one at a time: each is received (receive_us_per_request) and, where the
+        client sends text (`text_prompts`), tokenised (`input_len`: the prompts' lengths, for a client that does
+        not get them with each request)."""
+        client.receive_s_per_request = self.o.receive_us_per_request * US
+        client.setup_s = self.o.client_setup_us_per_request * US
+        client.burst_s = self.o.client_burst_us_per_request * US
         if self.text_prompts:
             client.tokenize_s_per_token = self.o.tokenize_us_per_prompt_token * US
             if input_len is not None:
