@@ -515,6 +515,11 @@ MEASURED_OVERHEADS = frozenset(
         "process_us_per_running_request",
         "frontend_us_per_chunk",
         "tokenize_us_per_prompt_token",
+        "decode_graph_gap_us_per_kernel",  # on a profiled served decode, not on the corpus' runs
+        "decode_between_replays_us",
+        "client_setup_us_per_request",
+        "client_burst_us_per_request",
+        "receive_us_per_request",
     }
 )
 
