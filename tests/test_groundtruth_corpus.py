@@ -229,22 +229,19 @@ def test_a_served_decode_iteration_is_its_replay_plus_the_work_between_replays()
 
 def _h100_flashinfer_cost(model: str):
     """The shipped H100 tables' step cost of a zoo model served with flashinfer attention, default overheads."""
-    from simperf.costmodel.step import SGLangStepCost
-    from simperf.pipeline import open_perfdb
+    from simperf.accuracy.hostcosts import step_cost_of
     from simperf.scenario.models import Scenario
-    from simperf.scenario.resolve import resolve
 
-    scenario = Scenario.model_validate(
-        {
-            "model": {"name": model},
-            "hardware": {"gpu": "h100"},
-            "serving": {"attention_backend": "flashinfer"},
-            "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 256}},
-        }
+    return step_cost_of(
+        Scenario.model_validate(
+            {
+                "model": {"name": model},
+                "hardware": {"gpu": "h100"},
+                "serving": {"attention_backend": "flashinfer"},
+                "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 256}},
+            }
+        )
     )
-    serving, arch, gpu = resolve(scenario)
-    db, _ = open_perfdb(scenario, gpu)
-    return SGLangStepCost(arch, serving, db, Overheads())
 
 
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen3-8b", "qwen3-30b-a3b"])

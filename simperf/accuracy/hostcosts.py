@@ -102,6 +102,16 @@ class HostCost:
     detail: str  # what it was computed from, for docs and failure messages
 
 
+def step_cost_of(scenario):
+    """The step cost model a prediction of `scenario` uses (shipped tables of its GPU, its overheads)."""
+    from simperf.costmodel.step import SGLangStepCost
+    from simperf.pipeline import open_perfdb, resolve
+
+    serving, arch, gpu = resolve(scenario)
+    db, _ = open_perfdb(scenario, gpu)
+    return SGLangStepCost(arch, serving, db, scenario.overheads)
+
+
 def _one_batch(path: Path) -> dict[tuple[int, int], dict]:
     """one_batch results by (batch size, input length); a repeated shape keeps its last (warm) record."""
     rows: dict[tuple[int, int], dict] = {}
@@ -126,16 +136,12 @@ def eager_extend_us_per_kernel_dense(corpus: Path) -> HostCost:
 
 def _eager_extend(corpus: Path, forward: Path, tokens: int, scenario) -> HostCost:
     """A recorded one_batch prefill's clean latency over the kernels simperf counts in that forward."""
-    from simperf.costmodel.step import SGLangStepCost
     from simperf.models.ops import kernels_per_step
-    from simperf.pipeline import open_perfdb, resolve
 
     clean = _one_batch(corpus / forward / "clean.jsonl")[(1, tokens)]
     latency_us = float(clean["prefill_latency"]) * 1e6
-    serving, arch, gpu = resolve(scenario)
-    db, _ = open_perfdb(scenario, gpu, None, False)
-    cost = SGLangStepCost(arch, serving, db, scenario.overheads)
-    kernels = kernels_per_step(cost.extend_ops(np.array([tokens]), np.array([0])), arch)
+    cost = step_cost_of(scenario)
+    kernels = kernels_per_step(cost.extend_ops(np.array([tokens]), np.array([0])), cost.arch)
     busy = _profiled_busy_us(corpus / forward / "summary.jsonl", tokens)
     return HostCost(
         latency_us / kernels,
@@ -229,20 +235,14 @@ SCHEDULER_SHARE = 2.0 / 3.0
 def cpu_us_per_iteration(corpus: Path) -> HostCost:
     """scheduler_us_per_iteration + process_us_per_iteration (see the module docstring)."""
     from simperf.accuracy.corpus import scenario_of
-    from simperf.costmodel.step import SGLangStepCost
-    from simperf.pipeline import open_perfdb
     from simperf.scenario.models import Overheads
-    from simperf.scenario.resolve import resolve
 
     per_request_us = Overheads().process_us_per_running_request
     values, points = [], []
     for run in NO_OVERLAP_C1_RUNS:
         state = json.loads((corpus / run / "server_state.json").read_text(encoding="utf-8"))
         served_us = float(np.median(state["decode_step_time_s"]["1"])) * 1e6
-        scenario = scenario_of(corpus / run)
-        serving, arch, gpu = resolve(scenario)
-        db, _ = open_perfdb(scenario, gpu)
-        cost = SGLangStepCost(arch, serving, db, scenario.overheads)
+        cost = step_cost_of(scenario_of(corpus / run))
         bench = json.loads((corpus / run / "bench.json").read_text(encoding="utf-8"))
         kv = (
             bench["total_input_tokens"] / bench["completed"]
@@ -266,19 +266,13 @@ def _served_replays(corpus: Path):
 
 
 def decode_graph_gap_us_per_kernel(corpus: Path) -> HostCost:
-    from simperf.costmodel.step import SGLangStepCost
     from simperf.models.ops import kernels_per_step
-    from simperf.pipeline import open_perfdb
-    from simperf.scenario.models import Overheads, Scenario
-    from simperf.scenario.resolve import resolve
+    from simperf.scenario.models import Scenario
 
-    scenario = Scenario.model_validate(SERVED_DECODE_SCENARIO)
-    serving, arch, gpu = resolve(scenario)
-    db, _ = open_perfdb(scenario, gpu)
-    cost = SGLangStepCost(arch, serving, db, Overheads())
+    cost = step_cost_of(Scenario.model_validate(SERVED_DECODE_SCENARIO))
     values, points = [], []
     for bs, r in _served_replays(corpus).items():
-        counted = kernels_per_step(cost.decode_ops(bs, bs, 1024.0), arch)
+        counted = kernels_per_step(cost.decode_ops(bs, bs, 1024.0), cost.arch)
         values.append(r.replay_gap_us / r.replay_kernels)
         points.append(
             f"{bs} running: {r.replay_gap_us:.1f} us idle in a replay of {r.replay_kernels:.0f} kernels "
@@ -303,10 +297,9 @@ FIRST_BURST_MIN_CONCURRENCY = 16
 
 def first_burst_costs(corpus: Path) -> dict[str, HostCost]:
     """client_setup_us_per_request, client_burst_us_per_request and receive_us_per_request from the first burst
-    (the first C sends) of every closed-loop corpus run with C >= 16 that sent token ids: per run the median
-    span of the send times / (C - 1), (first receive - first send) / C, and the median spacing of the receive
-    times;
-    each cost is the median over the runs."""
+    (the first C sends) of every closed-loop corpus run with C >= 16 that sent token ids: per run the span of the
+    send times / (C - 1), (first receive - first send) / C, and the median spacing of the receive times; each cost
+    is the median over the runs."""
     import polars as pl
 
     from simperf.accuracy.corpus import bench_flags, run_dirs, sends_text

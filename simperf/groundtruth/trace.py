@@ -132,22 +132,21 @@ class DecodeReplays:
         return self.between_busy_us + self.between_gap_us
 
 
-# what opens a decode replay (the embedding lookup: index_select, a gather from 64 rows up), what follows it (the sampler's argmax), and a GEMM kernel
+# what opens a decode replay (the embedding lookup: index_select, a gather from 64 rows up), what follows it (the
+# sampler's argmax), and a GEMM kernel
 _REPLAY_START = re.compile(r"indexSelect|vectorized_gather_kernel")
 _SAMPLER = re.compile(r"reduce_kernel.*ArgMax|ArgMax.*reduce_kernel")
 _GEMM = re.compile(r"^(nvjet|sm90_xmma|cutlass|void cutlass)")
 
 
 def _busy_and_gap(events: list[dict[str, Any]], start: float) -> tuple[float, float, float]:
-    busy = gap = 0.0
-    end = start
-    for e in events:
-        ts, stop = float(e["ts"]), float(e["ts"]) + float(e["dur"])
-        if ts > end:
-            gap += ts - end
-        busy += max(0.0, stop - max(ts, end))
-        end = max(end, stop)
-    return busy, gap, end
+    """(busy, idle, end) of `events` counted from `start`: busy is the union of their intervals after `start`,
+    idle the rest of the span up to the last one's end."""
+    spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events]
+    end = max((stop for _, stop in spans), default=start)
+    end = max(end, start)
+    busy = _union_us([(max(ts, start), stop) for ts, stop in spans if stop > start])
+    return busy, end - start - busy, end
 
 
 def decode_replays(events: list[dict[str, Any]], cut_edges: bool = True) -> DecodeReplays:
