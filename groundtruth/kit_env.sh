@@ -22,6 +22,11 @@ fi
 if [ ! -f $site/.ok ]; then
   mkdir -p $site && xz -dc -T0 $kit | tar -xf - -C $site && touch $site/.ok || return 3
 fi
+# DeepGEMM, which the kit leaves out, when .dgkit/ came along (benchmarks/deep_gemm_kit.sh: SGLang 0.5.17's pin
+# sgl-deep-gemm 0.1.5.post1). Without it SGLang runs block-fp8 linear layers with its Triton kernel.
+if [ -f .dgkit/dg-kit.tar.xz ] && [ ! -d $site/deep_gemm ]; then
+  tar -xJf .dgkit/dg-kit.tar.xz -C $site ./deep_gemm ./sgl_deep_gemm-0.1.5.post1.dist-info || return 3
+fi
 # SGLang's FA3 kernels (its Hopper default attention backend), when they came along
 if [ -f /tmp/xfer/flash_ops.so.xz ] && [ ! -f $site/sgl_kernel/flash_ops.abi3.so ]; then
   xz -dc -T0 /tmp/xfer/flash_ops.so.xz > $site/sgl_kernel/flash_ops.abi3.so.tmp \

@@ -480,6 +480,11 @@ def _gemm(cfg: dict[str, Any]) -> list[Point]:
     if cfg.get("fp8_block_dense"):
         combos += [("torch_scaled_mm", "fp8_block", s) for s in dense]
     combos += _gemm_by_dtype(cfg.get("by_dtype") or {})
+    # DeepGEMM block-fp8 (what SGLang runs for these layers on Hopper; backends/gemm.py): named shapes
+    combos += [
+        ("deep_gemm", "fp8_block", s)
+        for s in _named_gemm_shapes(cfg.get("deep_gemm") or [], "gemm.deep_gemm")
+    ]
     combos += _gemm_extra_nk(cfg.get("extra_nk") or {})
     for backend, dtype, shape in combos:
         for m in cfg["m"]:
@@ -493,18 +498,26 @@ GEMM_DTYPE_BACKENDS = {"bf16": "torch", "fp8_block": "torch_scaled_mm", "fp8_row
 def _gemm_by_dtype(by_dtype: dict[str, list[str]]) -> list[tuple[str, str, shapes.GemmShape]]:
     """Exactly the named shapes per dtype ({fp8_block: [dsv3.q_b.tp8, ...]}): a grid file that adds M points to
     chosen GEMMs without re-running every shape in every dtype."""
-    by_name = {s.name: s for s in shapes.deepseek_gemm_shapes() + shapes.dense_gemm_shapes()}
     combos: list[tuple[str, str, shapes.GemmShape]] = []
     for dtype, names in by_dtype.items():
         if dtype not in GEMM_DTYPE_BACKENDS:
             raise ValueError(
                 f"gemm.by_dtype: unknown dtype {dtype!r}; allowed: {sorted(GEMM_DTYPE_BACKENDS)}"
             )
-        unknown = sorted(set(names) - set(by_name))
-        if unknown:
-            raise ValueError(f"gemm.by_dtype.{dtype}: unknown shape names {unknown}")
-        combos += [(GEMM_DTYPE_BACKENDS[dtype], dtype, by_name[n]) for n in names]
+        combos += [
+            (GEMM_DTYPE_BACKENDS[dtype], dtype, s)
+            for s in _named_gemm_shapes(names, f"gemm.by_dtype.{dtype}")
+        ]
     return combos
+
+
+def _named_gemm_shapes(names: list[str], field: str) -> list[shapes.GemmShape]:
+    """The GEMM shapes named (shapes.py's names), in the order given; `field` names the grid entry in errors."""
+    by_name = {s.name: s for s in shapes.deepseek_gemm_shapes() + shapes.dense_gemm_shapes()}
+    unknown = sorted(set(names) - set(by_name))
+    if unknown:
+        raise ValueError(f"{field}: unknown shape names {unknown}")
+    return [by_name[n] for n in names]
 
 
 def _gemm_extra_nk(extra: dict[str, list[list[int]]]) -> list[tuple[str, str, shapes.GemmShape]]:

@@ -2,9 +2,18 @@
 
 bf16: torch.mm (cuBLAS). fp8_rowwise: torch._scaled_mm with per-token activation scales and per-channel
 weight scales. fp8_block: 1x128 activation / 128x128 weight block scales as SGLang uses for DeepSeek FP8,
-through torch._scaled_mm's blockwise path when this torch supports it on the device, else recorded
-unsupported with the reasons (deep_gemm first, if its extension loads). Activation quantization is not
+through torch._scaled_mm's blockwise path (cuBLASLt; table backend `torch_scaled_mm`) when this torch supports it
+on the device, else recorded unsupported with the reasons; and through DeepGEMM's `fp8_gemm_nt` (table backend
+`deep_gemm`), the kernel SGLang itself runs for these layers on Hopper (below). Activation quantization is not
 included (SGLang runs it as a separate kernel). All timed by CUDA-graph replay, cycling weight sets past L2.
+
+Why DeepGEMM: SGLang 0.5.17 dispatches a block-fp8 linear layer (srt/layers/quantization/fp8_utils.py,
+`_dispatch_auto_backend`) to `deepgemm_w8a8_block_fp8_linear_with_fallback` whenever `deep_gemm` imports on an
+SM90+ GPU (deep_gemm_wrapper/configurer.py, SGLANG_ENABLE_JIT_DEEPGEMM defaults on), and that function runs
+`deep_gemm.fp8_gemm_nt` when n % 64 == 0 and k % 128 == 0, else falls back to its Triton kernel. The activation
+scales reach the kernel MN-major and TMA-aligned (per_token_group_quant_fp8 with column_major_scales and
+scale_tma_aligned), which is how they are laid out here, so DeepGEMM runs no layout transform of its own; and
+SGLang launches DeepGEMM with programmatic dependent launch on, as here.
 """
 
 from __future__ import annotations
@@ -24,6 +33,8 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     if dtype == "fp8_rowwise":
         return _fp8_rowwise(point, ctx)
     if dtype == "fp8_block":
+        if point["backend"] == "deep_gemm":
+            return _fp8_block_deep_gemm(point, ctx)
         return _fp8_block(point, ctx)
     raise Unsupported(f"gemm dtype {dtype!r}")
 
@@ -85,6 +96,78 @@ def _fp8_block(point: dict[str, Any], ctx: Any) -> Measurement | None:
     def launcher(s: int) -> Any:
         x, w = xs[s], ws[s]
         return lambda: torch._scaled_mm(x, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+
+    return time_graph_replay([launcher(s) for s in range(sets)], ctx.timing)
+
+
+def _deep_gemm(ctx: Any) -> Any:
+    """The deep_gemm module, once per worker, after one fp8_gemm_nt result matched a dequantized fp32 reference;
+    Unsupported (with the reason) if it does not load or does not match."""
+    import torch
+
+    cached = ctx.cache.get("deep_gemm_gemm")
+    if isinstance(cached, Exception):
+        raise cached
+    if cached is not None:
+        return cached
+    try:
+        import deep_gemm
+
+        # SGLang 0.5.17 turns on programmatic dependent launch for DeepGEMM in every worker
+        # (deep_gemm_wrapper/entrypoint.py, update_deep_gemm_config; SGLANG_DEEPGEMM_PDL defaults on)
+        if hasattr(deep_gemm, "set_pdl"):
+            deep_gemm.set_pdl(True)
+        pm, pn, pk = 64, 256, 512
+        x = random_tensor((pm, pk), torch.float8_e4m3fn)
+        w = random_tensor((pn, pk), torch.float8_e4m3fn)
+        sa, sb = _deep_gemm_scales(pm, pn, pk)
+        out = torch.empty(pm, pn, dtype=torch.bfloat16, device="cuda")
+        deep_gemm.fp8_gemm_nt((x, sa), (w, sb), out)
+        # scales read as multipliers (DeepGEMM's convention) or as divisors: the kernel and its cost are the same
+        err = min(
+            float((out.float() - ref).norm() / ref.norm())
+            for ref in (_dequant_ref(x, w, sa, sb), _dequant_ref(x, w, 1.0 / sa, 1.0 / sb))
+        )
+        if err >= 0.02:
+            raise Unsupported(f"deep_gemm.fp8_gemm_nt: result off by {err:.3f} (relative)")
+    except Unsupported as exc:
+        ctx.cache["deep_gemm_gemm"] = exc
+        raise
+    except Exception as exc:  # noqa: BLE001
+        failure = Unsupported(f"deep_gemm.fp8_gemm_nt: {type(exc).__name__}: {str(exc)[:300]}")
+        ctx.cache["deep_gemm_gemm"] = failure
+        raise failure from None
+    ctx.cache["deep_gemm_gemm"] = deep_gemm
+    return deep_gemm
+
+
+def _deep_gemm_scales(m: int, n: int, k: int) -> tuple[Any, Any]:
+    """(activation scales [m, k/128], MN-major with m padded to 4 rows for TMA as SGLang lays them out; weight
+    scales [ceil(n/128), k/128] row-major); values in [0.5, 1.5)."""
+    aligned_m = -(-m // 4) * 4
+    sa = _scales_with_slack(k // 128, aligned_m).t()[:m]
+    sb = _scales_with_slack(-(-n // 128), k // 128)
+    return sa, sb
+
+
+def _fp8_block_deep_gemm(point: dict[str, Any], ctx: Any) -> Measurement | None:
+    import torch
+
+    m, n, k = int(point["m"]), int(point["n"]), int(point["k"])
+    if n % 64 or k % 128:
+        raise Unsupported(
+            f"SGLang runs DeepGEMM only for n % 64 == 0 and k % 128 == 0 (n={n}, k={k}); it falls back to Triton"
+        )
+    dg = _deep_gemm(ctx)
+    sets = _sets(m, n, k, 1, ctx)
+    xs = random_tensor((sets, m, k), torch.float8_e4m3fn)
+    ws = random_tensor((sets, n, k), torch.float8_e4m3fn)
+    sa, sb = _deep_gemm_scales(m, n, k)
+    out = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+
+    def launcher(s: int) -> Any:
+        x, w = xs[s], ws[s]
+        return lambda: dg.fp8_gemm_nt((x, sa), (w, sb), out)
 
     return time_graph_replay([launcher(s) for s in range(sets)], ctx.timing)
 
