@@ -33,8 +33,8 @@ def test_shapes_are_the_zoo_models_under_their_grid_names():
 
 def test_a_new_zoo_model_gets_gemm_shapes_without_editing_this_module(monkeypatch):
     new = replace(load_arch("qwen3-8b"), name="tiny-new", hidden_size=1536, intermediate_size=4608)
-    real_names, real_load = shapes.zoo_names, shapes.load_arch
-    monkeypatch.setattr(shapes, "zoo_names", lambda: [*real_names(), "tiny-new"])
+    real_names, real_load = shapes.zoo_architectures, shapes.load_arch
+    monkeypatch.setattr(shapes, "zoo_architectures", lambda: [*real_names(), "tiny-new"])
     monkeypatch.setattr(shapes, "load_arch", lambda n: new if n == "tiny-new" else real_load(n))
     monkeypatch.setattr(shapes, "DENSE_MODELS", shapes._gqa_shapes(moe=False))
     by_name = {s.name: (s.n, s.k) for s in shapes.dense_gemm_shapes()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simperf.models.arch import ModelArch
-from simperf.models.zoo import load_arch, zoo_names
+from simperf.models.zoo import load_arch, zoo_architectures
 from simperf.perfdb.schema import fused_shared_routing
 
 TP_DEGREES: tuple[int, ...] = (1, 2, 4, 8)
@@ -53,7 +53,9 @@ GRID_NAMES: dict[str, str] = {
 
 def _zoo_archs() -> list[tuple[str, ModelArch]]:
     """(grid name, architecture) of every zoo model: the named ones in grid order, then the rest by name."""
-    names = [n for n in GRID_NAMES if n in zoo_names()] + [n for n in zoo_names() if n not in GRID_NAMES]
+    names = [n for n in GRID_NAMES if n in zoo_architectures()] + [
+        n for n in zoo_architectures() if n not in GRID_NAMES
+    ]
     return [(GRID_NAMES.get(n, n), load_arch(n)) for n in names]
 
 

@@ -26,6 +26,28 @@ def zoo_names() -> list[str]:
     return sorted(p.name.removesuffix(".json") for p in zoo.iterdir() if p.name.endswith(".json"))
 
 
+def _zoo_config(name: str) -> dict[str, Any]:
+    return json.loads(
+        (resources.files("simperf.models") / "zoo" / f"{name}.json").read_text(encoding="utf-8")
+    )
+
+
+def weight_variant_of(name: str) -> str | None:
+    """The zoo entry this one repeats with other weights (its config less `quantization_config` is that entry's,
+    as Qwen3-8B-FP8's is Qwen3-8B's), or None."""
+    config = _zoo_config(name)
+    if "quantization_config" not in config:
+        return None
+    bare = {k: v for k, v in config.items() if k != "quantization_config"}
+    return next((other for other in zoo_names() if other != name and _zoo_config(other) == bare), None)
+
+
+def zoo_architectures() -> list[str]:
+    """Zoo names less weight variants (weight_variant_of): one per architecture, for what enumerates shapes by
+    architecture (the calibration grid's shape families, the fixed off-grid set)."""
+    return [name for name in zoo_names() if weight_variant_of(name) is None]
+
+
 def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
     """The architecture of a zoo model, or of a user's HF config.json (then `name` is only a label)."""
     if config_path is not None:

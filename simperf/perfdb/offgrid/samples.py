@@ -31,7 +31,7 @@ from simperf.calibrate.points import Point, make_point
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import gemm_keys
 from simperf.models.ops import OpCall, StepSettings, row_ops
-from simperf.models.zoo import load_arch, zoo_names
+from simperf.models.zoo import load_arch, zoo_architectures
 from simperf.scenario.resolved import ParallelLayout
 
 OFFGRID_SEED = 19  # fixed with the category counts below before any off-grid result existed (issue 19)
@@ -88,7 +88,7 @@ def _tokens(rng: random.Random) -> int:
 
 
 def _archs() -> dict[str, ModelArch]:
-    return {name: load_arch(name) for name in zoo_names()}
+    return {name: load_arch(name) for name in zoo_architectures()}
 
 
 # ---- decode attention ----------------------------------------------------------------------------------------
