@@ -71,11 +71,14 @@ def kv_dtype_names(kv_dtype: str) -> tuple[str, ...]:
     return ("fp8_e4m3", "fp8") if kv_dtype in ("fp8_e4m3", "fp8") else (kv_dtype,)
 
 
-def gemm_keys(weight_dtype: str, n: int, k: int) -> tuple[Key, ...]:
-    """Dense linear layer: block-scaled fp8 (DeepGEMM preferred) or rowwise fp8 as proxy; bf16 via torch."""
+def gemm_keys(weight_dtype: str, n: int, k: int, deep_gemm: bool = True) -> tuple[Key, ...]:
+    """Dense linear layer: block-scaled fp8 (DeepGEMM preferred where `deep_gemm`: the SGLang release runs the
+    DeepGEMM its table measured, ops.DEEP_GEMM_TABLE_VERSION) or cuBLASLt blockwise / rowwise fp8 as proxies;
+    bf16 via torch."""
     if weight_dtype == "fp8":
+        deep = (make_key("gemm", backend="deep_gemm", dtype="fp8_block", n=n, k=k),) if deep_gemm else ()
         return (
-            make_key("gemm", backend="deep_gemm", dtype="fp8_block", n=n, k=k),
+            *deep,
             make_key("gemm", backend="torch_scaled_mm", dtype="fp8_block", n=n, k=k),
             make_key("gemm", backend="torch_scaled_mm", dtype="fp8_rowwise", n=n, k=k),
             make_key("gemm", backend="sgl_kernel", dtype="fp8_rowwise", n=n, k=k),

@@ -54,6 +54,14 @@ HasTable = Callable[[str, dict[str, Any]], int]
 # on (sgl-project/sglang#5619, merged 2025-04-22; deepseek_v2.py in 0.5.17 still builds it when q_lora_rank is
 # set); up to v0.4.5 they were two GEMMs.
 LAST_UNFUSED_QKV_A_VERSION = (0, 4, 5)
+# The DeepGEMM block-fp8 GEMM table (calibration/<gpu>/gemm.parquet, backend deep_gemm) times sgl-deep-gemm
+# 0.1.5.post1, SGLang 0.5.17's pin. Earlier releases ran the DeepGEMM bundled in sgl-kernel (2025) before SGLang
+# moved to the sgl-deep-gemm package in 2026 (sgl-project/sglang#26993 bumps it 0.1.0 -> 0.1.2, 2026-06-02):
+# a different build, not measured here. Evidence that it does not transfer: the published Qwen3-8B-FP8 decodes
+# on SGLang 0.5.3.post3 (gpustack, H100, rows D006/D010) are 13% slower than this table makes them, while their
+# bf16 twin (D002) and our own SGLang 0.5.17 fp8 runs (groundtruth/experiments/fp8-h100) agree within 4%. Releases
+# up to this one are priced from the cuBLASLt proxies on Hopper, as before the table (docs/perfdb.md).
+LAST_VERSION_BEFORE_DEEP_GEMM_TABLE = (0, 5, 16)
 
 # Kernels SGLang launches that no calibration table times (small per-token kernels); counted for the eager
 # launch overhead only. Per layer: KV-cache store; MoE layers: grouped top-k; NSA layers: indexer k store +
@@ -178,6 +186,13 @@ def select_nsa_method(
 
 def decode_method(arch: ModelArch) -> Method:
     return arch.caps.decode_method  # type: ignore[return-value]
+
+
+def _prices_with_deep_gemm(s: StepSettings) -> bool:
+    """Whether a block-fp8 linear layer's DeepGEMM table applies: on Hopper only from the SGLang release whose
+    DeepGEMM build simperf timed (LAST_VERSION_BEFORE_DEEP_GEMM_TABLE); on Blackwell the imported AIConfigurator
+    DeepGEMM table (docs/b200.md) applies as before."""
+    return s.sm_major >= 10 or not _version_le(s.sglang_version, LAST_VERSION_BEFORE_DEEP_GEMM_TABLE)
 
 
 def _version_le(version: str, bound: tuple[int, ...]) -> bool:
@@ -325,12 +340,14 @@ def row_ops(
         if count > 0:
             ops.append(OpCall(name, op, candidates, axes, count, kernels))
 
+    deep_gemm = _prices_with_deep_gemm(s)
+
     def gemm(name: str, n: int, k: int, m: int, count: int, dtype: str | None = None) -> None:
         weight_dtype = dtype or s.weight_dtype
         if weight_dtype == "fp8":
             # SGLang quantises an fp8 linear's bf16 input in its own kernel before the GEMM
             add(f"{name}.act_quant", "elementwise", elementwise_keys("fp8_group_quant", k), count, m=m)
-        add(name, "gemm", gemm_keys(weight_dtype, n, k), count, m=m)
+        add(name, "gemm", gemm_keys(weight_dtype, n, k, deep_gemm), count, m=m)
 
     def norm(name: str, variant: str, n: int, m: int, count: int) -> None:
         add(name, "elementwise", elementwise_keys(variant, n), count, m=m)
@@ -517,7 +534,7 @@ def attention_ops(
                 OpCall(
                     "kv_b_proj" + suffix,
                     "gemm",
-                    gemm_keys(s.weight_dtype, kv_b_n, arch.kv_lora_rank),
+                    gemm_keys(s.weight_dtype, kv_b_n, arch.kv_lora_rank, _prices_with_deep_gemm(s)),
                     {"m": g.kv_tokens},
                     L,
                 )

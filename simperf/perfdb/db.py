@@ -38,6 +38,7 @@ from simperf.perfdb.keys import (
     PerfDBError,
     format_key,
     key_dict,
+    monotone_axes,
     normalize_key,
     op_spec,
 )
@@ -538,6 +539,7 @@ class PerfDB:
                 points.labels,
                 roofline.time_us,
                 roofline.time_us_scalar,
+                monotone_axes(spec.name, key_dict(spec, key)),
             )
             if grid is not None:
                 return OpCurve(spec, key, _GridModel(grid, points.third_party), measured=True)

@@ -255,10 +255,12 @@ def build_grid(
     exact_labels: np.ndarray,
     roofline: RooflineFn,
     roofline_scalar: ScalarRooflineFn | None = None,
+    monotone: frozenset[str] = MONOTONE_AXES,
 ) -> Grid | None:
     """points: (N, d) axis values of grid rows; us: (N,) times; exact_labels: (N,) source index of each row
     (measured or third_party). Duplicate points are combined by their median. None when no usable point.
-    roofline_scalar: the same roofline on one point of Python floats, for cheaper scalar extrapolation."""
+    roofline_scalar: the same roofline on one point of Python floats, for cheaper scalar extrapolation.
+    monotone: the axes made non-decreasing by a running max (keys.monotone_axes)."""
     points = np.asarray(points, dtype=np.float64).reshape(len(us), len(axis_names))
     us = np.asarray(us, dtype=np.float64)
     usable = np.isfinite(us) & (us > 0.0) & np.all(np.isfinite(points) & (points > 0.0), axis=1)
@@ -299,7 +301,7 @@ def build_grid(
     # must not overrule a measurement. Filled cells are lifted by everything below them.
     measured_max = np.where(filled_cells, -np.inf, log_us)
     for axis, name in enumerate(axis_names):
-        if name in MONOTONE_AXES:
+        if name in monotone:
             measured_max = np.maximum.accumulate(measured_max, axis=axis)
             log_us = np.maximum.accumulate(log_us, axis=axis)
     log_us = np.where(filled_cells, log_us, measured_max)
