@@ -100,3 +100,24 @@ def test_a_weight_variant_in_the_zoo_adds_no_architecture():
     assert weight_variant_of("qwen3-8b-fp8") == "qwen3-8b" and weight_variant_of("qwen3-8b") is None
     assert "qwen3-8b-fp8" in zoo_names() and "qwen3-8b-fp8" not in zoo_architectures()
     assert load_arch("qwen3-8b-fp8").default_weight_dtype == "fp8"
+
+
+def test_a_backend_probes_its_library_once_per_worker_and_keeps_a_failure():
+    from types import SimpleNamespace
+
+    from simperf.calibrate.backends.common import probed_once
+    from simperf.calibrate.measure import Unsupported
+
+    ctx, calls = SimpleNamespace(cache={}), []
+
+    def broken():
+        calls.append(1)
+        raise OSError("undefined symbol")
+
+    for _ in range(2):
+        with pytest.raises(Unsupported, match="deep_gemm: OSError: undefined symbol"):
+            probed_once(ctx, "lib", broken, "deep_gemm")
+    assert calls == [1]
+    assert (
+        probed_once(ctx, "other", lambda: "module", "x") == "module" == probed_once(ctx, "other", broken, "x")
+    )

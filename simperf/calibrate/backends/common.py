@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from simperf.calibrate.measure import Unsupported
+
+T = TypeVar("T")
 
 WORKSPACE_BYTES = 256 * 1024 * 1024
 
@@ -81,3 +86,25 @@ def block_table(lens: list[int], page_size: int) -> tuple[Any, int]:
         table[i, :p] = perm[start : start + p]
         start += p
     return table, total
+
+
+def probed_once(ctx: Any, key: str, probe: Callable[[], T], what: str) -> T:
+    """probe()'s result, computed once per worker and kept in ctx.cache[key]; a failure is kept too and raised
+    again on every later call as Unsupported (a worker does not retry a library that did not load or verify).
+    `what` names the probed thing in the message of an unexpected exception."""
+    cached = ctx.cache.get(key)
+    if isinstance(cached, Exception):
+        raise cached
+    if cached is not None:
+        return cached
+    try:
+        result = probe()
+    except Unsupported as exc:
+        ctx.cache[key] = exc
+        raise
+    except Exception as exc:  # noqa: BLE001
+        failure = Unsupported(f"{what}: {type(exc).__name__}: {str(exc)[:300]}")
+        ctx.cache[key] = failure
+        raise failure from None
+    ctx.cache[key] = result
+    return result

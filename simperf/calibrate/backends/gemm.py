@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simperf.calibrate.backends.common import probed_once
 from simperf.calibrate.measure import Measurement, Unsupported
 from simperf.calibrate.timing import random_tensor, rotation_sets, time_graph_replay
 
@@ -103,41 +104,30 @@ def _fp8_block(point: dict[str, Any], ctx: Any) -> Measurement | None:
 def _deep_gemm(ctx: Any) -> Any:
     """The deep_gemm module, once per worker, after one fp8_gemm_nt result matched a dequantized fp32 reference;
     Unsupported (with the reason) if it does not load or does not match."""
+    return probed_once(ctx, "deep_gemm_gemm", _verified_deep_gemm, "deep_gemm.fp8_gemm_nt")
+
+
+def _verified_deep_gemm() -> Any:
+    import deep_gemm
     import torch
 
-    cached = ctx.cache.get("deep_gemm_gemm")
-    if isinstance(cached, Exception):
-        raise cached
-    if cached is not None:
-        return cached
-    try:
-        import deep_gemm
-
-        # SGLang 0.5.17 turns on programmatic dependent launch for DeepGEMM in every worker
-        # (deep_gemm_wrapper/entrypoint.py, update_deep_gemm_config; SGLANG_DEEPGEMM_PDL defaults on)
-        if hasattr(deep_gemm, "set_pdl"):
-            deep_gemm.set_pdl(True)
-        pm, pn, pk = 64, 256, 512
-        x = random_tensor((pm, pk), torch.float8_e4m3fn)
-        w = random_tensor((pn, pk), torch.float8_e4m3fn)
-        sa, sb = _deep_gemm_scales(pm, pn, pk)
-        out = torch.empty(pm, pn, dtype=torch.bfloat16, device="cuda")
-        deep_gemm.fp8_gemm_nt((x, sa), (w, sb), out)
-        # scales read as multipliers (DeepGEMM's convention) or as divisors: the kernel and its cost are the same
-        err = min(
-            float((out.float() - ref).norm() / ref.norm())
-            for ref in (_dequant_ref(x, w, sa, sb), _dequant_ref(x, w, 1.0 / sa, 1.0 / sb))
-        )
-        if err >= 0.02:
-            raise Unsupported(f"deep_gemm.fp8_gemm_nt: result off by {err:.3f} (relative)")
-    except Unsupported as exc:
-        ctx.cache["deep_gemm_gemm"] = exc
-        raise
-    except Exception as exc:  # noqa: BLE001
-        failure = Unsupported(f"deep_gemm.fp8_gemm_nt: {type(exc).__name__}: {str(exc)[:300]}")
-        ctx.cache["deep_gemm_gemm"] = failure
-        raise failure from None
-    ctx.cache["deep_gemm_gemm"] = deep_gemm
+    # SGLang 0.5.17 turns on programmatic dependent launch for DeepGEMM in every worker
+    # (deep_gemm_wrapper/entrypoint.py, update_deep_gemm_config; SGLANG_DEEPGEMM_PDL defaults on)
+    if hasattr(deep_gemm, "set_pdl"):
+        deep_gemm.set_pdl(True)
+    pm, pn, pk = 64, 256, 512
+    x = random_tensor((pm, pk), torch.float8_e4m3fn)
+    w = random_tensor((pn, pk), torch.float8_e4m3fn)
+    sa, sb = _deep_gemm_scales(pm, pn, pk)
+    out = torch.empty(pm, pn, dtype=torch.bfloat16, device="cuda")
+    deep_gemm.fp8_gemm_nt((x, sa), (w, sb), out)
+    # scales read as multipliers (DeepGEMM's convention) or as divisors: the kernel and its cost are the same
+    err = min(
+        float((out.float() - ref).norm() / ref.norm())
+        for ref in (_dequant_ref(x, w, sa, sb), _dequant_ref(x, w, 1.0 / sa, 1.0 / sb))
+    )
+    if err >= 0.02:
+        raise Unsupported(f"deep_gemm.fp8_gemm_nt: result off by {err:.3f} (relative)")
     return deep_gemm
 
 

@@ -9,28 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from simperf.calibrate.measure import Measurement, Unsupported
+from simperf.calibrate.backends.common import probed_once
+from simperf.calibrate.measure import Measurement
 from simperf.calibrate.timing import random_tensor, time_gpu, time_graph_replay
 
 
 def _deep_gemm(ctx: Any) -> Any:
-    cached = ctx.cache.get("deep_gemm")
-    if isinstance(cached, Exception):
-        raise cached
-    if cached is not None:
-        return cached
-    try:
-        import deep_gemm
+    return probed_once(ctx, "deep_gemm", _indexer_deep_gemm, "sgl-deep-gemm does not load on this torch")
 
-        for name in ("fp8_mqa_logits", "fp8_paged_mqa_logits", "get_paged_mqa_logits_metadata"):
-            getattr(deep_gemm, name)
-    except Exception as exc:  # noqa: BLE001
-        failure = Unsupported(
-            f"sgl-deep-gemm does not load on this torch: {type(exc).__name__}: {str(exc)[:300]}"
-        )
-        ctx.cache["deep_gemm"] = failure
-        raise failure from None
-    ctx.cache["deep_gemm"] = deep_gemm
+
+def _indexer_deep_gemm() -> Any:
+    import deep_gemm
+
+    for name in ("fp8_mqa_logits", "fp8_paged_mqa_logits", "get_paged_mqa_logits_metadata"):
+        getattr(deep_gemm, name)
     return deep_gemm
 
 
