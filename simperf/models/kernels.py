@@ -73,7 +73,7 @@ def kv_dtype_names(kv_dtype: str) -> tuple[str, ...]:
 
 def gemm_keys(weight_dtype: str, n: int, k: int, deep_gemm: bool = True) -> tuple[Key, ...]:
     """Dense linear layer: block-scaled fp8 (DeepGEMM preferred where `deep_gemm`: the SGLang release runs the
-    DeepGEMM its table measured, ops.DEEP_GEMM_TABLE_VERSION) or cuBLASLt blockwise / rowwise fp8 as proxies;
+    DeepGEMM its table measured, ops.LAST_VERSION_BEFORE_DEEP_GEMM_TABLE) or cuBLASLt blockwise / rowwise fp8 as proxies;
     bf16 via torch."""
     if weight_dtype == "fp8":
         deep = (make_key("gemm", backend="deep_gemm", dtype="fp8_block", n=n, k=k),) if deep_gemm else ()

@@ -17,7 +17,8 @@ MONOTONE_AXES: frozenset[str] = frozenset({"batch", "kv_len", "q_len", "m", "mes
 # Keys whose kernel really does get faster with more rows at small M, so that the running max along m would
 # overrule measurements: DeepGEMM's block-fp8 GEMM picks its tiles by M, and a served Qwen3-8B-FP8 decode (SGLang
 # 0.5.17, H100; groundtruth/forwards/h100/served-qwen3-8b-fp8-decode) ran its down projection in 23.8 us at one
-# row and 21.8 us at sixteen, its o projection in 10.0 and 9.1 us, as the table measures them (docs/perfdb.md).
+# row and 21.8 us at sixteen, its o projection in 10.0 and 9.1 us; the H100 table measures the same fall (down
+# projection 25.9 and 20.9 us; docs/perfdb.md).
 _NOT_MONOTONE_IN_M = frozenset({("gemm", "deep_gemm")})
 
 
