@@ -41,6 +41,27 @@ def real_cost(name: str, serving=None, overheads: Overheads | None = None) -> SG
     return SGLangStepCost(arch, serving or resolved, db, overheads or scenario.overheads)
 
 
+def zoo_cost(model: str, gpu: str = "h100", sglang_version: str | None = None) -> SGLangStepCost:
+    """The shipped tables' step cost of a zoo model on one GPU, served with flashinfer attention (as the
+    ground-truth corpus' profiled decodes were), default overheads."""
+    from simperf.accuracy.hostcosts import step_cost_of
+    from simperf.scenario.models import Scenario
+
+    serving = {"attention_backend": "flashinfer"}
+    if sglang_version is not None:
+        serving["sglang_version"] = sglang_version
+    return step_cost_of(
+        Scenario.model_validate(
+            {
+                "model": {"name": model},
+                "hardware": {"gpu": gpu},
+                "serving": serving,
+                "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 256}},
+            }
+        )
+    )
+
+
 def padded_bs(serving, bs: int) -> tuple[int, bool]:
     """The simulator's CUDA-graph bucket of a decode batch (Simulator._padded_bs)."""
     buckets = serving.cuda_graph_bs

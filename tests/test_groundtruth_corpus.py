@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from realcost import zoo_cost
 
 from simperf.accuracy import corpus as corpus_accuracy
 from simperf.accuracy.run import generated_block
@@ -227,23 +228,6 @@ def test_a_served_decode_iteration_is_its_replay_plus_the_work_between_replays()
     assert profiled.period_us == pytest.approx(unprofiled_us, rel=0.01)
 
 
-def _h100_flashinfer_cost(model: str):
-    """The shipped H100 tables' step cost of a zoo model served with flashinfer attention, default overheads."""
-    from simperf.accuracy.hostcosts import step_cost_of
-    from simperf.scenario.models import Scenario
-
-    return step_cost_of(
-        Scenario.model_validate(
-            {
-                "model": {"name": model},
-                "hardware": {"gpu": "h100"},
-                "serving": {"attention_backend": "flashinfer"},
-                "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 256}},
-            }
-        )
-    )
-
-
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen3-8b", "qwen3-30b-a3b"])
 def test_the_tables_price_a_decode_replays_kernels_as_one_batch_ran_them(model):
     """The shipped H100 tables against SGLang's own one_batch decode (profiled, 1,024-token prompts): the step's
@@ -251,7 +235,7 @@ def test_the_tables_price_a_decode_replays_kernels_as_one_batch_ran_them(model):
     from simperf.costmodel.step import SOURCE_INDEX
     from simperf.groundtruth.trace import decode_replays, read_trace
 
-    cost = _h100_flashinfer_cost(model)
+    cost = zoo_cost(model)
     for bs in (1, 16, 64):
         trace = (
             CORPUS / f"forwards/h100/{model}-decode/profile_batch{bs}_input1024_output16_decode.trace.json.gz"
@@ -290,7 +274,7 @@ def test_held_out_served_decode_iterations_are_the_predicted_decode_steps(model)
     their gaps, the work between replays) against simperf's decode step with the shipped tables and defaults."""
     from simperf.groundtruth.trace import decode_replays, read_trace
 
-    cost = _h100_flashinfer_cost(model)
+    cost = zoo_cost(model)
     for name, running in (("c1.trace.json.gz", 1), ("c16.trace.json.gz", 16)):
         served = decode_replays(read_trace(CORPUS / f"forwards/h100/served-{model}-decode" / name))
         # the profile starts ~0.6 s (1 request) and ~1.5 s (16) after the sends: ~100 tokens into the outputs

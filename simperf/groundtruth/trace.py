@@ -143,8 +143,7 @@ def _busy_and_gap(events: list[dict[str, Any]], start: float) -> tuple[float, fl
     """(busy, idle, end) of `events` counted from `start`: busy is the union of their intervals after `start`,
     idle the rest of the span up to the last one's end."""
     spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events]
-    end = max((stop for _, stop in spans), default=start)
-    end = max(end, start)
+    end = max([start, *(stop for _, stop in spans)])
     busy = _union_us([(max(ts, start), stop) for ts, stop in spans if stop > start])
     return busy, end - start - busy, end
 

@@ -32,20 +32,30 @@ def _zoo_config(name: str) -> dict[str, Any]:
     )
 
 
+def _weight_variants() -> dict[str, str]:
+    """Zoo entries that repeat another entry with other weights (the config less `quantization_config` is that
+    entry's, as Qwen3-8B-FP8's is Qwen3-8B's) -> that entry. Every zoo file is read once."""
+    configs = {name: _zoo_config(name) for name in zoo_names()}
+    variants: dict[str, str] = {}
+    for name, config in configs.items():
+        if "quantization_config" in config:
+            bare = {k: v for k, v in config.items() if k != "quantization_config"}
+            base = next((other for other, c in configs.items() if other != name and c == bare), None)
+            if base is not None:
+                variants[name] = base
+    return variants
+
+
 def weight_variant_of(name: str) -> str | None:
-    """The zoo entry this one repeats with other weights (its config less `quantization_config` is that entry's,
-    as Qwen3-8B-FP8's is Qwen3-8B's), or None."""
-    config = _zoo_config(name)
-    if "quantization_config" not in config:
-        return None
-    bare = {k: v for k, v in config.items() if k != "quantization_config"}
-    return next((other for other in zoo_names() if other != name and _zoo_config(other) == bare), None)
+    """The zoo entry this one repeats with other weights, or None."""
+    return _weight_variants().get(name)
 
 
 def zoo_architectures() -> list[str]:
     """Zoo names less weight variants (weight_variant_of): one per architecture, for what enumerates shapes by
     architecture (the calibration grid's shape families, the fixed off-grid set)."""
-    return [name for name in zoo_names() if weight_variant_of(name) is None]
+    variants = _weight_variants()
+    return [name for name in zoo_names() if name not in variants]
 
 
 def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
@@ -64,8 +74,7 @@ def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
             f"model {name!r} is not in the zoo; known: {', '.join(zoo_names())} "
             "(or give model.config: path to a HF config.json)"
         )
-    text = (resources.files("simperf.models") / "zoo" / f"{name}.json").read_text(encoding="utf-8")
-    return arch_from_hf_config(name, json.loads(text), source=f"zoo/{name}.json")
+    return arch_from_hf_config(name, _zoo_config(name), source=f"zoo/{name}.json")
 
 
 def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "config") -> ModelArch:
