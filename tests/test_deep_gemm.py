@@ -3,11 +3,11 @@ fp8 decode (groundtruth/forwards/h100/served-qwen3-8b-fp8-decode). CPU only; rea
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from realcost import zoo_cost
 
 from simperf.calibrate import grid as gridmod
 from simperf.hardware import get_gpu
@@ -32,6 +32,19 @@ def test_the_grid_names_deep_gemm_shapes_and_rejects_unknown_ones(tmp_path):
     bad.write_text("gemm: {deep_gemm: [no.such.shape]}\n")
     with pytest.raises(ValueError, match=r"gemm\.deep_gemm: unknown shape names \['no.such.shape'\]"):
         gridmod.grid_points(gridmod.load_grid(bad))
+    # through the command: one error line naming the file and the field, nothing measured or written
+    from simperf.calibrate.cli import main
+    from simperf.calibrate.preflight import CalibrateError
+
+    out = tmp_path / "tables"
+    for text, message in (
+        ("gemm: {deep_gemm: [no.such.shape]}", "unknown shape names"),
+        ("gemm: {deep_gemm: 5}", "expected a list of shape names, got 5"),
+    ):
+        bad.write_text(text + "\n")
+        with pytest.raises(CalibrateError, match=rf"^--grid {bad}: gemm\.deep_gemm: {message}"):
+            main(["--grid", str(bad), "--ops", "gemm", "--dry-run", "--gpu", "h100", "--out", str(out)])
+    assert not out.exists()
 
 
 def test_deep_gemm_keys_follow_their_measurements_along_m_where_other_gemms_stay_monotone(h100):
@@ -45,10 +58,7 @@ def test_deep_gemm_keys_follow_their_measurements_along_m_where_other_gemms_stay
 
 
 def test_an_fp8_model_on_the_h100_prices_its_linear_layers_with_deep_gemm():
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_groundtruth_corpus import _h100_flashinfer_cost
-
-    rows = _h100_flashinfer_cost("qwen3-8b-fp8").breakdown_decode(1, 1, 1124, True)
+    rows = zoo_cost("qwen3-8b-fp8").breakdown_decode(1, 1, 1124, True)
     linear = {
         r.name: r.key for r in rows if r.name in ("qkv_proj", "o_proj", "mlp.gate_up_proj", "mlp.down_proj")
     }
@@ -59,15 +69,10 @@ def test_an_fp8_model_on_the_h100_prices_its_linear_layers_with_deep_gemm():
 def test_the_served_fp8_decode_iteration_is_the_predicted_decode_step(name, running):
     """The served Qwen3-8B-FP8 decode (SGLang 0.5.17 with DeepGEMM, flashinfer, H100) that showed DeepGEMM's
     one-row tiles to be slower than its sixteen-row ones (keys.py). Not held out: the m exemption came from it."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_groundtruth_corpus import _h100_flashinfer_cost
-
     from simperf.groundtruth.trace import decode_replays, read_trace
 
     served = decode_replays(read_trace(ROOT / "groundtruth/forwards/h100/served-qwen3-8b-fp8-decode" / name))
-    step = _h100_flashinfer_cost("qwen3-8b-fp8").decode_steps(
-        running, running, np.array([1124.0 * running]), True
-    )
+    step = zoo_cost("qwen3-8b-fp8").decode_steps(running, running, np.array([1124.0 * running]), True)
     assert float(step[0].sum()) == pytest.approx(served.period_us, rel=0.03)
 
 
@@ -75,19 +80,7 @@ def test_the_served_fp8_decode_iteration_is_the_predicted_decode_step(name, runn
 def test_the_deep_gemm_table_prices_the_release_whose_deep_gemm_it_timed(version, backend):
     """sgl-deep-gemm 0.1.5.post1 is SGLang 0.5.17's pin; earlier releases bundled another DeepGEMM build in
     sgl-kernel (models/ops.py, LAST_VERSION_BEFORE_DEEP_GEMM_TABLE), priced from the cuBLASLt tables."""
-    from simperf.accuracy.hostcosts import step_cost_of
-    from simperf.scenario.models import Scenario
-
-    cost = step_cost_of(
-        Scenario.model_validate(
-            {
-                "model": {"name": "qwen3-8b-fp8"},
-                "hardware": {"gpu": "h100"},
-                "serving": {"attention_backend": "flashinfer", "sglang_version": version},
-                "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 256}},
-            }
-        )
-    )
+    cost = zoo_cost("qwen3-8b-fp8", sglang_version=version)
     rows = cost.breakdown_decode(1, 1, 1124, True)
     assert {dict(r.key)["backend"] for r in rows if r.name == "mlp.down_proj"} == {backend}
 

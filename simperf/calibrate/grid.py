@@ -513,6 +513,8 @@ def _gemm_by_dtype(by_dtype: dict[str, list[str]]) -> list[tuple[str, str, shape
 
 def _named_gemm_shapes(names: list[str], field: str) -> list[shapes.GemmShape]:
     """The GEMM shapes named (shapes.py's names), in the order given; `field` names the grid entry in errors."""
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{field}: expected a list of shape names, got {names!r}")
     by_name = {s.name: s for s in shapes.deepseek_gemm_shapes() + shapes.dense_gemm_shapes()}
     unknown = sorted(set(names) - set(by_name))
     if unknown:

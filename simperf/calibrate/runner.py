@@ -35,7 +35,13 @@ from simperf.calibrate.backends import WORKER_GROUPS, WorkerGroup, backend_match
 from simperf.calibrate.journal import Journal, compact, recorded_rows
 from simperf.calibrate.measure import STATUS_FAILED, STATUS_UNSUPPORTED, error_columns
 from simperf.calibrate.points import Point, op_key_tuple, point_key
-from simperf.calibrate.preflight import CPU_STAND_IN, check_options, drop_unavailable, require_device
+from simperf.calibrate.preflight import (
+    CPU_STAND_IN,
+    CalibrateError,
+    check_options,
+    drop_unavailable,
+    require_device,
+)
 from simperf.calibrate.provenance import utc_now_iso
 from simperf.output_paths import check_output_dir
 
@@ -184,16 +190,24 @@ class WorkerProcess:
 
 
 def select_points(options: RunOptions, probe: dict[str, Any]) -> list[Point]:
-    grid = gridmod.load_grid(options.grid_path)
-    if options.models:
-        grid["moe"]["models"] = [m for m in grid["moe"]["models"] if m in options.models]
-    ops = gridmod.expand_ops(options.ops)
-    if options.backends and any(b.startswith("fake") for b in options.backends):
-        grid["fake"]["enabled"] = True
-    sm_major = probe.get("sm_major")
-    points = gridmod.all_points(
-        grid, options.heldout, options.ragged, runnable=lambda p: group_runs_here(p, sm_major)
-    )
+    """The points to measure; CalibrateError (one line, naming --ops or the grid file) when the selectors or the
+    grid file cannot be expanded."""
+    try:
+        ops = gridmod.expand_ops(options.ops)
+    except ValueError as e:
+        raise CalibrateError(f"--ops: {e}") from None
+    try:
+        grid = gridmod.load_grid(options.grid_path)
+        if options.models:
+            grid["moe"]["models"] = [m for m in grid["moe"]["models"] if m in options.models]
+        if options.backends and any(b.startswith("fake") for b in options.backends):
+            grid["fake"]["enabled"] = True
+        sm_major = probe.get("sm_major")
+        points = gridmod.all_points(
+            grid, options.heldout, options.ragged, runnable=lambda p: group_runs_here(p, sm_major)
+        )
+    except ValueError as e:
+        raise CalibrateError(f"--grid {options.grid_path or '(default)'}: {e}") from None
     points += comm_points(grid, probe)
     points = [p for p in points if p["op"] in ops]
     if options.backends:
