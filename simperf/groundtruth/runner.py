@@ -16,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -108,6 +109,17 @@ def gpu_facts() -> dict[str, Any]:
     }
 
 
+def host_facts() -> dict[str, Any]:
+    """The host CPU a run's host-side costs were measured on (its model name and logical cores), from
+    /proc/cpuinfo; empty where that cannot be read."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    models = [ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")]
+    return {"cpu_model": models[0], "cpu_logical_cores": len(models)} if models else {}
+
+
 def gpu_key(name: str) -> str:
     for key in ("H200", "H100", "B200", "A100", "L40S"):
         if key in name:
@@ -163,6 +175,7 @@ class PlanRunner:
         gpu = gpu_key(facts["gpu_name"])
         env = {
             **facts,
+            **host_facts(),
             "packages": package_versions(),
             "python": sys.version.split()[0],
             "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -253,7 +266,8 @@ class PlanRunner:
         model_note = (
             f"# model directory: `simperf groundtruth modeldir {spec.model} DIR` (weights: {spec.weights})"
         )
-        return f"{model_note}\n{env} python -m sglang.launch_server {' '.join(argv)}\n"
+        # quoted as a shell would need it: a flag value such as --json-model-override-args' JSON has spaces and quotes
+        return f"{model_note}\n{env} python -m sglang.launch_server {shlex.join(argv)}\n"
 
     def ensure_server(
         self, spec: ServerSpec, argv: list[str], fingerprint: str, work: Path
@@ -323,7 +337,7 @@ class PlanRunner:
     def bench_cmd_text(self, spec: ServerSpec, run: RunSpec) -> str:
         argv = self.client_argv(spec, run, Path("MODEL_DIR"), Path("WORK"))
         note = "# MODEL_DIR as in server_cmd.txt; --dataset-path: `simperf groundtruth modeldir --prompts`"
-        return f"{note}\npython -m sglang.bench_serving {' '.join(argv)}\n"
+        return f"{note}\npython -m sglang.bench_serving {shlex.join(argv)}\n"
 
     def job(self, spec: ServerSpec, run: RunSpec, model_path: Path, work: Path) -> dict[str, Any]:
         run_work = work / run.name
