@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("simperf", "tests", "scenarios", "calibration", "validation", "pyproject.toml")
+COPIED = ("simperf", "tests", "scenarios", "calibration", "validation", "groundtruth", "docs", "pyproject.toml")
 GUARDS = (
     "tests/test_fast_paths.py",
     "tests/test_sim_real_cost.py",
@@ -30,6 +30,7 @@ GUARDS = (
     "tests/test_frontend.py",
     "tests/test_sim_extend_launch.py",
     "tests/test_sim_tokenize.py",
+    "tests/test_host_speed.py",
 )
 
 
@@ -193,6 +194,13 @@ MUTATIONS = (
         "simperf/sim/client.py",
         "            written = send + len(burst) * self.burst_s\n",
         "            written = send + len(burst) * self.burst_s * 1.01\n",
+    ),
+    Mutation(
+        "host-speed",
+        "Overheads.on_host (scenario/models.py): every default host cost scaled to the scenario's host +1%",
+        "simperf/scenario/models.py",
+        "            factor = measured_on / host_speed\n",
+        "            factor = measured_on / host_speed * 1.01\n",
     ),
     Mutation(
         "decode-replay-gaps",

@@ -238,12 +238,13 @@ def predict(
     serving, arch, gpu = resolve(scenario)
     on_phase("loading kernel tables")
     db, directory = open_perfdb(scenario, gpu, calibration_dir, roofline_only)
-    cost = SGLangStepCost(arch, serving, db, scenario.overheads)
+    overheads = scenario.host_overheads
+    cost = SGLangStepCost(arch, serving, db, overheads)
     on_phase("building the workload")
     requests = _requests(scenario, arch, guards, serving.max_total_tokens)
     on_phase(f"simulating {len(requests.input_len):,} requests")
     trace = RequestTrace(frozenset(trace_requests)) if trace_requests else None
-    simulator = Simulator(serving, cost, scenario.overheads, step_log=step_log, trace=trace)
+    simulator = Simulator(serving, cost, overheads, step_log=step_log, trace=trace)
     simulator.on_progress = guards.on_progress
     simulator.text_prompts = not scenario.workload.tokenize_prompt
     if scenario.serving.load_balance_method == "total_requests":
@@ -300,12 +301,14 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         "Retractions": str(stats.retractions),
         **extra_notes,
     }
-    if stats.frontend_max_wait_s * 1e6 > scenario.overheads.egress_us:
+    overheads = cost.overheads
+    if stats.frontend_max_wait_s * 1e6 > overheads.egress_us:
         notes[API_SERVER_PACED] = (
             f"streamed chunks queued up to {stats.frontend_max_wait_s * 1e3:.0f} ms for SGLang's API server "
-            f"({scenario.overheads.frontend_us_per_chunk:g} us per chunk, measured on our hosts at 56-116 us; a "
-            "faster host CPU streams faster: --set overheads.frontend_us_per_chunk=US for yours), so TPOT and TTFT "
-            "here follow the host, not the GPU (docs/overheads.md)"
+            f"({overheads.frontend_us_per_chunk:.3g} us per chunk at hardware.host_speed "
+            f"{scenario.hardware.resolved_host_speed:g}; measured on our hosts at 56-116 us: a faster host CPU streams "
+            "faster, --set hardware.host_speed=X or overheads.frontend_us_per_chunk=US for yours), so TPOT and "
+            "TTFT here follow the host, not the GPU (docs/overheads.md)"
         )
     if directory is None:
         notes["Calibration tables"] = "none (--roofline-only): every kernel time is a roofline estimate"
@@ -371,7 +374,7 @@ def _predict_disaggregated(
     for name, serving_spec in (("prefill", spec.prefill), ("decode", spec.decode)):
         resolved, arch, gpu = resolve(_pool_scenario(scenario, serving_spec), f"disaggregation.{name}")
         db, directory = open_perfdb(scenario, gpu, calibration_dir, roofline_only)
-        cost = SGLangStepCost(arch, resolved, db, scenario.overheads)
+        cost = SGLangStepCost(arch, resolved, db, scenario.host_overheads)
         kv_bytes = arch.kv_bytes_per_token_per_rank(
             resolved.layout, resolved.kv_dtype, resolved.decode_backend
         )
@@ -383,7 +386,7 @@ def _predict_disaggregated(
     records, dstats = simulate_disaggregated(
         pools[0],
         pools[1],
-        scenario.overheads,
+        scenario.host_overheads,
         requests.input_len,
         requests.output_len,
         requests.arrival_s,

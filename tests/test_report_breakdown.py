@@ -31,9 +31,18 @@ def _host_rows(prediction) -> dict[str, dict]:
 
 
 def test_every_host_cost_is_listed_with_its_source():
-    rows = _host_rows(predict(_scenario("qwen3-8b", "h100")))
+    prediction = predict(_scenario("qwen3-8b", "h100"))
+    rows = _host_rows(prediction)
+    overheads = prediction.cost.overheads  # on the H100's default host (hardware.host_speed)
     for name, row in rows.items():
-        assert row["source"] == ("measured (docs/overheads.md)" if name in MEASURED_OVERHEADS else "estimate")
+        source = "measured (docs/overheads.md)" if name in MEASURED_OVERHEADS else "estimate"
+        factor = overheads.host_factor(name)
+        # a default measured on another host says by how much it was scaled to this one
+        assert row["source"] == (source if factor == 1.0 else f"{source} x{factor:.3g} host speed"), name
+    assert rows["process_us_per_running_request"]["source"].endswith(
+        "x1.62 host speed"
+    )  # measured on the H200 host
+    assert rows["extend_launch_us_per_kernel_fa3"]["source"] == "measured (docs/overheads.md)"  # on this host
     assert "extend_launch_us_per_kernel_fa3" in rows  # fa3 on Hopper, breakable prefill graph
     per_request = rows["process_us_per_running_request"]
     assert per_request["here_us"] > per_request["us"]  # paid once per request of the representative batch

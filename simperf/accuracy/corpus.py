@@ -25,6 +25,7 @@ from typing import Any
 
 from simperf.accuracy.stats import Summary, signed_error, summarize_errors
 from simperf.groundtruth.decompose import SERVICE_RUNS
+from simperf.groundtruth.hosts import host_speed_of
 from simperf.scenario.models import Scenario
 
 # launch_server flags (SGLang 0.5.x spelling) -> scenario `serving` keys
@@ -273,7 +274,11 @@ def scenario_of(run_dir: Path) -> Scenario:
     data = {
         "name": f"{gpu_dir.name}/{server_dir.name}/{run_dir.name}",
         "model": {"name": model},
-        "hardware": {"gpu": gpu_dir.name, "count": int(serving.get("tp", 1))},
+        "hardware": {
+            "gpu": gpu_dir.name,
+            "count": int(serving.get("tp", 1)),
+            "host_speed": host_speed_of(run_dir),  # the host it ran on (groundtruth/hosts.py)
+        },
         "serving": serving,
         "workload": workload_of(run_dir, bench),
     }

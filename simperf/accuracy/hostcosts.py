@@ -92,6 +92,24 @@ SERVED_DECODE_SCENARIO = {
     "serving": {"attention_backend": "flashinfer"},
     "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 256}},
 }
+# The same served prefill on an idle server, on two hosts: the host-speed measurement (hardware.host_speed) and its
+# checks (docs/overheads.md "Hosts"). Each pair: (run on the H200 host, the same run on another host).
+SINGLE_H100_HOST_RUNS = Path("experiments/extend-host-h100/h100")
+HOST_SPEED_PAIR = (V2_LITE_RUN, SINGLE_H100_HOST_RUNS / "deepseek-v2-lite-flashinfer/c1-1k-16")
+HOST_SPEED_CHECKS = {
+    "Qwen3-0.6B, 128-token prompt, single-H100 host": (
+        Path("h200/qwen3-0.6b-flashinfer/c1-128-512"),
+        SINGLE_H100_HOST_RUNS / "qwen3-0.6b-flashinfer/c1-128-16",
+    ),
+    "DeepSeek-V2-Lite, 1,024-token prompt, 4-GPU H200 host": (
+        V2_LITE_RUN,
+        Path("experiments/host-speed-h200x4/h200/deepseek-v2-lite-flashinfer/c1-1k-16"),
+    ),
+    "Qwen3-0.6B, 128-token prompt, 4-GPU H200 host": (
+        Path("h200/qwen3-0.6b-flashinfer/c1-128-512"),
+        Path("experiments/host-speed-h200x4/h200/qwen3-0.6b-flashinfer/c1-128-16"),
+    ),
+}
 # the API server saturated: its first chunk's `out` stage ~200 ms (docs/overheads.md), one token per chunk
 FRONTEND_SATURATED_RUN = Path("h200/qwen3-0.6b-flashinfer/c128-128-512")
 
@@ -100,6 +118,35 @@ FRONTEND_SATURATED_RUN = Path("h200/qwen3-0.6b-flashinfer/c128-128-512")
 class HostCost:
     value_us: float
     detail: str  # what it was computed from, for docs and failure messages
+
+
+def _prefill_stage_ms(run: Path) -> float:
+    from simperf.groundtruth.decompose import run_stages
+
+    stages = run_stages(run)
+    if stages is None:
+        raise FileNotFoundError(f"{run}: no recorded requests")
+    return stages.stages_ms["prefill"]
+
+
+@dataclass(frozen=True)
+class HostSpeed:
+    value: float  # hardware.host_speed of the other run's host (the reference run's host = 1)
+    detail: str
+
+
+def host_speed_ratio(corpus: Path, reference_run: Path, other_run: Path) -> HostSpeed:
+    """The other run's host speed against the reference run's (hardware.host_speed): the reference run's median
+    prefill stage (first scheduled -> result processed) over the other's, for the same served prefill."""
+    reference, other = _prefill_stage_ms(corpus / reference_run), _prefill_stage_ms(corpus / other_run)
+    return HostSpeed(
+        reference / other, f"{reference:.2f} ms ({reference_run}) / {other:.2f} ms ({other_run})"
+    )
+
+
+def single_h100_host_speed(corpus: Path) -> HostSpeed:
+    """scenario.models.SINGLE_H100_HOST_SPEED: DeepSeek-V2-Lite's eager 1,024-token prefill on both hosts."""
+    return host_speed_ratio(corpus, *HOST_SPEED_PAIR)
 
 
 def step_cost_of(scenario):
@@ -335,3 +382,47 @@ def first_burst_costs(corpus: Path) -> dict[str, HostCost]:
         "client_burst_us_per_request": cost(burst, "(first receive - first send) / C"),
         "receive_us_per_request": cost(receive, "the receive times' spacing"),
     }
+
+
+def hosts_markdown(corpus: Path) -> str:
+    """docs/overheads.md "Hosts": the same served prefills on three hosts, the host speed they give, and the
+    single-H100 host's idle-server runs predicted at that speed; "" for a corpus without those runs."""
+    from simperf.accuracy.corpus import scenario_of
+    from simperf.groundtruth.decompose import run_stages
+    from simperf.pipeline import predict
+
+    runs = sorted(p.parent for p in (corpus / "experiments").glob("*/*/*/*/run.json"))
+    if not (corpus / HOST_SPEED_PAIR[1]).is_dir() or not runs:
+        return ""
+    speed = single_h100_host_speed(corpus)
+    lines = [
+        "Prefill stage (first scheduled → result processed) of one request on an idle server, median ms, with what "
+        "simperf predicts for the whole TTFT at the run's host speed (`hardware.host_speed`; runs whose model was "
+        "changed with `--json-model-override-args` are not predicted):",
+        "",
+        "| run | requests | prefill stage | TTFT | predicted TTFT | error |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        stages = run_stages(run)
+        if stages is None:
+            continue
+        name = run.relative_to(corpus).as_posix()
+        predicted, error = "—", "—"
+        if "override" not in (run.parent / "server_cmd.txt").read_text(encoding="utf-8"):
+            ttft = predict(scenario_of(run)).result["median_ttft_ms"]
+            predicted, error = f"{ttft:.1f}", f"{100 * (ttft / stages.ttft_ms - 1):+.0f}%"
+        lines.append(
+            f"| {name} | {stages.requests} | {stages.stages_ms['prefill']:.2f} | {stages.ttft_ms:.1f} "
+            f"| {predicted} | {error} |"
+        )
+    lines += [
+        "",
+        f"Speed of the single-H100 host against the H200 host (`SINGLE_H100_HOST_SPEED`): **{speed.value:.4f}** = "
+        f"{speed.detail}. The same ratio on other work and another host:",
+        "",
+    ]
+    for label, pair in HOST_SPEED_CHECKS.items():
+        check = host_speed_ratio(corpus, *pair)
+        lines.append(f"- {label}: **{check.value:.3f}** = {check.detail}")
+    return "\n".join(lines) + "\n"

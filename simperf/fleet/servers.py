@@ -64,7 +64,7 @@ def build_groups(
         if key not in databases:
             databases[key] = open_perfdb(single, gpu, calibration_dir)
         db, directory = databases[key]
-        cost = SGLangStepCost(arch, serving, db, single.overheads)
+        cost = SGLangStepCost(arch, serving, db, single.host_overheads)
         label = group.name or (f"{kind}[{i}]" if len(groups) > 1 else kind)
         built.append(
             ServerGroup(kind, i, label, group.count, single, serving, arch, gpu, cost, db, directory)
@@ -83,7 +83,10 @@ def new_simulator(
     group: ServerGroup, overheads: Overheads, cls: type[Simulator] = Simulator, *, text_prompts: bool = False
 ) -> Simulator:
     """text_prompts: the requests reach this server as text, which its API server tokenises."""
-    simulator = configure(cls(group.serving, group.cost, overheads), group)
+    # the fleet's overheads, on this group's host
+    simulator = configure(
+        cls(group.serving, group.cost, overheads.on_host(group.scenario.hardware.resolved_host_speed)), group
+    )
     simulator.text_prompts = text_prompts
     return simulator
 

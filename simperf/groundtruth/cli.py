@@ -135,18 +135,25 @@ def overheads_command(
     if not stages:
         _fail(f"{corpus}: no run with server timestamps")
     text = markdown(stages)
+    from simperf.accuracy.hostcosts import hosts_markdown
+
+    hosts = hosts_markdown(corpus)
     if update_doc is not None:
         from simperf.accuracy.run import replace_generated_block
 
         try:
             replace_generated_block(update_doc, text, OVERHEADS_BEGIN, OVERHEADS_END)
+            if hosts:
+                replace_generated_block(update_doc, hosts, HOSTS_BEGIN, HOSTS_END)
         except (OSError, ValueError) as e:
             _fail(str(e))
-    print(text, end="")
+    print(text + ("\n" + hosts if hosts else ""), end="")
 
 
 OVERHEADS_BEGIN = "<!-- simperf groundtruth overheads: begin (generated; do not edit by hand) -->"
 OVERHEADS_END = "<!-- simperf groundtruth overheads: end -->"
+HOSTS_BEGIN = "<!-- simperf groundtruth overheads, hosts: begin (generated; do not edit by hand) -->"
+HOSTS_END = "<!-- simperf groundtruth overheads, hosts: end -->"
 
 
 @groundtruth_app.command("trace")

@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from simperf.groundtruth.hosts import host_speed_of
+
 STAGES = ("http_in", "api_server", "to_scheduler", "queue", "prefill", "out", "to_client")
 # Runs the service times come from: one request at a time, on an idle scheduler, prompts short enough that the
 # prefill forward's host time, not its kernels, sets the prefill (c1-128-128) or long enough that it does not.
@@ -42,6 +44,7 @@ class RunStages:
     ttft_ms: float
     stages_ms: dict[str, float]
     attention_backend: str = ""  # the server's resolved --attention-backend (server_facts.json)
+    host_speed: float | None = None  # hardware.host_speed of the host it ran on (groundtruth/hosts.py)
 
 
 def _stage_arrays(path: Path) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -84,6 +87,7 @@ def run_stages(run_dir: Path) -> RunStages | None:
         ttft_ms=float(np.median(ttft[ok])),
         stages_ms={k: float(np.nanmedian(v[ok])) for k, v in stages.items()},
         attention_backend=_attention_backend(run_dir.parent),
+        host_speed=host_speed_of(run_dir),
     )
 
 
@@ -115,13 +119,18 @@ class ServiceTimes:
     host_bound_prefill_ms: dict[str, float]
     ingress_runs: tuple[str, ...]
     prefill_runs: dict[str, str]
+    host_speed: float | None = None  # the host these were measured on (hardware.host_speed; None: not known)
 
 
 def service_times(stages: list[RunStages]) -> ServiceTimes:
-    """Per-request host costs at concurrency 1. The ingress runs exclude servers whose c1 requests met a busy
+    """Per-request host costs at concurrency 1, on the host most concurrency-1 runs came from (they are host CPU
+    time: hosts differ, groundtruth/hosts.py). The ingress runs exclude servers whose c1 requests met a busy
     scheduler (the finished request's overlapped extra iteration longer than the HTTP path: a `to_scheduler`
     above 5 ms), since the simulator models that wait itself."""
     c1 = [s for s in stages if s.run.split("/")[-1].startswith(SERVICE_RUNS)]
+    speeds = [s.host_speed for s in c1]
+    host = max(set(speeds), key=speeds.count) if speeds else None
+    c1 = [s for s in c1 if s.host_speed == host]
     idle = [s for s in c1 if s.stages_ms["to_scheduler"] <= 5.0]
     ingress = [s.stages_ms["http_in"] + s.stages_ms["api_server"] + s.stages_ms["to_scheduler"] for s in idle]
     egress = [s.stages_ms["out"] + s.stages_ms["to_client"] for s in c1]
@@ -132,6 +141,7 @@ def service_times(stages: list[RunStages]) -> ServiceTimes:
         host_bound_prefill_ms={s.attention_backend: s.stages_ms["prefill"] for s in short},
         ingress_runs=tuple(s.run for s in idle),
         prefill_runs={s.attention_backend: s.run for s in short},
+        host_speed=host,
     )
 
 
@@ -151,7 +161,8 @@ def markdown(stages: list[RunStages]) -> str:
         "",
         f"Per-request service times at concurrency 1: ingress (client send → scheduler waiting queue, idle "
         f"scheduler) **{st.ingress_ms:.2f} ms** (median of {', '.join(st.ingress_runs)}); egress (prefill result "
-        f"processed → first chunk parsed by the client) **{st.egress_ms:.2f} ms** (median over the c1 runs).",
+        f"processed → first chunk parsed by the client) **{st.egress_ms:.2f} ms** (median over the c1 runs); "
+        f"both on the host of most concurrency-1 runs (`hardware.host_speed` {st.host_speed}).",
     ]
     for backend, ms in sorted(st.host_bound_prefill_ms.items()):
         lines.append(

@@ -64,7 +64,15 @@ _HOST_COLUMNS = (
 def _overhead_source(overheads: Overheads, field: str) -> str:
     if field in overheads.model_fields_set:
         return "given in the scenario"
-    return "measured (docs/overheads.md)" if field in MEASURED_OVERHEADS else "estimate"
+    source = "measured (docs/overheads.md)" if field in MEASURED_OVERHEADS else "estimate"
+    factor = overheads.host_factor(field)
+    # scaled from the host it was measured on to this one (hardware.host_speed)
+    return source if factor == 1.0 else f"{source} x{factor:.3g} host speed"
+
+
+def _host_speed_caption(hardware) -> str:
+    given = "given" if hardware.host_speed is not None else f"the host measured with {hardware.gpu}"
+    return f'host speed {hardware.resolved_host_speed:g} ({given}; docs/overheads.md "Hosts")'
 
 
 def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> TableData:
@@ -106,7 +114,8 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
         _HOST_COLUMNS,
         name="host",
         caption="prefill CUDA graph: "
-        + ("on (breakable)" if serving.prefill_cuda_graph else "off, every extend is eager"),
+        + ("on (breakable)" if serving.prefill_cuda_graph else "off, every extend is eager")
+        + f"; {_host_speed_caption(prediction.scenario.hardware)}",
     )
     for name, paid, us, here in rows:
         table.add(cost=name, paid=paid, us=us, here_us=here, source=_overhead_source(o, name))

@@ -1,0 +1,37 @@
+"""Which host a recorded run ran on, as `hardware.host_speed` (docs/overheads.md "Hosts").
+
+SGLang's host-side costs are single-threaded Python and scale with the host CPU; the corpus was recorded on three
+lent hosts, which differ by 1.6x on the same served work. A run does not record its host's speed, but it records
+the plan that ran it (run.json), and each plan ran on one host:
+- the single-H100 host's plans: the speed measured for it (scenario.models.SINGLE_H100_HOST_SPEED);
+- the H200 host's plans: 1, the reference;
+- the 4-GPU H100 host of the tensor-parallel plans: not measured. Taken as 1, the speed of the 4-GPU host that was
+  measured (an H200 one, within 13% of 1): an assumption, which its runs support (a c1 `http_in` of 2.1 ms against
+  the single-H100 host's 2.3-3.3 ms; their TPOT at 64-512 requests within 2-21% at 1, +25-49% at 0.6185).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from simperf.scenario.models import SINGLE_H100_HOST_SPEED
+
+SINGLE_H100_HOST_PLANS = frozenset(
+    {"h100.yaml", "h100-host.yaml", "h100-waves.yaml", "h100-fp8.yaml", "h100-extend-host.yaml"}
+)
+
+
+TENSOR_PARALLEL_HOST_PLANS = frozenset({"h100-tp2.yaml", "h100-tp4.yaml"})
+
+
+def host_speed_of(run_dir: Path) -> float | None:
+    """hardware.host_speed of the host a recorded run ran on; None (the GPU kind's default) for a plan not listed."""
+    status = run_dir / "run.json"
+    plan = json.loads(status.read_text(encoding="utf-8")).get("plan") if status.exists() else None
+    name = Path(str(plan or "")).name
+    if name in SINGLE_H100_HOST_PLANS:
+        return SINGLE_H100_HOST_SPEED
+    if name in TENSOR_PARALLEL_HOST_PLANS or name.startswith("h200"):
+        return 1.0
+    return None
