@@ -133,3 +133,16 @@ def test_without_a_host_speed_a_scenario_runs_on_the_host_measured_with_its_gpu(
     }
     h100 = Scenario.model_validate(base | {"hardware": {"gpu": "h100"}})
     assert h100.host_overheads.extend_launch_us_per_kernel == Overheads().extend_launch_us_per_kernel
+
+
+@pytest.mark.parametrize("value", ["0", "1e-9", "11", "fast"])
+def test_an_implausible_host_speed_is_one_error_line_naming_the_field(value):
+    from typer.testing import CliRunner
+
+    from simperf.cli import app
+
+    scenario = REPO / "scenarios/published/gpustack-qwen3-8b-bf16-fa3-c4.yaml"
+    result = CliRunner().invoke(app, ["predict", str(scenario), "--set", f"hardware.host_speed={value}"])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "hardware.host_speed" in errors[0] and "Traceback" not in result.output

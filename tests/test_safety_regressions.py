@@ -330,6 +330,26 @@ def test_closed_loop_runs_report_the_concurrency_they_kept(tmp_path):
     assert np.isclose(held["achieved_concurrency"]["mean_in_flight_while_sending"], 4.0, rtol=0.01)
 
 
+def test_a_client_set_up_slower_than_its_burst_never_sends_after_it_arrives(tmp_path):
+    """Found by a bad-value sweep over every scenario field: a client set-up (per request of a burst) larger than
+    the burst's connect time put later requests' send times after their arrival at the server (negative TTFT), and
+    the ramp of the first wave's sends read as a broken semaphore (an internal error)."""
+    path = scenario_file(
+        tmp_path,
+        workload__max_concurrency=4,
+        workload__num_prompts=8,
+        overheads__client_setup_us_per_request=1e8,  # 100 s per request of a burst
+    )
+    result = runner.invoke(app, ["predict", str(path), "-o", "json", "--requests", str(tmp_path / "r.parquet")])
+    assert result.exit_code == 0, result.output
+    rows = pq.read_table(tmp_path / "r.parquet").to_pydict()
+    assert min(rows["ttft_ms"]) > 0
+    # the first wave (4 requests set up 100 s apart) is written after its last set-up: 400 s after the first send
+    assert max(rows["ttft_ms"]) >= 4 * 100e3
+    held = json.loads(result.stdout)["simperf"]["achieved_concurrency"]
+    assert held["max_in_flight"] == 4 and np.isclose(held["mean_in_flight_while_sending"], 4.0, rtol=0.01)
+
+
 # ---------------------------------------------------------------------------------------------- the error path
 
 

@@ -24,7 +24,7 @@ class ConcurrencyNotHeld(RuntimeError):
 @dataclass(frozen=True)
 class InFlight:
     requested: int | None
-    mean_while_sending: float  # time-weighted mean from the first send to the last
+    mean_while_sending: float  # time-weighted mean from the first wave's last send to the last send
     max: int  # most requests in flight at any instant
 
     def as_json(self) -> dict[str, float | int | None]:
@@ -50,6 +50,10 @@ def in_flight(send_s: np.ndarray, finish_s: np.ndarray, requested: int | None) -
     order = np.lexsort((deltas, times))
     times, level = times[order], np.cumsum(deltas[order])
     start, end = float(send.min()), float(send.max())
+    if requested is not None and send.size >= requested > 0:
+        # the first wave's requests are set up one after another (Overheads.client_setup_us_per_request): the
+        # client holds C in flight once the last of them is sent
+        start = float(np.sort(send)[requested - 1])
     if end <= start:
         return InFlight(requested, float(level[times <= start][-1]), int(level.max()))
     # level[i] holds from times[i] to times[i + 1]; integrate it over [start, end]

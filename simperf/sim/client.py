@@ -115,7 +115,9 @@ class Client(RequestSource):
                     heapq.heappop(self._free_slots)
                 burst.append(self._next)
                 self._next += 1
-            written = send + len(burst) * self.burst_s
+            # none is written before the last is set up either: a set-up slower than the measured burst time
+            # (a scenario's own overheads) must not put a request's send time after its arrival
+            written = send + len(burst) * max(self.burst_s, self.setup_s)
             for j, idx in enumerate(burst):
                 self.send_s[idx] = send + j * self.setup_s
                 tokens = 0 if self.prompt_tokens is None else self.prompt_tokens[idx]
