@@ -20,7 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("simperf", "tests", "scenarios", "calibration", "validation", "groundtruth", "docs", "pyproject.toml")
+COPIED = (
+    "simperf",
+    "tests",
+    "scenarios",
+    "calibration",
+    "validation",
+    "groundtruth",
+    "docs",
+    "pyproject.toml",
+)
 GUARDS = (
     "tests/test_fast_paths.py",
     "tests/test_sim_real_cost.py",

@@ -340,7 +340,9 @@ def test_a_client_set_up_slower_than_its_burst_never_sends_after_it_arrives(tmp_
         workload__num_prompts=8,
         overheads__client_setup_us_per_request=1e8,  # 100 s per request of a burst
     )
-    result = runner.invoke(app, ["predict", str(path), "-o", "json", "--requests", str(tmp_path / "r.parquet")])
+    result = runner.invoke(
+        app, ["predict", str(path), "-o", "json", "--requests", str(tmp_path / "r.parquet")]
+    )
     assert result.exit_code == 0, result.output
     rows = pq.read_table(tmp_path / "r.parquet").to_pydict()
     assert min(rows["ttft_ms"]) > 0
