@@ -103,6 +103,9 @@ class Prediction:
             "prefix_hit_rate_over_time": _hit_rate_over_time(self.records),
             "achieved_concurrency": self.in_flight.as_json() if self.in_flight is not None else None,
             "idle_gpus": self.scenario.hardware.count - gpus_in_use(self.scenario),
+            # the host CPU speed the host-side costs were scaled to (docs/overheads.md "Hosts")
+            "host_speed": self.scenario.hardware.resolved_host_speed,
+            "host_speed_given": self.scenario.hardware.host_speed is not None,
         }
 
 
@@ -333,6 +336,10 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     idle = idle_gpus(scenario.hardware.count, gpus_in_use(scenario))
     if idle is not None:
         notes["Idle GPUs"] = idle
+    hardware = scenario.hardware
+    notes["Host CPU speed (hardware.host_speed)"] = f"{hardware.resolved_host_speed:g} " + (
+        "(given)" if hardware.host_speed is not None else f"(default: our host measured with {hardware.gpu})"
+    )
     held = _closed_loop(scenario.workload, records, requests, stats)
     if held is not None:
         notes["Achieved concurrency (while sending)"] = held.describe()

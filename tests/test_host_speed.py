@@ -146,3 +146,19 @@ def test_an_implausible_host_speed_is_one_error_line_naming_the_field(value):
     assert result.exit_code == 2, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "hardware.host_speed" in errors[0] and "Traceback" not in result.output
+
+
+def test_every_prediction_says_which_host_speed_it_used():
+    base = {
+        "model": {"name": "qwen3-8b"},
+        "workload": {"dataset": {"kind": "fixed", "input_len": 128, "output_len": 4}},
+    }
+    default = predict(Scenario.model_validate(base | {"hardware": {"gpu": "h100"}}))
+    assert default.extra()["host_speed"] == SINGLE_H100_HOST_SPEED and not default.extra()["host_speed_given"]
+    assert (
+        default.notes["Host CPU speed (hardware.host_speed)"]
+        == "0.6185 (default: our host measured with h100)"
+    )
+    given = predict(Scenario.model_validate(base | {"hardware": {"gpu": "h100", "host_speed": 1.0}}))
+    assert given.extra()["host_speed"] == 1.0 and given.extra()["host_speed_given"]
+    assert given.notes["Host CPU speed (hardware.host_speed)"] == "1 (given)"
