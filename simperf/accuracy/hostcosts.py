@@ -391,7 +391,8 @@ def hosts_markdown(corpus: Path) -> str:
     from simperf.groundtruth.decompose import run_stages
     from simperf.pipeline import predict
 
-    runs = sorted(p.parent for p in (corpus / "experiments").glob("*/*/*/*/run.json"))
+    # one request at a time on an idle server: the experiments' concurrency-1 runs
+    runs = sorted(p.parent for p in (corpus / "experiments").glob("*/*/*/c1-*/run.json"))
     if not (corpus / HOST_SPEED_PAIR[1]).is_dir() or not runs:
         return ""
     speed = single_h100_host_speed(corpus)
