@@ -336,10 +336,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     idle = idle_gpus(scenario.hardware.count, gpus_in_use(scenario))
     if idle is not None:
         notes["Idle GPUs"] = idle
-    hardware = scenario.hardware
-    notes["Host CPU speed (hardware.host_speed)"] = f"{hardware.resolved_host_speed:g} " + (
-        "(given)" if hardware.host_speed is not None else f"(default: our host measured with {hardware.gpu})"
-    )
+    notes["Host CPU speed (hardware.host_speed)"] = scenario.hardware.host_speed_label
     held = _closed_loop(scenario.workload, records, requests, stats)
     if held is not None:
         notes["Achieved concurrency (while sending)"] = held.describe()
@@ -377,11 +374,12 @@ def _predict_disaggregated(
 ) -> Prediction:
     spec = scenario.disaggregation
     pools = []
+    overheads = scenario.host_overheads
     on_phase("loading kernel tables")
     for name, serving_spec in (("prefill", spec.prefill), ("decode", spec.decode)):
         resolved, arch, gpu = resolve(_pool_scenario(scenario, serving_spec), f"disaggregation.{name}")
         db, directory = open_perfdb(scenario, gpu, calibration_dir, roofline_only)
-        cost = SGLangStepCost(arch, resolved, db, scenario.host_overheads)
+        cost = SGLangStepCost(arch, resolved, db, overheads)
         kv_bytes = arch.kv_bytes_per_token_per_rank(
             resolved.layout, resolved.kv_dtype, resolved.decode_backend
         )
@@ -393,7 +391,7 @@ def _predict_disaggregated(
     records, dstats = simulate_disaggregated(
         pools[0],
         pools[1],
-        scenario.host_overheads,
+        overheads,
         requests.input_len,
         requests.output_len,
         requests.arrival_s,

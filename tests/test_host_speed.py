@@ -5,12 +5,14 @@ not. The speed itself is recomputed from the committed runs (docs/overheads.md "
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from simperf.accuracy.corpus import host_speed_of, scenario_of
+from simperf.accuracy.corpus import scenario_of
 from simperf.accuracy.hostcosts import HOST_SPEED_CHECKS, host_speed_ratio, single_h100_host_speed
+from simperf.groundtruth.hosts import host_speed_of
 from simperf.pipeline import predict
 from simperf.report.breakdown import _overhead_source
 from simperf.scenario.models import (
@@ -98,7 +100,7 @@ def test_a_short_prefill_on_an_idle_server_follows_the_hosts_speed(model):
     a shorter TTFT."""
     run = SINGLE_H100_RUNS / f"{model}-flashinfer/c1-128-16"
     scenario = scenario_of(run)
-    measured = __import__("json").loads((run / "bench.json").read_text())["median_ttft_ms"]
+    measured = json.loads((run / "bench.json").read_text())["median_ttft_ms"]
     on_host = predict(scenario).result["median_ttft_ms"]
     assert on_host == pytest.approx(measured, rel=0.30)
     faster = Scenario.model_validate(

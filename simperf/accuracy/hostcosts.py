@@ -387,7 +387,7 @@ def first_burst_costs(corpus: Path) -> dict[str, HostCost]:
 def hosts_markdown(corpus: Path) -> str:
     """docs/overheads.md "Hosts": the same served prefills on three hosts, the host speed they give, and the
     single-H100 host's idle-server runs predicted at that speed; "" for a corpus without those runs."""
-    from simperf.accuracy.corpus import scenario_of
+    from simperf.accuracy.corpus import Unmodelled, scenario_of
     from simperf.groundtruth.decompose import run_stages
     from simperf.pipeline import predict
 
@@ -399,7 +399,7 @@ def hosts_markdown(corpus: Path) -> str:
     lines = [
         "Prefill stage (first scheduled → result processed) of one request on an idle server, median ms, with what "
         "simperf predicts for the whole TTFT at the run's host speed (`hardware.host_speed`; runs whose model was "
-        "changed with `--json-model-override-args` are not predicted):",
+        "changed with `--json-model-override-args`, a launch flag simperf does not model, are not predicted):",
         "",
         "| run | requests | prefill stage | TTFT | predicted TTFT | error |",
         "|---|---:|---:|---:|---:|---:|",
@@ -410,8 +410,12 @@ def hosts_markdown(corpus: Path) -> str:
             continue
         name = run.relative_to(corpus).as_posix()
         predicted, error = "—", "—"
-        if "override" not in (run.parent / "server_cmd.txt").read_text(encoding="utf-8"):
-            ttft = predict(scenario_of(run)).result["median_ttft_ms"]
+        try:
+            scenario = scenario_of(run)
+        except Unmodelled:  # e.g. --json-model-override-args: not the zoo model simperf would price
+            scenario = None
+        if scenario is not None:
+            ttft = predict(scenario).result["median_ttft_ms"]
             predicted, error = f"{ttft:.1f}", f"{100 * (ttft / stages.ttft_ms - 1):+.0f}%"
         lines.append(
             f"| {name} | {stages.requests} | {stages.stages_ms['prefill']:.2f} | {stages.ttft_ms:.1f} "

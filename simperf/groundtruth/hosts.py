@@ -20,8 +20,7 @@ from simperf.scenario.models import SINGLE_H100_HOST_SPEED
 SINGLE_H100_HOST_PLANS = frozenset(
     {"h100.yaml", "h100-host.yaml", "h100-waves.yaml", "h100-fp8.yaml", "h100-extend-host.yaml"}
 )
-
-
+H200_HOST_PLANS = frozenset({"h200.yaml", "h200-host.yaml"})
 TENSOR_PARALLEL_HOST_PLANS = frozenset({"h100-tp2.yaml", "h100-tp4.yaml"})
 
 
@@ -32,6 +31,6 @@ def host_speed_of(run_dir: Path) -> float | None:
     name = Path(str(plan or "")).name
     if name in SINGLE_H100_HOST_PLANS:
         return SINGLE_H100_HOST_SPEED
-    if name in TENSOR_PARALLEL_HOST_PLANS or name.startswith("h200"):
+    if name in H200_HOST_PLANS or name in TENSOR_PARALLEL_HOST_PLANS:
         return 1.0
     return None

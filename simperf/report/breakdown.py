@@ -70,11 +70,6 @@ def _overhead_source(overheads: Overheads, field: str) -> str:
     return source if factor == 1.0 else f"{source} x{factor:.3g} host speed"
 
 
-def _host_speed_caption(hardware) -> str:
-    given = "given" if hardware.host_speed is not None else f"the host measured with {hardware.gpu}"
-    return f'host speed {hardware.resolved_host_speed:g} ({given}; docs/overheads.md "Hosts")'
-
-
 def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> TableData:
     """The CPU-side costs the simulator adds around the steps (Overheads), with what they come to in this run's
     representative steps and where each number comes from."""
@@ -115,7 +110,7 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
         name="host",
         caption="prefill CUDA graph: "
         + ("on (breakable)" if serving.prefill_cuda_graph else "off, every extend is eager")
-        + f"; {_host_speed_caption(prediction.scenario.hardware)}",
+        + f'; host speed {prediction.scenario.hardware.host_speed_label} (docs/overheads.md "Hosts")',
     )
     for name, paid, us, here in rows:
         table.add(cost=name, paid=paid, us=us, here_us=here, source=_overhead_source(o, name))

@@ -72,6 +72,12 @@ class HardwareSpec(_Strict):
     def resolved_host_speed(self) -> float:
         return self.host_speed if self.host_speed is not None else DEFAULT_HOST_SPEED.get(self.gpu, 1.0)
 
+    @property
+    def host_speed_label(self) -> str:
+        """The host speed a prediction uses and where it came from, for reports."""
+        where = "given" if self.host_speed is not None else f"default: our host measured with {self.gpu}"
+        return f"{self.resolved_host_speed:g} ({where})"
+
 
 class AcceptLength(_Strict):
     mean: float = Field(gt=1.0, description="mean accepted tokens per verify step, including the bonus token")
