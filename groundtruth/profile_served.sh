@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Start a real SGLang 0.5.17 server (dummy weights) and profile its decode iterations (groundtruth/profile_served.py).
 # usage (repository root, GPU host, SGLang kit carried): bash groundtruth/profile_served.sh MODEL SECONDS [server flags]
+# DRIVER=groundtruth/profile_waves.py drives the wave pattern instead (default groundtruth/profile_served.py).
 # Writes $OUT/served-MODEL.tgz: the traces, driver.json, the server's log and the exact command.
 set -uo pipefail
 model=$1; budget=$2; shift 2; t0=$(date +%s)
+driver=${DRIVER:-groundtruth/profile_served.py}
 source groundtruth/kit_env.sh || exit $?
 m=/root/gt/work/models/$model; dest=/root/gt/prof/served-$model; rm -rf "$dest"; mkdir -p "$dest"
 python3 -m simperf.groundtruth modeldir "$model" "$m" || exit 5
 cmd=(python3 -m sglang.launch_server --model-path "$m" --tokenizer-path "$m" --host 127.0.0.1 --port 30000
      --load-format dummy --enable-metrics "$@")
 echo "SGLANG_RECORD_STEP_TIME=1 ${cmd[*]}" > "$dest/cmd.txt"
-echo "python3 groundtruth/profile_served.py 30000 $dest" >> "$dest/cmd.txt"
+echo "python3 $driver 30000 $dest" >> "$dest/cmd.txt"
 SGLANG_RECORD_STEP_TIME=1 setsid "${cmd[@]}" > "$dest/server.log" 2>&1 &
 pid=$!
 until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=2)" 2>/dev/null; do
@@ -18,7 +20,7 @@ until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.
   [ $(( $(date +%s) - t0 )) -lt $(( budget - 60 )) ] || { tail -30 "$dest/server.log"; kill -- -$pid; exit 7; }
 done
 echo "healthy after $(( $(date +%s) - t0 )) s"
-timeout $(( budget - ($(date +%s) - t0) - 15 )) python3 groundtruth/profile_served.py 30000 "$dest"
+timeout $(( budget - ($(date +%s) - t0) - 15 )) python3 "$driver" 30000 "$dest"
 echo "driver rc=$? after $(( $(date +%s) - t0 )) s"
 sleep 3; kill -- -$pid 2>/dev/null
 ls -la "$dest"
