@@ -40,6 +40,7 @@ GUARDS = (
     "tests/test_sim_extend_launch.py",
     "tests/test_sim_tokenize.py",
     "tests/test_host_speed.py",
+    "tests/test_groundtruth_corpus.py",
 )
 
 
@@ -210,6 +211,13 @@ MUTATIONS = (
         "simperf/scenario/models.py",
         "            factor = measured_on / host_speed\n",
         "            factor = measured_on / host_speed * 1.01\n",
+    ),
+    Mutation(
+        "metrics-per-chunk",
+        "Overheads.frontend_us_per_chunk_for (scenario/models.py): the --enable-metrics part of a chunk +1%",
+        "simperf/scenario/models.py",
+        "        return self.frontend_us_per_chunk + (self.metrics_us_per_chunk if enable_metrics else 0.0)\n",
+        "        return self.frontend_us_per_chunk + (self.metrics_us_per_chunk * 1.01 if enable_metrics else 0.0)\n",
     ),
     Mutation(
         "decode-replay-gaps",

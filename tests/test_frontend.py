@@ -45,11 +45,11 @@ def test_with_no_cost_the_queue_changes_nothing():
     assert fe.backlog_end(3.0) == 3.0
 
 
-def _scenario(concurrency: int, frontend_us: float | None = None) -> Scenario:
+def _scenario(concurrency: int, frontend_us: float | None = None, metrics: bool = False) -> Scenario:
     spec = {
         "model": {"name": "qwen3-0.6b"},
         "hardware": {"gpu": "h200"},
-        "serving": {"attention_backend": "flashinfer"},
+        "serving": {"attention_backend": "flashinfer", "enable_metrics": metrics},
         "workload": {
             "dataset": {"kind": "fixed", "input_len": 128, "output_len": 256},
             "num_prompts": 2 * concurrency,
@@ -69,9 +69,10 @@ def _scenario(concurrency: int, frontend_us: float | None = None) -> Scenario:
 
 def test_when_the_gpu_outruns_the_api_server_the_token_rate_is_one_chunk_per_cost():
     """Qwen3-0.6B's decode steps at 256 streams are far shorter than 256 chunks: the API server sets the rate
-    (as on the corpus' H200 host, docs/overheads.md); without the queue the GPU would stream far faster."""
-    cost_us = Overheads().frontend_us_per_chunk
-    queued = predict(_scenario(256))
+    (as on the corpus' H200 host, metrics on as there, docs/overheads.md); without the queue the GPU would stream
+    far faster."""
+    cost_us = Overheads().frontend_us_per_chunk_for(enable_metrics=True)
+    queued = predict(_scenario(256, metrics=True))
     free = predict(_scenario(256, frontend_us=0.0))
     rate = queued.result["output_throughput"]
     assert rate == pytest.approx(1e6 / cost_us, rel=0.05)
@@ -79,6 +80,19 @@ def test_when_the_gpu_outruns_the_api_server_the_token_rate_is_one_chunk_per_cos
     assert queued.result["median_tpot_ms"] == pytest.approx(256 * cost_us / 1e3, rel=0.05)
     assert API_SERVER_PACED in queued.notes
     assert API_SERVER_PACED not in free.notes
+
+
+def test_a_server_with_metrics_streams_at_the_sum_of_both_chunk_costs():
+    """--enable-metrics adds the Prometheus updates to every chunk (measured on one host with and without it,
+    docs/overheads.md): where the API server sets the pace, TPOT follows streams x (frontend + metrics)."""
+    o = Overheads()
+    plain = predict(_scenario(256))
+    metered = predict(_scenario(256, metrics=True))
+    assert plain.result["median_tpot_ms"] == pytest.approx(256 * o.frontend_us_per_chunk / 1e3, rel=0.05)
+    assert metered.result["median_tpot_ms"] == pytest.approx(
+        256 * (o.frontend_us_per_chunk + o.metrics_us_per_chunk) / 1e3, rel=0.05
+    )
+    assert "metrics on" in metered.notes[API_SERVER_PACED] and "metrics off" in plain.notes[API_SERVER_PACED]
 
 
 def test_an_unsaturated_run_is_unchanged_but_for_one_chunk_time():

@@ -104,7 +104,9 @@ def test_the_api_server_time_per_chunk_is_the_saturated_runs_measurement():
     from simperf.accuracy.hostcosts import frontend_us_per_chunk
 
     measured = frontend_us_per_chunk(CORPUS)
-    assert Overheads().frontend_us_per_chunk == pytest.approx(measured.value_us, abs=0.1), measured.detail
+    # the corpus' servers all ran --enable-metrics: their time per chunk is both parts
+    with_metrics = Overheads().frontend_us_per_chunk_for(enable_metrics=True)
+    assert with_metrics == pytest.approx(measured.value_us, abs=0.1), measured.detail
     # it is the API server that saturates there: the first chunk waits two orders longer than on an idle server
     assert "first chunk 198 ms" in measured.detail
 
@@ -280,3 +282,27 @@ def test_held_out_served_decode_iterations_are_the_predicted_decode_steps(model)
         # the profile starts ~0.6 s (1 request) and ~1.5 s (16) after the sends: ~100 tokens into the outputs
         step = cost.decode_steps(running, running, np.array([1124.0 * running]), True)[0]
         assert float(step.sum()) == pytest.approx(served.period_us, rel=0.03), (model, running, served)
+
+
+def test_the_metrics_share_of_the_time_per_chunk_is_the_two_servers_measurement():
+    """One host ran the same paced load with and without --enable-metrics: the defaults split the H200 host's
+    time per chunk (metrics on) in that measured share, and a server without metrics streams faster."""
+    from simperf.accuracy.hostcosts import frontend_split
+
+    frontend, metrics = frontend_split(CORPUS, CORPUS / "experiments" / "metrics-cost-h200")
+    defaults = Overheads()
+    assert defaults.frontend_us_per_chunk == pytest.approx(frontend.value_us, abs=0.05), frontend.detail
+    assert defaults.metrics_us_per_chunk == pytest.approx(metrics.value_us, abs=0.05), metrics.detail
+    assert defaults.frontend_us_per_chunk_for(enable_metrics=False) < defaults.frontend_us_per_chunk_for(True)
+
+
+def test_corpus_servers_run_with_metrics_as_their_command_lines_say():
+    from simperf.accuracy.corpus import scenario_of
+
+    on = scenario_of(
+        CORPUS / "experiments" / "metrics-cost-h200" / "h200" / "qwen3-0.6b-metrics" / "c64-128-512"
+    )
+    off = scenario_of(
+        CORPUS / "experiments" / "metrics-cost-h200" / "h200" / "qwen3-0.6b-no-metrics" / "c64-128-512"
+    )
+    assert on.serving.enable_metrics and not off.serving.enable_metrics

@@ -46,6 +46,7 @@ _SERVING_FLAGS: dict[str, str] = {
     "cuda-graph-max-bs": "cuda_graph_max_bs",
     "disable-cuda-graph": "disable_cuda_graph",
     "disable-overlap-schedule": "disable_overlap_schedule",
+    "enable-metrics": "enable_metrics",
     "enable-mixed-chunk": "enable_mixed_chunk",
     "schedule-policy": "schedule_policy",
     "disable-radix-cache": "disable_radix_cache",
@@ -59,7 +60,7 @@ _NEUTRAL_FLAGS = frozenset(
         "host",
         "port",
         "load-format",
-        "enable-metrics",
+        # its per-request export's cost is inside metrics_us_per_chunk: the two were on and off together
         "export-metrics-to-file",
         "export-metrics-to-file-dir",
         "log-level",

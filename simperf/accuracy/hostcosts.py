@@ -20,6 +20,13 @@ One was measured on served runs where SGLang's API server, not the GPU, set the 
   ~200 ms between the scheduler and the API server's send, against ~1.3 ms at concurrency 1), every output token
   is one chunk, so the time per chunk is 1 / the run's output tokens per second.
 
+and its split by SGLang's metrics (`metrics_share`): every corpus server ran with `--enable-metrics` (the per-request
+timestamps need it), which makes the API server update Prometheus histograms for every chunk. One host ran the
+same Qwen3-0.6B load (256 streams, where the API server sets the pace either way) on two servers that differ only
+in that flag and `--export-metrics-to-file` (groundtruth/experiments/metrics-cost-h200/): the time per chunk without
+them over the time with them is the share of `frontend_us_per_chunk` that is not the metrics'; the rest is
+`metrics_us_per_chunk`. That host is slower than the H200 host at this work, so only the share is carried over.
+
 Two from served runs with the overlap scheduler off, where each decode iteration is its forward plus the
 scheduler's CPU work in series:
 
@@ -232,6 +239,37 @@ def frontend_us_per_chunk(corpus: Path) -> HostCost:
         1e6 / tokens_per_s,
         f"{FRONTEND_SATURATED_RUN}: {tokens_per_s:.0f} output tokens/s at {bench['max_concurrency']} streams, "
         f"first chunk {stages.stages_ms['out']:.0f} ms from processed to sent",
+    )
+
+
+METRICS_EXPERIMENT_RUNS = (
+    Path("h200/qwen3-0.6b-no-metrics/c256-128-512"),
+    Path("h200/qwen3-0.6b-metrics/c256-128-512"),
+)
+
+
+def _paced_us_per_chunk(run: Path) -> float:
+    """A run whose API server sets the pace streams one chunk per output token: 1 / output tokens per second."""
+    bench = json.loads((run / "bench.json").read_text(encoding="utf-8"))
+    return 1e6 / float(bench["output_throughput"])
+
+
+def metrics_share(experiment: Path) -> tuple[float, str]:
+    """(time per chunk without --enable-metrics / with it, on one host, and what it came from)."""
+    without, with_metrics = (_paced_us_per_chunk(experiment / run) for run in METRICS_EXPERIMENT_RUNS)
+    return without / with_metrics, (
+        f"{without:.1f} us per chunk without --enable-metrics, {with_metrics:.1f} with it, 256 streams, one host"
+    )
+
+
+def frontend_split(corpus: Path, experiment: Path) -> tuple[HostCost, HostCost]:
+    """(frontend_us_per_chunk, metrics_us_per_chunk): the H200 host's time per chunk, metrics on, split in the
+    share measured with and without the metrics on one host."""
+    total = frontend_us_per_chunk(corpus)
+    share, detail = metrics_share(experiment)
+    return (
+        HostCost(total.value_us * share, f"{total.detail}; x {share:.3f} ({detail})"),
+        HostCost(total.value_us * (1 - share), f"{total.detail}; x {1 - share:.3f} ({detail})"),
     )
 
 

@@ -81,6 +81,9 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     tokenize = "per text-prompt token, one request at a time on the API server" + (
         "" if text else " (not paid: token ids sent)"
     )
+    metrics = "per streamed chunk, --enable-metrics on the API server" + (
+        "" if serving.enable_metrics else " (not paid: metrics off)"
+    )
     rows = [
         ("ingress_us", "per request, client send -> scheduler (a lone request's)", o.ingress_us, o.ingress_us),
         ("client_setup_us_per_request", "per request of a burst, the client's set-up (send times step by it)",
@@ -94,6 +97,8 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
         ("egress_us", "per streamed chunk, processed -> client", o.egress_us, o.egress_us),
         ("frontend_us_per_chunk", "per streamed chunk, one at a time on the API server", o.frontend_us_per_chunk,
          o.frontend_us_per_chunk * bs),
+        ("metrics_us_per_chunk", metrics, o.metrics_us_per_chunk,
+         o.metrics_us_per_chunk * bs if serving.enable_metrics else 0.0),
         ("scheduler_us_per_iteration", f"per iteration, {overlap}", o.scheduler_us_per_iteration,
          o.scheduler_us_per_iteration),
         ("process_us_per_iteration", f"per iteration, {overlap}", o.process_us_per_iteration,

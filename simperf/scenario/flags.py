@@ -193,6 +193,12 @@ FLAGS: tuple[Flag, ...] = (
     ),
     _server("--disable-overlap-schedule", "serving.disable_overlap_schedule", "no CPU/GPU overlap", None),
     _server(
+        "--enable-metrics",
+        "serving.enable_metrics",
+        "Prometheus metrics: the API server's time per chunk grows",
+        None,
+    ),
+    _server(
         "--enable-mixed-chunk", "serving.enable_mixed_chunk", "decode rows ride in prefill batches", None
     ),
     _server("--schedule-policy", "serving.schedule_policy", " | ".join(SCHEDULE_POLICIES)),
@@ -219,7 +225,6 @@ FLAGS: tuple[Flag, ...] = (
     _ignored("--port", "launch_server"),
     _ignored("--trust-remote-code", "launch_server", takes_value=False),
     _ignored("--log-level", "launch_server"),
-    _ignored("--enable-metrics", "launch_server", takes_value=False),
     _ignored("--random-seed", "launch_server"),
     _ignored("--tokenizer-path", "launch_server"),
     # ---- simperf's own (SGLang has no flag for them)

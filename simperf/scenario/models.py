@@ -134,6 +134,12 @@ class ServingSpec(_Strict):
     disable_cuda_graph: bool = Field(default=False, description="--disable-cuda-graph (decode runs eagerly)")
     disable_overlap_schedule: bool = Field(default=False, description="--disable-overlap-schedule")
     enable_mixed_chunk: bool = Field(default=False, description="--enable-mixed-chunk")
+    enable_metrics: bool = Field(
+        default=False,
+        description="--enable-metrics (SGLang's Prometheus metrics; off by default): the API server then updates "
+        "its histograms for every streamed chunk, which costs Overheads.metrics_us_per_chunk on top of "
+        "frontend_us_per_chunk",
+    )
     schedule_policy: SchedulePolicyName = "fcfs"
     disable_radix_cache: bool = Field(default=False, description="--disable-radix-cache: no prefix reuse")
     schedule_conservativeness: float = Field(default=1.0, gt=0.0, description="--schedule-conservativeness")
@@ -474,10 +480,16 @@ class Overheads(_Strict):
         """What on_host multiplied this cost's default by (1 where it did not)."""
         return self._host_factors.get(name, 1.0)
 
+    def frontend_us_per_chunk_for(self, enable_metrics: bool) -> float:
+        """The API server's time per streamed chunk on a server with or without --enable-metrics."""
+        return self.frontend_us_per_chunk + (self.metrics_us_per_chunk if enable_metrics else 0.0)
+
     def for_pd_prefill(self) -> Overheads:
         """A PD prefill server's costs: its first token is not streamed to the client (the client reads the decode
         server), so it pays no egress and its API server streams nothing."""
-        return self.model_copy(update={"egress_us": 0.0, "frontend_us_per_chunk": 0.0})
+        return self.model_copy(
+            update={"egress_us": 0.0, "frontend_us_per_chunk": 0.0, "metrics_us_per_chunk": 0.0}
+        )
 
     def for_pd_decode(self) -> Overheads:
         """A PD decode server's costs: it sees a request when its KV lands, not through the tokenizer."""
@@ -555,14 +567,24 @@ class Overheads(_Strict):
         "scaled to the scenario's hardware.host_speed)",
     )
     frontend_us_per_chunk: float = Field(
-        default=56.1,
+        default=27.3,
         ge=0,
-        description="the API server's time to write one streamed chunk (one request's output of one iteration): "
-        "chunks queue on its one event loop, so TPOT cannot drop below the streams being served x this, and a "
-        "request sent while the queue is long waits behind it (sim/frontend.py). Measured where SGLang 0.5.17's "
-        "API server saturated at the fewest streams in the corpus: Qwen3-0.6B, 128 streams, H200 host, 1 / "
-        "output tokens per second (docs/overheads.md; 56-116 us on our hosts at 128-512 streams, host CPU "
-        "dependent); 0 turns the queue off",
+        description="the API server's time to write one streamed chunk (one request's output of one iteration), "
+        "SGLang's metrics off: chunks queue on its one event loop, so TPOT cannot drop below the streams being "
+        "served x this, and a request sent while the queue is long waits behind it (sim/frontend.py). The H200 "
+        "host's 56.1 us with metrics on (Qwen3-0.6B, 128 streams, where SGLang 0.5.17's API server saturated at "
+        "the fewest streams in the corpus: 1 / output tokens per second) times the share without metrics "
+        "measured on one host with and without --enable-metrics (0.486; docs/overheads.md); 0 turns the queue "
+        "off",
+    )
+    metrics_us_per_chunk: float = Field(
+        default=28.9,
+        ge=0,
+        description="what --enable-metrics (serving.enable_metrics) adds to the API server's time per streamed "
+        "chunk: tokenizer_manager.collect_metrics updates Prometheus histograms per request and iteration "
+        "(SGLang 0.5.17). The H200 host's 56.1 us with metrics on less frontend_us_per_chunk: the split is the "
+        "one measured on one host running the same load with and without the flag (130.4 vs 63.3 us per "
+        "chunk at 256 streams, 1 / output tokens per second; docs/overheads.md)",
     )
 
 
@@ -602,6 +624,7 @@ MEASURED_OVERHEADS = frozenset(
         "eager_extend_us_per_kernel_dense",
         "process_us_per_running_request",
         "frontend_us_per_chunk",
+        "metrics_us_per_chunk",
         "tokenize_us_per_prompt_token",
         "decode_graph_gap_us_per_kernel",  # on a profiled served decode, not on the corpus' runs
         "decode_between_replays_us",

@@ -258,8 +258,9 @@ class Simulator:
             self.cost, single_rank=dp == 1, step_log=self._step_log is not None, prebuilt=self.prebuilt
         )
         self._batch_emit: list[float] = []  # when each batch's chunks leave the API server, by key
-        # the API server's chunk queue (sim/frontend.py; measured, Overheads.frontend_us_per_chunk)
-        self.frontend = FrontEnd(self.o.frontend_us_per_chunk)
+        # the API server's chunk queue (sim/frontend.py; measured, Overheads.frontend_us_per_chunk, plus
+        # metrics_us_per_chunk when the server runs --enable-metrics)
+        self.frontend = FrontEnd(self.o.frontend_us_per_chunk_for(self.s.enable_metrics))
         # time per source, summed on Python floats in the same order as numpy would (copied to stats at the end)
         self._source_us = [0.0] * len(SOURCES)
         self._padded: dict[int, tuple[int, bool]] = {}  # _padded_bs by batch size
