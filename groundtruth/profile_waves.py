@@ -58,7 +58,9 @@ def generate(seed: int, output_tokens: int, phase: str, wave: int) -> None:
         },
     )
     meta = out.get("meta_info", {}) if isinstance(out, dict) else {}
-    records.append({"phase": phase, "wave": wave, "seed": seed, "sent_s": sent, "done_s": time.time(), "meta": meta})
+    records.append(
+        {"phase": phase, "wave": wave, "seed": seed, "sent_s": sent, "done_s": time.time(), "meta": meta}
+    )
 
 
 def one_at_a_time(phase: str, n: int, first_seed: int) -> None:
@@ -67,7 +69,9 @@ def one_at_a_time(phase: str, n: int, first_seed: int) -> None:
 
 
 def wave(phase: str, index: int, first_seed: int, size: int = 16) -> None:
-    threads = [threading.Thread(target=generate, args=(first_seed + i, 128, phase, index)) for i in range(size)]
+    threads = [
+        threading.Thread(target=generate, args=(first_seed + i, 128, phase, index)) for i in range(size)
+    ]
     for t in threads:
         t.start()
         time.sleep(0.0005)
