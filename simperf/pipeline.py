@@ -311,9 +311,9 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
             f"({overheads.frontend_us_per_chunk_for(serving.enable_metrics):.3g} us per chunk at "
             f"hardware.host_speed {scenario.hardware.resolved_host_speed:g}, metrics "
             f"{'on' if serving.enable_metrics else 'off'}; measured on our hosts at 56-116 us with metrics on: a "
-            "faster host CPU streams faster, --set hardware.host_speed=X or overheads.frontend_us_per_chunk=US for "
-            "yours), so TPOT and "
-            "TTFT here follow the host, not the GPU (docs/overheads.md)"
+            "faster host CPU streams faster, --set hardware.host_speed=X, or overheads.frontend_us_per_chunk=US "
+            "for yours, which metrics_us_per_chunk adds to where metrics are on), so TPOT and TTFT here follow the "
+            "host, not the GPU (docs/overheads.md)"
         )
     if directory is None:
         notes["Calibration tables"] = "none (--roofline-only): every kernel time is a roofline estimate"

@@ -230,16 +230,24 @@ def frontend_us_per_chunk(corpus: Path) -> HostCost:
     from simperf.groundtruth.decompose import run_stages
 
     run = corpus / FRONTEND_SATURATED_RUN
-    bench = json.loads((run / "bench.json").read_text(encoding="utf-8"))
+    bench = _bench(run)
     stages = run_stages(run)
     if stages is None:
         raise ValueError(f"{run}: no per-request server timestamps")
-    tokens_per_s = float(bench["output_throughput"])
     return HostCost(
-        1e6 / tokens_per_s,
-        f"{FRONTEND_SATURATED_RUN}: {tokens_per_s:.0f} output tokens/s at {bench['max_concurrency']} streams, "
-        f"first chunk {stages.stages_ms['out']:.0f} ms from processed to sent",
+        _paced_us_per_chunk(bench),
+        f"{FRONTEND_SATURATED_RUN}: {float(bench['output_throughput']):.0f} output tokens/s at "
+        f"{bench['max_concurrency']} streams, first chunk {stages.stages_ms['out']:.0f} ms from processed to sent",
     )
+
+
+def _bench(run: Path) -> dict:
+    return json.loads((run / "bench.json").read_text(encoding="utf-8"))
+
+
+def _paced_us_per_chunk(bench: dict) -> float:
+    """A run whose API server sets the pace streams one chunk per output token: 1 / output tokens per second."""
+    return 1e6 / float(bench["output_throughput"])
 
 
 METRICS_EXPERIMENT_RUNS = (
@@ -248,15 +256,9 @@ METRICS_EXPERIMENT_RUNS = (
 )
 
 
-def _paced_us_per_chunk(run: Path) -> float:
-    """A run whose API server sets the pace streams one chunk per output token: 1 / output tokens per second."""
-    bench = json.loads((run / "bench.json").read_text(encoding="utf-8"))
-    return 1e6 / float(bench["output_throughput"])
-
-
 def metrics_share(experiment: Path) -> tuple[float, str]:
     """(time per chunk without --enable-metrics / with it, on one host, and what it came from)."""
-    without, with_metrics = (_paced_us_per_chunk(experiment / run) for run in METRICS_EXPERIMENT_RUNS)
+    without, with_metrics = (_paced_us_per_chunk(_bench(experiment / run)) for run in METRICS_EXPERIMENT_RUNS)
     return without / with_metrics, (
         f"{without:.1f} us per chunk without --enable-metrics, {with_metrics:.1f} with it, 256 streams, one host"
     )
@@ -328,7 +330,7 @@ def cpu_us_per_iteration(corpus: Path) -> HostCost:
         state = json.loads((corpus / run / "server_state.json").read_text(encoding="utf-8"))
         served_us = float(np.median(state["decode_step_time_s"]["1"])) * 1e6
         cost = step_cost_of(scenario_of(corpus / run))
-        bench = json.loads((corpus / run / "bench.json").read_text(encoding="utf-8"))
+        bench = _bench(corpus / run)
         kv = (
             bench["total_input_tokens"] / bench["completed"]
             + bench["total_output_tokens"] / bench["completed"] / 2
