@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = ROOT / "calibration" / "offgrid" / "samples.jsonl"
+OFFGRID = ROOT / "calibration" / "offgrid"
 # Seconds per point besides the kernel itself: 0.1 s measured for small graph-replayed kernels (104 fp8
 # quantisation points in ~10 s) and 0.36 s for Triton MoE points, which tune their tiles first (210 in 75 s; both
 # docs/calibration.md "Later runs on the H200").
@@ -52,9 +52,20 @@ REPLAY_FACTOR = 12.0  # an estimate: two warm passes, a capture warm-up, the cap
 @dataclass(frozen=True)
 class Step:
     name: str
-    grid: str | None  # grid file stem under calibration/grids/ (None: the off-grid set)
+    grid: str | None  # grid file stem under calibration/grids/ (None: a set of samples, `samples`)
     ops: str | None = None
     ragged: int = 0
+    samples: str = "samples"  # with grid None: the samples file's stem under calibration/offgrid/
+
+
+def results_name(samples: str, gpu: str) -> str:
+    """Where a set's times go under calibration/offgrid/: samples -> h200-results.jsonl (the development set),
+    samples-seed20261126 -> h200-results-seed20261126.jsonl, straggler-dev -> straggler-dev-h200-results.jsonl."""
+    if samples == "samples":
+        return f"{gpu}-results.jsonl"
+    if samples.startswith("samples-"):
+        return f"{gpu}-results-{samples.removeprefix('samples-')}.jsonl"
+    return f"{samples}-{gpu}-results.jsonl"
 
 
 def steps(gpu: str) -> list[Step]:
@@ -69,6 +80,13 @@ def steps(gpu: str) -> list[Step]:
         Step("gemm-m", f"issue19_{gpu}_gemm_m", "gemm"),
         # sixth session: MHA prefill over cached prefixes and short extends for every zoo GQA head layout
         Step("mha-prefix", f"issue19_{gpu}_mha_prefix", "attn_mha_prefill"),
+        # eleventh session: the held-out set (seed fixed and committed before any of its calls ran), designed
+        # ragged decode batches (one long request among short ones: how fast a straggler CTA streams alone),
+        # decode attention on a x2 grid for every zoo head count, then the page sizes and KV dtypes SGLang runs
+        Step("offgrid-seed20261126", None, samples="samples-seed20261126"),
+        Step("straggler-dev", None, samples="straggler-dev"),
+        Step("dense", f"issue19_{gpu}_dense", "attn_gqa_decode,attn_mla_decode"),
+        Step("variants", f"issue19_{gpu}_variants", "attn_gqa_decode,attn_mla_decode"),
     ]
     if gpu == "h100":  # the H100 had no Triton fused-MoE rows (the H200 has them for every zoo MoE shape)
         out += [
@@ -120,7 +138,7 @@ def dry_run(gpu: str) -> int:
     seen: set[str] = set()
     for step in steps(gpu):
         if step.grid is None:
-            _, samples = read_samples(SAMPLES)
+            _, samples = read_samples(OFFGRID / f"{step.samples}.jsonl")
             points = [s["point"] for s in samples]
         else:
             options = RunOptions(
@@ -150,11 +168,10 @@ def copy_outputs(work: Path, out: Path, gpu: str, shipped: Path) -> list[str]:
     """The results so far and every table that differs from the shipped one, into `out` (each call's $OUT
     starts empty, so every call hands back the whole of what was measured since the work directory began)."""
     copied = []
-    results = work / "offgrid-results.jsonl"
-    if results.exists():
+    for results in sorted(work.glob("*results*.jsonl")):
         (out / "offgrid").mkdir(parents=True, exist_ok=True)
-        shutil.copy2(results, out / "offgrid" / f"{gpu}-results.jsonl")
-        copied.append(f"offgrid/{gpu}-results.jsonl")
+        shutil.copy2(results, out / "offgrid" / results.name)
+        copied.append(f"offgrid/{results.name}")
     for path in sorted((work / "tables").glob("*.parquet")):
         before = shipped / path.name
         if before.exists() and before.read_bytes() == path.read_bytes():
@@ -171,7 +188,9 @@ def _detect_gpu() -> str:
     return str(probe_device()["gpu"])
 
 
-def run(gpu: str | None, out: Path, budget_s: float, work: Path | None = None) -> int:
+def run(
+    gpu: str | None, out: Path, budget_s: float, work: Path | None = None, only: set[str] | None = None
+) -> int:
     started = time.monotonic()
     gpu = gpu or _detect_gpu()
     work = work or ROOT / "out" / "issue19" / gpu
@@ -182,15 +201,21 @@ def run(gpu: str | None, out: Path, budget_s: float, work: Path | None = None) -
     out.mkdir(parents=True, exist_ok=True)
     log = out / f"issue19-{gpu}.log"
     for step in steps(gpu):
+        if only and step.name not in only:
+            continue
         left = budget_s - (time.monotonic() - started)
         if left < 20:
             _log(log, f"{step.name}: skipped, {left:.0f} s of the budget left (rerun to continue)")
             continue
         if step.grid is None:
-            cmd = [sys.executable, "-m", "simperf.perfdb.offgrid", "time", str(SAMPLES)]
+            results = work / results_name(step.samples, gpu)
+            committed = OFFGRID / results.name
+            if not results.exists() and committed.exists():  # resume from what is committed
+                shutil.copy2(committed, results)
+            cmd = [sys.executable, "-m", "simperf.perfdb.offgrid", "time", str(OFFGRID / f"{step.samples}.jsonl")]
             cmd += [
                 "--out",
-                str(work / "offgrid-results.jsonl"),
+                str(results),
                 "--time-budget-s",
                 f"{min(left, 0.7 * budget_s):.0f}",
             ]
@@ -224,12 +249,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dry-run", action="store_true", help="list the points and estimate GPU seconds (CPU)"
     )
+    parser.add_argument("--steps", help="comma-separated step names to run (default: all, in order)")
     args = parser.parse_args(argv)
+    only = set(args.steps.split(",")) if args.steps else None
+    if only and only - {s.name for s in steps(args.gpu or "h200")}:
+        parser.error(f"--steps: unknown {sorted(only - {s.name for s in steps(args.gpu or 'h200')})}")
     if args.dry_run:
         if not args.gpu:
             parser.error("--dry-run needs --gpu")
         return dry_run(args.gpu)
-    return run(args.gpu, args.out, args.budget_s)
+    return run(args.gpu, args.out, args.budget_s, only=only)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def test_a_run_hands_back_results_and_changed_tables(script, tmp_path, monkeypat
         commands.append(cmd)
         work = tmp_path / "work"
         if "simperf.perfdb.offgrid" in cmd:
-            (work / "offgrid-results.jsonl").write_text('{"format": "simperf-offgrid-results/1"}\n')
+            Path(cmd[cmd.index("--out") + 1]).write_text('{"format": "simperf-offgrid-results/1"}\n')
         elif "--ops" in cmd and cmd[cmd.index("--ops") + 1] == "gemm":
             (work / "tables" / "gemm.parquet").write_bytes(b"changed")
         return subprocess.CompletedProcess(cmd, 0)
@@ -58,6 +58,23 @@ def test_a_run_hands_back_results_and_changed_tables(script, tmp_path, monkeypat
     assert script.run("h200", out, budget_s=1000.0, work=tmp_path / "work") == 0
     assert len(commands) == len(script.steps("h200"))
     assert (out / "offgrid" / "h200-results.jsonl").exists()
+    # every set's times come back under its own name
+    assert (out / "offgrid" / "h200-results-seed20261126.jsonl").exists()
+    assert (out / "offgrid" / "straggler-dev-h200-results.jsonl").exists()
     handed = sorted(p.name for p in (out / "calibration" / "h200").iterdir())
     assert handed == ["gemm.parquet"]  # only what differs from the shipped table
     assert "all steps" in (out / "issue19-h200.log").read_text()
+
+
+def test_results_file_names_follow_the_set(script):
+    assert script.results_name("samples", "h100") == "h100-results.jsonl"
+    assert script.results_name("samples-seed20261126", "h200") == "h200-results-seed20261126.jsonl"
+    assert script.results_name("straggler-dev", "h100") == "straggler-dev-h100-results.jsonl"
+
+
+def test_steps_option_runs_only_the_named_steps(script, tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(script.subprocess, "run", lambda cmd, cwd, env, check: commands.append(cmd) or
+                        subprocess.CompletedProcess(cmd, 0))  # fmt: skip
+    script.run("h100", tmp_path / "out", budget_s=1000.0, work=tmp_path / "work", only={"dense"})
+    assert len(commands) == 1 and "issue19_h100_dense.yaml" in " ".join(commands[0])

@@ -2,6 +2,7 @@
 
     python -m simperf.perfdb.offgrid generate calibration/offgrid/samples.jsonl
     python -m simperf.perfdb.offgrid generate calibration/offgrid/ragged-extend-dev.jsonl --seed 2026 --ragged-extends 80
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/straggler-dev.jsonl --stragglers
     python -m simperf.perfdb.offgrid time calibration/offgrid/samples.jsonl --out results.jsonl [--time-budget-s S]
     python -m simperf.perfdb.offgrid docs [--check]     # regenerate the numbers in docs/accuracy.md, docs/perfdb.md
 
@@ -22,6 +23,15 @@ def _generate(args: argparse.Namespace) -> int:
     from simperf.perfdb.offgrid.io import write_samples
     from simperf.perfdb.offgrid.samples import OFFGRID_SEED, generate, set_header
 
+    if args.stragglers:
+        from simperf.perfdb.offgrid.samples import generate_stragglers
+
+        samples = generate_stragglers()
+        header = {"seed": None, "counts": {"decode": len(samples)}, "ragged_share": {"decode": 1.0},
+                  "generator": "simperf.perfdb.offgrid.samples.generate_stragglers"}  # fmt: skip
+        write_samples(args.path, header, samples)
+        print(f"{args.path}: {len(samples)} designed straggler batches (a development set)", file=sys.stderr)
+        return 0
     if args.ragged_extends is not None:
         from simperf.perfdb.offgrid.samples import generate_ragged_extends
 
@@ -78,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         metavar="N",
         help="only N ragged extend batches: a development set (needs --seed)",
+    )
+    gen.add_argument(
+        "--stragglers",
+        action="store_true",
+        help="the designed GQA decode batches with one long request (a development set, no seed)",
     )
     tim = sub.add_parser("time", help="time the set on this GPU, resumably (GPU)")
     tim.add_argument("samples", type=Path)

@@ -392,6 +392,38 @@ def generate_ragged_extends(count: int, seed: int) -> list[dict[str, Any]]:
     return samples
 
 
+# A designed (not random) development set: GQA decode batches of short requests with one long one. Where the batch
+# is too large for flashinfer to split the KV (batch x kv_heads beyond its grid), the long request is one CTA per KV
+# head that runs on after the rest finish: its time says how fast one CTA streams KV alone, which the tables'
+# uniform batches never show. Layouts: 32q/8kv (tensor-core decode), 32q/32kv (CUDA-core), 8q/1kv (one KV head).
+STRAGGLER_LAYOUTS = ((32, 8), (32, 32), (8, 1))
+STRAGGLER_BATCHES = (64, 128, 256, 512)
+STRAGGLER_LONG = (8192, 32768, 131072)
+STRAGGLER_SHORT = (64, 1024)
+
+
+def generate_stragglers() -> list[dict[str, Any]]:
+    """Every layout x batch x long x short of the STRAGGLER_* axes: batch - 1 requests of `short` KV tokens and one
+    of `long`, flashinfer GQA decode, page 1, bf16 (SGLang's defaults)."""
+    samples: list[dict[str, Any]] = []
+    for heads, kv_heads in STRAGGLER_LAYOUTS:
+        for batch in STRAGGLER_BATCHES:
+            for long in STRAGGLER_LONG:
+                for short in STRAGGLER_SHORT:
+                    lens = [short] * (batch - 1) + [long]
+                    point = make_point(
+                        "attn_gqa_decode", "flashinfer", dtype="bf16", kv_dtype="bf16", page_size=1,
+                        num_heads=heads, num_kv_heads=kv_heads, head_dim=128, head_dim_v=128, q_len=1,
+                        batch=batch, kv_len=round(sum(lens) / batch), kv_lens=json.dumps(lens),
+                    )  # fmt: skip
+                    note = f"{batch - 1} x {short} + 1 x {long} KV, {heads}q/{kv_heads}kv"
+                    samples.append(
+                        {"id": len(samples), "category": "decode", "ragged": True, "model": "designed",
+                         "note": note, "point": {**point, "sample": "heldout"}}  # fmt: skip
+                    )
+    return samples
+
+
 def set_header(seed: int = OFFGRID_SEED) -> dict[str, Any]:
     """What a sample file records about how it was drawn."""
     return {"seed": seed, "counts": CATEGORY_COUNTS, "ragged_share": RAGGED_SHARE, "generator": __name__}
