@@ -212,7 +212,13 @@ def run(
             committed = OFFGRID / results.name
             if not results.exists() and committed.exists():  # resume from what is committed
                 shutil.copy2(committed, results)
-            cmd = [sys.executable, "-m", "simperf.perfdb.offgrid", "time", str(OFFGRID / f"{step.samples}.jsonl")]
+            cmd = [
+                sys.executable,
+                "-m",
+                "simperf.perfdb.offgrid",
+                "time",
+                str(OFFGRID / f"{step.samples}.jsonl"),
+            ]
             cmd += [
                 "--out",
                 str(results),

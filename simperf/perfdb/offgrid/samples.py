@@ -418,8 +418,14 @@ def generate_stragglers() -> list[dict[str, Any]]:
                     )  # fmt: skip
                     note = f"{batch - 1} x {short} + 1 x {long} KV, {heads}q/{kv_heads}kv"
                     samples.append(
-                        {"id": len(samples), "category": "decode", "ragged": True, "model": "designed",
-                         "note": note, "point": {**point, "sample": "heldout"}}  # fmt: skip
+                        {
+                            "id": len(samples),
+                            "category": "decode",
+                            "ragged": True,
+                            "model": "designed",
+                            "note": note,
+                            "point": {**point, "sample": "heldout"},
+                        }  # fmt: skip
                     )
     return samples
 
