@@ -43,6 +43,8 @@ from simperf.perfdb.keys import (
     op_spec,
 )
 from simperf.perfdb.nearest import describe_substitution, nearest_key
+from simperf.perfdb.ctastream import CtaStreamRates
+from simperf.perfdb.ctastream import read_rates as read_cta_stream
 from simperf.perfdb.ratios import RatioTable, read_ratios
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
 from simperf.perfdb.scaled import ScaledModel, read_scaled_from, reference_directory
@@ -368,6 +370,8 @@ class PerfDB:
         self.vintages: list[VintageChoice] = []  # the third-party vintage chosen per op (vintage.py)
         self._nearest: dict[tuple[str, KeyTuple], tuple[dict[str, object], float] | None] = {}
         self._floors: dict[tuple[str, str], float] | None = None
+        # one CTA's lone stream rate per kernel (ctastream.py): prices ragged GQA decode batches; None: mean KV
+        self.cta_stream: CtaStreamRates | None = None
 
     @classmethod
     def load(
@@ -403,6 +407,7 @@ class PerfDB:
             ratios = read_ratios(directory, reference.gpu.key)
         db = cls(gpu, rows, files, Path(directory) if directory is not None else None, reference, ratios)
         db.vintages = vintages
+        db.cta_stream = read_cta_stream(directory)
         return db
 
     @classmethod
@@ -621,6 +626,7 @@ class PerfDB:
             "scaled_from": self.reference.gpu.key if self.reference is not None else None,
             "vintages": [v.describe() for v in self.vintages],
             "scaled_ratios": self.ratios.provenance if self.ratios is not None else None,
+            "cta_stream": self.cta_stream.provenance if self.cta_stream is not None else None,
         }
         for column in _PROVENANCE_LISTS:
             info[column] = _distinct(rows, column)

@@ -110,10 +110,12 @@ def _waves(lengths: Sequence[float], slots: int) -> float:
     return max(heap)
 
 
-def gqa_flashinfer_path(
+def gqa_flashinfer_ctas(
     kv: Sequence[int], page: int, kv_heads: int, tensor_cores: bool, num_sms: int
-) -> float:
-    """flashinfer GQA decode plan: the longest chain of KV tokens on one CTA slot."""
+) -> tuple[list[int], int]:
+    """flashinfer GQA decode plan: (KV tokens of every CTA in launch order, CTA slots of the grid). Split: each
+    request's KV in chunks (every chunk one CTA per KV head, one wave); unsplit: one CTA per request and KV head,
+    launched with the batch index fastest."""
     pages = [-(-int(n) // page) for n in kv]
     lower = max(128 // page, 1)
     if tensor_cores:
@@ -124,10 +126,21 @@ def gqa_flashinfer_path(
         grid = GQA_CUDA_CORE_BLOCKS_PER_SM * num_sms
         split = len(kv) * kv_heads < grid
         chunk = _binary_search_chunk(pages, grid // kv_heads, lower) if split else max(pages)
-    if split:
-        return float(min(chunk, max(pages)) * page)
-    # unsplit: one CTA per request and KV head, launched with the batch index fastest
-    return _waves([p * page for p in pages] * kv_heads, grid)
+    if not split:
+        return [p * page for p in pages] * kv_heads, grid
+    works: list[int] = []
+    for p in pages:
+        full, rest = divmod(p, chunk)
+        works += [chunk * page] * full + ([rest * page] if rest else [])
+    return works * kv_heads, grid
+
+
+def gqa_flashinfer_path(
+    kv: Sequence[int], page: int, kv_heads: int, tensor_cores: bool, num_sms: int
+) -> float:
+    """flashinfer GQA decode plan: the longest chain of KV tokens on one CTA slot."""
+    works, grid = gqa_flashinfer_ctas(kv, page, kv_heads, tensor_cores, num_sms)
+    return _waves(works, grid)
 
 
 def flashmla_path(kv: Sequence[int], q_len: int, heads: int, num_sms: int) -> float:

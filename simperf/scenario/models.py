@@ -369,14 +369,14 @@ class Overheads(_Strict):
     to the scenario's host (on_host, hardware.host_speed)."""
 
     scheduler_us_per_iteration: float = Field(
-        default=1048.8,
+        default=1010.9,
         ge=0,
         description="CPU time to receive, schedule and launch one iteration (measured with process_us_per_iteration "
-        "as their sum, 1,573 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
-        "of two hosts (1,292 and 1,855 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
+        "as their sum, 1,516 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
+        "of two hosts (1,171 and 1,861 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
     )
     process_us_per_iteration: float = Field(
-        default=524.4,
+        default=505.5,
         ge=0,
         description="CPU time to process one batch's results (append tokens, free KV, stream): a third of the "
         "measured per-iteration CPU time (see scheduler_us_per_iteration)",

@@ -5,7 +5,9 @@ from another GPU, roofline). One exception to "as the cost model prices it": a d
 whose KV planner is modelled (perfdb/workplan.py: flashinfer MLA) is the curve at its batch and mean KV times the
 work-plan factor, which moves it to where the planner's chunks and CTA waves put it (uniform calls between grid
 points and ragged batches alike); the simulator's decode step does not apply that factor yet. Other decode calls
-are priced at their mean KV length, a ragged extend batch as the work-equivalent batch of
+are priced at their mean KV length — a ragged flashinfer GQA decode batch plus what its unsplit long
+requests cost as CTAs sharing HBM (perfdb/ctastream.py, where the GPU's per-CTA stream rate was measured) —, a
+ragged extend batch as the work-equivalent batch of
 models.ops.extend_group, but no shorter than its longest request alone (the cost model's OpCall.floor_axes).
 """
 
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from simperf.models.ops import AttentionGroup, extend_group, straggler_axes
-from simperf.perfdb import workplan
+from simperf.perfdb import ctastream, workplan
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.schema import OP_SPECS
 
@@ -79,6 +81,11 @@ def predict(db: PerfDB, point: dict[str, Any]) -> Prediction:
             detail = f"{alone.detail}; the longest request alone (models.ops.extend_group's straggler)"
             return Prediction(alone.us, alone.source, detail, curve.backing, axes)
     kv = decode_kv_lens(point)
+    stream = ctastream.rate_for(curve.op, curve.key, db.cta_stream) if point.get("kv_lens") else None
+    if stream is not None:
+        extra = ctastream.ragged_extra_us(timing.us, curve.key, kv, db.gpu.num_sms, stream[0])  # type: ignore[arg-type]
+        detail = f"{timing.detail}; {extra:+.4g} us as CTAs sharing HBM at {stream[1]}'s rate (perfdb/ctastream.py)"
+        return Prediction(timing.us + extra, timing.source, detail, curve.backing, axes)
     if kv is not None and workplan.planned(curve.op, curve.key):
         us, factor = workplan.planned_us(curve, kv, db.gpu.num_sms)
         if factor != 1.0:

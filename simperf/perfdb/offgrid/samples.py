@@ -400,34 +400,49 @@ STRAGGLER_LAYOUTS = ((32, 8), (32, 32), (8, 1))
 STRAGGLER_BATCHES = (64, 128, 256, 512)
 STRAGGLER_LONG = (8192, 32768, 131072)
 STRAGGLER_SHORT = (64, 1024)
+# appended after the first 72 (their ids stay): the page sizes and the fp8 KV cache SGLang also runs, at short 64
+STRAGGLER_VARIANTS = (("bf16", 16), ("bf16", 64), ("fp8", 1))
+STRAGGLER_VARIANT_LAYOUTS = ((32, 8), (32, 32))
+STRAGGLER_VARIANT_BATCHES = (128, 512)
+STRAGGLER_VARIANT_LONG = (32768, 131072)
+
+
+def _straggler(heads: int, kv_heads: int, batch: int, long: int, short: int, kv_dtype: str, page: int) -> Draw:
+    lens = [short] * (batch - 1) + [long]
+    point = make_point(
+        "attn_gqa_decode", "flashinfer", dtype="bf16", kv_dtype=kv_dtype, page_size=page, num_heads=heads,
+        num_kv_heads=kv_heads, head_dim=128, head_dim_v=128, q_len=1, batch=batch, kv_len=round(sum(lens) / batch),
+        kv_lens=json.dumps(lens),
+    )  # fmt: skip
+    note = f"{batch - 1} x {short} + 1 x {long} KV, {heads}q/{kv_heads}kv"
+    if (kv_dtype, page) != ("bf16", 1):
+        note += f", page {page}, {kv_dtype} KV"
+    return Draw(point, "designed", note)
 
 
 def generate_stragglers() -> list[dict[str, Any]]:
-    """Every layout x batch x long x short of the STRAGGLER_* axes: batch - 1 requests of `short` KV tokens and one
-    of `long`, flashinfer GQA decode, page 1, bf16 (SGLang's defaults)."""
-    samples: list[dict[str, Any]] = []
-    for heads, kv_heads in STRAGGLER_LAYOUTS:
-        for batch in STRAGGLER_BATCHES:
-            for long in STRAGGLER_LONG:
-                for short in STRAGGLER_SHORT:
-                    lens = [short] * (batch - 1) + [long]
-                    point = make_point(
-                        "attn_gqa_decode", "flashinfer", dtype="bf16", kv_dtype="bf16", page_size=1,
-                        num_heads=heads, num_kv_heads=kv_heads, head_dim=128, head_dim_v=128, q_len=1,
-                        batch=batch, kv_len=round(sum(lens) / batch), kv_lens=json.dumps(lens),
-                    )  # fmt: skip
-                    note = f"{batch - 1} x {short} + 1 x {long} KV, {heads}q/{kv_heads}kv"
-                    samples.append(
-                        {
-                            "id": len(samples),
-                            "category": "decode",
-                            "ragged": True,
-                            "model": "designed",
-                            "note": note,
-                            "point": {**point, "sample": "heldout"},
-                        }  # fmt: skip
-                    )
-    return samples
+    """Every layout x batch x long x short of the STRAGGLER_* axes (page 1, bf16: SGLang's defaults), then every
+    variant layout x page/dtype x batch x long at short 64: batch - 1 requests of `short` KV tokens and one of
+    `long`, flashinfer GQA decode."""
+    draws = [
+        _straggler(heads, kv_heads, batch, long, short, "bf16", 1)
+        for heads, kv_heads in STRAGGLER_LAYOUTS
+        for batch in STRAGGLER_BATCHES
+        for long in STRAGGLER_LONG
+        for short in STRAGGLER_SHORT
+    ]
+    draws += [
+        _straggler(heads, kv_heads, batch, long, 64, kv_dtype, page)
+        for heads, kv_heads in STRAGGLER_VARIANT_LAYOUTS
+        for kv_dtype, page in STRAGGLER_VARIANTS
+        for batch in STRAGGLER_VARIANT_BATCHES
+        for long in STRAGGLER_VARIANT_LONG
+    ]
+    return [
+        {"id": i, "category": "decode", "ragged": True, "model": d.model, "note": d.note,
+         "point": {**d.point, "sample": "heldout"}}  # fmt: skip
+        for i, d in enumerate(draws)
+    ]
 
 
 def set_header(seed: int = OFFGRID_SEED) -> dict[str, Any]:

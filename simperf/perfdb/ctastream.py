@@ -1,0 +1,244 @@
+"""A ragged decode batch as CTAs sharing the GPU's memory bandwidth: flashinfer's GQA decode (issue 19, item 4).
+
+The tables time uniform batches. In a ragged one, flashinfer's planner (perfdb/workplan.py) either splits the KV
+into chunks of about equal length — the batch stays balanced, and the mean-KV price holds — or, when the batch is
+too large to split (batch x KV heads beyond its grid), runs one CTA per request and KV head. A long request is then
+one CTA that streams its whole KV on one SM, long after the others are done. How fast one CTA streams alone is a
+property of the kernel, not of the batch: measured with the designed straggler set
+(`calibration/offgrid/straggler-dev.jsonl`: short requests plus one long one), it is ~37 GB/s for the tensor-core
+kernel and ~31 GB/s for the CUDA-core one on both the H100 and the H200 — 100x below HBM bandwidth, which is why
+a 131,072-token request among 63 short ones takes 1.8 ms where the mean-KV price says 0.14 ms.
+
+The model: every CTA is an amount of KV bytes, started in launch order on the kernel's `slots` resident CTAs; all
+running CTAs progress at the same rate, min(one CTA's stream rate, bandwidth / CTAs running) (processor sharing of
+HBM). The bandwidth is the table's own: the uniform batch of the same size and mean KV streams its bytes in the
+table's time. The price of the ragged batch is the table's time plus the makespan difference between the ragged
+and the uniform batch under this model — exactly the table's time for a uniform batch.
+
+    python -m simperf.perfdb.ctastream calibration/h200 calibration/offgrid/straggler-dev-h200-results.jsonl
+
+derives the per-CTA stream rates from the designed set's times and writes them to <calibration dir>/cta_stream.yaml
+(with provenance); PerfDB.load reads them. A GPU without the file keeps the mean-KV price (labelled so).
+`--borrow calibration/h100` adds the variants (page sizes, fp8) only the other GPU measured, where the two agree on
+those both measured — one CTA's rate is bound by its SM: the H200 takes the H100's pages 16/64 and fp8 rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from simperf.perfdb import workplan
+
+STREAM_FILE = "cta_stream.yaml"
+FORMAT = "simperf-cta-stream/1"
+# The straggler rows a rate is read from: the long request unsplit and long enough that its lone stream dominates
+# the time (the short requests' part, priced from the tables, is then a small correction).
+MIN_LONG_TOKENS = 32768
+
+
+@dataclass(frozen=True)
+class CtaStreamRates:
+    """Bytes per second one CTA streams when it runs alone, per kernel variant (`variant_name`: kernel kind, KV
+    dtype, page size), as measured on one GPU."""
+
+    bytes_per_s: dict[str, float]
+    provenance: str
+
+    def rate(self, key: dict) -> tuple[float, str] | None:
+        """(bytes/s, the variant measured) for a key: its own variant, else the measured page size nearest to its
+        own (log scale) of the same kernel kind and KV dtype; None when that kind and dtype were never measured."""
+        kind, dtype, page = kernel_kind(key), str(key["kv_dtype"]), int(key["page_size"])
+        exact = variant_name(kind, dtype, page)
+        if exact in self.bytes_per_s:
+            return self.bytes_per_s[exact], exact
+        pages = [p for p in _MEASURED_PAGES if variant_name(kind, dtype, p) in self.bytes_per_s]
+        if not pages:
+            return None
+        nearest = min(pages, key=lambda p: (abs(math.log(p / page)), p))
+        name = variant_name(kind, dtype, nearest)
+        return self.bytes_per_s[name], name
+
+
+_MEASURED_PAGES = (1, 16, 32, 64, 128)
+
+
+def variant_name(kind: str, kv_dtype: str, page: int) -> str:
+    return f"{kind}/{kv_dtype}/page{page}"
+
+
+def read_rates(directory: Path | None) -> CtaStreamRates | None:
+    path = Path(directory) / STREAM_FILE if directory is not None else None
+    if path is None or not path.is_file():
+        return None
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{path}: format: expected {FORMAT!r}")
+    rates = {str(k): float(v) * 1e9 for k, v in data["gb_per_s"].items()}
+    return CtaStreamRates(rates, f"{path.name}: {data.get('source', '')}")
+
+
+def fluid_makespan_s(works: Sequence[float], slots: int, bandwidth: float, per_cta: float) -> float:
+    """Seconds until the last CTA ends: CTAs of `works` bytes started in launch order on `slots` slots, every
+    running CTA at min(per_cta, bandwidth / running). All running CTAs share one rate, so the next to end is the
+    one with the least bytes left: a heap of finishing thresholds in cumulative per-CTA bytes served."""
+    if not works:
+        return 0.0
+    served, t = 0.0, 0.0
+    heap = [float(w) for w in works[:slots]]
+    heapq.heapify(heap)
+    pending = iter(works[slots:])
+    while heap:
+        rate = min(per_cta, bandwidth / len(heap))
+        end = heapq.heappop(heap)
+        t += (end - served) / rate
+        served = end
+        nxt = next(pending, None)
+        if nxt is not None:
+            heapq.heappush(heap, served + float(nxt))
+    return t
+
+
+def kernel_kind(key: dict) -> str:
+    """SGLang 0.5.17 should_use_tensor_core, as workplan.critical_path reads it."""
+    heads, kv_heads = int(key["num_heads"]), int(key["num_kv_heads"])
+    return "tensor_core" if str(key["kv_dtype"]).startswith("fp8") or heads // kv_heads >= 4 else "cuda_core"
+
+
+def _bytes_per_token(key: dict) -> float:
+    """K and V of one KV head, one token."""
+    return 2.0 * int(key["head_dim"]) * (1.0 if str(key["kv_dtype"]).startswith("fp8") else 2.0)
+
+
+def rate_for(op: str, key: dict, rates: CtaStreamRates | None) -> tuple[float, str] | None:
+    """(bytes/s, variant measured) where the model applies: flashinfer GQA decode, on a GPU whose designed set
+    measured this kernel kind and KV dtype; None elsewhere (the mean-KV price stands)."""
+    if rates is None or op != "attn_gqa_decode" or str(key.get("backend")) != "flashinfer":
+        return None
+    return rates.rate(key)
+
+
+def ragged_extra_us(table_us: float, key: dict, kv_lens: Sequence[int], num_sms: int, rate: float) -> float:
+    """Microseconds the ragged batch takes beyond the uniform batch of its size and mean KV (`table_us`)."""
+    kv = [max(int(n), 1) for n in kv_lens]
+    mean = round(sum(kv) / len(kv))
+    page, kv_heads = int(key["page_size"]), int(key["num_kv_heads"])
+    tensor_cores = kernel_kind(key) == "tensor_core"
+    per_token = _bytes_per_token(key)
+    ragged, slots = workplan.gqa_flashinfer_ctas(kv, page, kv_heads, tensor_cores, num_sms)
+    uniform, _ = workplan.gqa_flashinfer_ctas([mean] * len(kv), page, kv_heads, tensor_cores, num_sms)
+    bandwidth = sum(uniform) * per_token / (table_us * 1e-6)
+    t_ragged = fluid_makespan_s([w * per_token for w in ragged], slots, bandwidth, rate)
+    t_uniform = fluid_makespan_s([w * per_token for w in uniform], slots, bandwidth, rate)
+    return (t_ragged - t_uniform) * 1e6
+
+
+# ---- the rates, from the designed straggler set ---------------------------------------------------------------
+
+
+def implied_rates(samples: Path, results: Path, db: object) -> dict[str, list[float]]:
+    """Per kernel variant (variant_name), the stream rate each qualifying straggler row implies: the long request's bytes per KV
+    head over (measured time - the table's time of the batch at the short length)."""
+    from simperf.perfdb.offgrid.report import timed_samples
+    from simperf.perfdb.schema import OP_SPECS
+
+    _, pairs = timed_samples(samples, results)
+    out: dict[str, list[float]] = {}
+    for sample, result in pairs:
+        point = sample["point"]
+        kv = json.loads(point["kv_lens"])
+        long, short, batch = max(kv), min(kv), len(kv)
+        key = {c: point[c] for c in OP_SPECS[point["op"]].key_columns}
+        pages = [-(-n // int(key["page_size"])) for n in kv]
+        kind = kernel_kind(key)
+        ctas, _ = workplan.gqa_flashinfer_ctas(kv, int(key["page_size"]), int(key["num_kv_heads"]),
+                                               kind == "tensor_core", db.gpu.num_sms)  # type: ignore[attr-defined]  # fmt: skip
+        unsplit = len(ctas) == len(pages) * int(key["num_kv_heads"])
+        if long < MIN_LONG_TOKENS or not unsplit:
+            continue
+        curve = db.curve(point["op"], key)  # type: ignore[attr-defined]
+        others_us = float(curve(batch=float(batch), kv_len=float(short))[0])
+        tail_s = (float(result["time_us"]) - others_us) * 1e-6
+        name = variant_name(kind, str(key["kv_dtype"]), int(key["page_size"]))
+        out.setdefault(name, []).append(long * _bytes_per_token(key) / tail_s)
+    return out
+
+
+def _borrow(rates: dict[str, float], other_dir: Path) -> dict[str, str]:
+    """Variants another GPU measured and this one did not, taken over where the two GPUs agree on every variant
+    both measured (within BORROW_AGREEMENT): one CTA's stream rate is bound by its SM, not by HBM (H100 and H200,
+    both SM90 at 1,980 MHz: 37.5 and 37.3 GB/s, tensor-core bf16 page 1). Returns {variant: where from}."""
+    other = read_rates(other_dir)
+    if other is None:
+        raise ValueError(f"{other_dir / STREAM_FILE}: not found")
+    common = sorted(set(rates) & set(other.bytes_per_s))
+    gaps = {n: other.bytes_per_s[n] / 1e9 / rates[n] - 1.0 for n in common}
+    if not common or max(abs(g) for g in gaps.values()) > BORROW_AGREEMENT:
+        raise ValueError(f"{other_dir}: its rates differ from this GPU's on the variants both measured: {gaps}")
+    borrowed = {}
+    for name, value in sorted(other.bytes_per_s.items()):
+        if name not in rates:
+            rates[name] = round(value / 1e9, 2)
+            borrowed[name] = str(other_dir)
+    return borrowed
+
+
+BORROW_AGREEMENT = 0.05
+
+
+def write_rates(directory: Path, samples: Path, results: Path, borrow: Path | None = None) -> dict[str, float]:
+    from simperf.perfdb.check import resolve_gpu
+    from simperf.perfdb.db import PerfDB
+
+    db = PerfDB.load(directory, resolve_gpu(directory))
+    implied = implied_rates(samples, results, db)
+    rates = {name: round(float(np.median(v)) / 1e9, 2) for name, v in sorted(implied.items())}
+    borrowed = _borrow(rates, borrow) if borrow is not None else {}
+    command = f"python -m simperf.perfdb.ctastream {directory} {results}"
+    data = {
+        "format": FORMAT,
+        "gb_per_s": dict(sorted(rates.items())),
+        "rows": {name: len(v) for name, v in sorted(implied.items())},
+        "borrowed": borrowed,
+        "source": f"median over the unsplit rows (long request >= {MIN_LONG_TOKENS} tokens) of {results.name}: "
+        f"long request's bytes per KV head / (time - table time of the batch at the short length); "
+        + command
+        + (f" --borrow {borrow}" if borrow is not None else ""),
+    }
+    (Path(directory) / STREAM_FILE).write_text(yaml.safe_dump(data, sort_keys=False))
+    return rates
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m simperf.perfdb.ctastream", description=__doc__.split("\n")[0])
+    parser.add_argument("directory", type=Path, help="calibration directory, e.g. calibration/h200")
+    parser.add_argument("results", type=Path, help="the straggler set's results on that GPU")
+    parser.add_argument("--samples", type=Path, default=Path("calibration/offgrid/straggler-dev.jsonl"))
+    parser.add_argument(
+        "--borrow", type=Path, help="another GPU's calibration directory: its variants this GPU did not measure"
+    )
+    args = parser.parse_args(argv)
+    for path in (args.directory, args.results, args.samples, *([args.borrow] if args.borrow else [])):
+        if not path.exists():
+            print(f"{path}: no such file or directory", file=sys.stderr)
+            return 2
+    try:
+        rates = write_rates(args.directory, args.samples, args.results, args.borrow)
+    except ValueError as exc:
+        print(f"--borrow: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.directory / STREAM_FILE}: {rates} GB/s per CTA", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
