@@ -87,6 +87,8 @@ def steps(gpu: str) -> list[Step]:
         Step("straggler-dev", None, samples="straggler-dev"),
         Step("dense", f"issue19_{gpu}_dense", "attn_gqa_decode,attn_mla_decode"),
         Step("variants", f"issue19_{gpu}_variants", "attn_gqa_decode,attn_mla_decode"),
+        # block-scaled fp8 GEMMs of every zoo shape at M between the powers of two (cuBLASLt's kernel switches)
+        Step("gemm-m-zoo", f"issue19_{gpu}_gemm_m_zoo", "gemm"),
     ]
     if gpu == "h100":  # the H100 had no Triton fused-MoE rows (the H200 has them for every zoo MoE shape)
         out += [
