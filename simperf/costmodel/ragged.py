@@ -22,6 +22,7 @@ import polars as pl
 
 from simperf.hardware.catalog import GpuSpec
 from simperf.perfdb.db import PerfDB
+from simperf.perfdb.offgrid.predict import predict
 from simperf.perfdb.schema import OP_SPECS
 
 CTAS_PER_SM = 2
@@ -53,6 +54,7 @@ def ragged_errors(directory: Path, gpu: GpuSpec) -> pl.DataFrame:
             mean = float(kv.mean())
             at_mean = float(curve(batch=float(len(kv)), kv_len=mean)[0])
             split = float(curve(batch=float(len(kv)), kv_len=mean * split_kv_factor(kv, gpu.num_sms))[0])
+            checked = predict(db, {**r, "op": op}).us
             rows.append(
                 {
                     "op": op,
@@ -63,6 +65,8 @@ def ragged_errors(directory: Path, gpu: GpuSpec) -> pl.DataFrame:
                     "measured_us": r["time_us"],
                     "mean_kv_error": at_mean / r["time_us"] - 1.0,
                     "split_kv_error": split / r["time_us"] - 1.0,
+                    # as the off-grid check prices it: flashinfer MLA's work plan, GQA's CTAs sharing HBM
+                    "check_error": checked / r["time_us"] - 1.0,
                 }
             )
     return pl.DataFrame(rows)

@@ -183,7 +183,9 @@ def _borrow(rates: dict[str, float], other_dir: Path) -> dict[str, str]:
     common = sorted(set(rates) & set(other.bytes_per_s))
     gaps = {n: other.bytes_per_s[n] / 1e9 / rates[n] - 1.0 for n in common}
     if not common or max(abs(g) for g in gaps.values()) > BORROW_AGREEMENT:
-        raise ValueError(f"{other_dir}: its rates differ from this GPU's on the variants both measured: {gaps}")
+        raise ValueError(
+            f"{other_dir}: its rates differ from this GPU's on the variants both measured: {gaps}"
+        )
     borrowed = {}
     for name, value in sorted(other.bytes_per_s.items()):
         if name not in rates:
@@ -195,7 +197,9 @@ def _borrow(rates: dict[str, float], other_dir: Path) -> dict[str, str]:
 BORROW_AGREEMENT = 0.05
 
 
-def write_rates(directory: Path, samples: Path, results: Path, borrow: Path | None = None) -> dict[str, float]:
+def write_rates(
+    directory: Path, samples: Path, results: Path, borrow: Path | None = None
+) -> dict[str, float]:
     from simperf.perfdb.check import resolve_gpu
     from simperf.perfdb.db import PerfDB
 
@@ -219,12 +223,16 @@ def write_rates(directory: Path, samples: Path, results: Path, borrow: Path | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simperf.perfdb.ctastream", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m simperf.perfdb.ctastream", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("directory", type=Path, help="calibration directory, e.g. calibration/h200")
     parser.add_argument("results", type=Path, help="the straggler set's results on that GPU")
     parser.add_argument("--samples", type=Path, default=Path("calibration/offgrid/straggler-dev.jsonl"))
     parser.add_argument(
-        "--borrow", type=Path, help="another GPU's calibration directory: its variants this GPU did not measure"
+        "--borrow",
+        type=Path,
+        help="another GPU's calibration directory: its variants this GPU did not measure",
     )
     args = parser.parse_args(argv)
     for path in (args.directory, args.results, args.samples, *([args.borrow] if args.borrow else [])):

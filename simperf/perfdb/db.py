@@ -31,6 +31,8 @@ import simperf
 from simperf.hardware.catalog import GpuSpec, get_gpu
 from simperf.perfdb.alphabeta import AlphaBetaModel, fit_alpha_beta
 from simperf.perfdb.axisslice import AxisSlice
+from simperf.perfdb.ctastream import CtaStreamRates
+from simperf.perfdb.ctastream import read_rates as read_cta_stream
 from simperf.perfdb.grid import Grid, build_grid
 from simperf.perfdb.keys import (
     PREFIX_AXIS,
@@ -43,8 +45,6 @@ from simperf.perfdb.keys import (
     op_spec,
 )
 from simperf.perfdb.nearest import describe_substitution, nearest_key
-from simperf.perfdb.ctastream import CtaStreamRates
-from simperf.perfdb.ctastream import read_rates as read_cta_stream
 from simperf.perfdb.ratios import RatioTable, read_ratios
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
 from simperf.perfdb.scaled import ScaledModel, read_scaled_from, reference_directory

@@ -407,7 +407,9 @@ STRAGGLER_VARIANT_BATCHES = (128, 512)
 STRAGGLER_VARIANT_LONG = (32768, 131072)
 
 
-def _straggler(heads: int, kv_heads: int, batch: int, long: int, short: int, kv_dtype: str, page: int) -> Draw:
+def _straggler(
+    heads: int, kv_heads: int, batch: int, long: int, short: int, kv_dtype: str, page: int
+) -> Draw:
     lens = [short] * (batch - 1) + [long]
     point = make_point(
         "attn_gqa_decode", "flashinfer", dtype="bf16", kv_dtype=kv_dtype, page_size=page, num_heads=heads,
@@ -439,8 +441,14 @@ def generate_stragglers() -> list[dict[str, Any]]:
         for long in STRAGGLER_VARIANT_LONG
     ]
     return [
-        {"id": i, "category": "decode", "ragged": True, "model": d.model, "note": d.note,
-         "point": {**d.point, "sample": "heldout"}}  # fmt: skip
+        {
+            "id": i,
+            "category": "decode",
+            "ragged": True,
+            "model": d.model,
+            "note": d.note,
+            "point": {**d.point, "sample": "heldout"},
+        }  # fmt: skip
         for i, d in enumerate(draws)
     ]
 

@@ -1,0 +1,131 @@
+"""perfdb/ctastream.py: a ragged flashinfer GQA decode batch as CTAs sharing HBM, with one CTA's measured stream
+rate (docs/perfdb.md "Ragged decode: CTAs sharing HBM"). Checked on the designed straggler set and the tables'
+own ragged rows, timed on H100 and H200 (calibration/offgrid/straggler-dev-*-results.jsonl)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from simperf.perfdb import ctastream, workplan
+from simperf.perfdb.check import resolve_gpu
+from simperf.perfdb.db import PerfDB
+from simperf.perfdb.offgrid.predict import predict
+from simperf.perfdb.offgrid.report import timed_samples
+
+ROOT = Path(__file__).resolve().parents[1]
+OFFGRID = ROOT / "calibration" / "offgrid"
+STRAGGLERS = OFFGRID / "straggler-dev.jsonl"
+
+
+@pytest.fixture(scope="module", params=["h100", "h200"])
+def gpu_db(request):
+    directory = ROOT / "calibration" / request.param
+    return request.param, PerfDB.load(directory, resolve_gpu(directory))
+
+
+def test_a_lone_cta_streams_at_its_rate_and_a_full_gpu_at_its_bandwidth():
+    # one CTA of 1 GB alone: per-CTA rate; 1,000 CTAs of 1 MB on 100 slots: bandwidth-bound
+    assert ctastream.fluid_makespan_s([1e9], 10, 4e12, 40e9) == pytest.approx(1e9 / 40e9)
+    assert ctastream.fluid_makespan_s([1e6] * 1000, 100, 4e12, 40e9) == pytest.approx(1e9 / 4e12)
+    # a long CTA launched last starts as the bulk drains, then runs alone: bulk time plus its time at the lone rate
+    t = ctastream.fluid_makespan_s([1e6] * 1000 + [1e9], 100, 4e12, 40e9)
+    assert t == pytest.approx(1e9 / 4e12 + 1e9 / 40e9, rel=0.01)
+    # launched first, it streams beside the bulk (each of 100 slots gets bandwidth / 100 = its lone rate here)
+    assert ctastream.fluid_makespan_s([1e9] + [1e6] * 1000, 100, 4e12, 40e9) == pytest.approx(
+        1e9 / 40e9, rel=0.01
+    )
+    # with 400 slots sharing the bandwidth, every CTA slows to 10 GB/s while the bulk runs
+    slow = ctastream.fluid_makespan_s([1e9] + [1e6] * 1000, 400, 4e12, 40e9)
+    assert slow > 1e9 / 40e9
+
+
+def test_a_uniform_batch_keeps_the_tables_time(gpu_db):
+    _, db = gpu_db
+    key = dict(backend="flashinfer", dtype="bf16", kv_dtype="bf16", page_size=1, num_heads=32, num_kv_heads=8,
+               head_dim=128, head_dim_v=128, q_len=1)  # fmt: skip
+    rate, _ = db.cta_stream.rate(key)
+    for batch, kv in ((1, 4096), (64, 1000), (512, 8192)):
+        assert ctastream.ragged_extra_us(100.0, key, [kv] * batch, db.gpu.num_sms, rate) == pytest.approx(0.0)
+
+
+def test_the_rates_file_is_the_commands_output(gpu_db, tmp_path):
+    """cta_stream.yaml is what `python -m simperf.perfdb.ctastream` derives from the committed times."""
+    gpu, db = gpu_db
+    directory = ROOT / "calibration" / gpu
+    results = OFFGRID / f"straggler-dev-{gpu}-results.jsonl"
+    committed = yaml.safe_load((directory / ctastream.STREAM_FILE).read_text())
+    implied = ctastream.implied_rates(STRAGGLERS, results, db)
+    for name, values in implied.items():
+        assert committed["gb_per_s"][name] == pytest.approx(float(np.median(values)) / 1e9, abs=0.006), name
+    # one CTA's rate is its SM's: the two GPUs agree on every variant both measured
+    assert committed["gb_per_s"]["tensor_core/bf16/page1"] == pytest.approx(37.4, abs=0.3)
+    assert committed["gb_per_s"]["cuda_core/bf16/page1"] == pytest.approx(31.0, abs=0.3)
+
+
+def test_the_designed_stragglers_are_reproduced(gpu_db):
+    """Out of 96 batches with one long request, the mean-KV price is 50-60% low (median); the model within ~2.5%."""
+    gpu, db = gpu_db
+    _, pairs = timed_samples(STRAGGLERS, OFFGRID / f"straggler-dev-{gpu}-results.jsonl")
+    errors = np.array([predict(db, s["point"]).us / r["time_us"] - 1.0 for s, r in pairs])
+    assert len(errors) >= 72
+    assert np.median(np.abs(errors)) < 0.03
+    assert np.quantile(np.abs(errors), 0.9) < 0.15
+
+
+def test_the_tables_ragged_rows_improve_over_the_mean_kv_price(gpu_db):
+    """The tables' own lognormal ragged rows (never used to derive a rate): the mean-KV price is 9-12% low."""
+    _, db = gpu_db
+    rows = db.table_rows()
+    ragged = rows.filter(
+        (rows["op"] == "attn_gqa_decode")
+        & (rows["backend"] == "flashinfer")
+        & (rows["sample"] == "ragged")
+        & (rows["status"] == "ok")
+    )
+    model, mean_kv = [], []
+    for r in ragged.iter_rows(named=True):
+        kv = json.loads(r["kv_lens"])
+        model.append(predict(db, r).us / r["time_us"] - 1.0)
+        mean_kv.append(
+            predict(db, {**r, "kv_lens": None, "kv_len": float(np.mean(kv))}).us / r["time_us"] - 1.0
+        )
+    assert np.median(np.abs(model)) < 0.07 < 0.08 < np.median(np.abs(mean_kv))
+    assert abs(np.median(model)) < 0.04
+
+
+def test_unsplit_batches_are_one_cta_per_request_and_kv_head():
+    kv = [64] * 511 + [131072]
+    ctas, slots = workplan.gqa_flashinfer_ctas(kv, 1, 8, True, 132)
+    assert len(ctas) == 512 * 8 and max(ctas) == 131072 and slots == 264
+    # a small batch is split: the long request in chunks, all in one wave
+    ctas, slots = workplan.gqa_flashinfer_ctas([64] * 15 + [131072], 1, 8, True, 132)
+    assert len(ctas) <= slots and max(ctas) < 131072
+
+
+def test_without_a_rate_for_the_kernel_the_mean_kv_price_stands():
+    rates = ctastream.CtaStreamRates({"tensor_core/bf16/page1": 37e9}, "test")
+    cuda_core = dict(backend="flashinfer", kv_dtype="bf16", page_size=1, num_heads=32, num_kv_heads=32)
+    fp8 = {**cuda_core, "kv_dtype": "fp8"}
+    assert ctastream.rate_for("attn_gqa_decode", cuda_core, rates) is None
+    assert ctastream.rate_for("attn_gqa_decode", fp8, rates) is None  # fp8 runs tensor cores, never measured
+    page16 = {**cuda_core, "num_kv_heads": 8, "page_size": 16}
+    assert ctastream.rate_for("attn_gqa_decode", page16, rates) == (37e9, "tensor_core/bf16/page1")
+    assert ctastream.rate_for("attn_mla_decode", page16, rates) is None
+
+
+def test_borrowing_needs_the_gpus_to_agree(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ctastream.STREAM_FILE).write_text(yaml.safe_dump({
+        "format": ctastream.FORMAT, "gb_per_s": {"tensor_core/bf16/page1": 37.5, "tensor_core/bf16/page16": 48.3},
+    }))  # fmt: skip
+    rates = {"tensor_core/bf16/page1": 37.3}
+    assert ctastream._borrow(rates, other) == {"tensor_core/bf16/page16": str(other)}
+    assert rates["tensor_core/bf16/page16"] == 48.3
+    with pytest.raises(ValueError, match="differ"):
+        ctastream._borrow({"tensor_core/bf16/page1": 30.0}, other)
