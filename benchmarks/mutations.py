@@ -41,6 +41,7 @@ GUARDS = (
     "tests/test_sim_tokenize.py",
     "tests/test_host_speed.py",
     "tests/test_groundtruth_corpus.py",
+    "tests/test_ctastream.py",
 )
 
 
@@ -225,6 +226,13 @@ MUTATIONS = (
         "simperf/costmodel/overhead.py",
         "            overheads.decode_graph_gap_us_per_kernel,\n",
         "            overheads.decode_graph_gap_us_per_kernel * 1.01,\n",
+    ),
+    Mutation(
+        "cta-stream-rate",
+        "ragged GQA decode (perfdb/ctastream.py): one CTA's lone stream rate +1%",
+        "simperf/perfdb/ctastream.py",
+        "    t_ragged = fluid_makespan_s([w * per_token for w in ragged], slots, bandwidth, rate)\n",
+        "    t_ragged = fluid_makespan_s([w * per_token for w in ragged], slots, bandwidth, rate * 1.01)\n",
     ),
 )
 

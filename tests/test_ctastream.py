@@ -14,8 +14,10 @@ import yaml
 from simperf.perfdb import ctastream, workplan
 from simperf.perfdb.check import resolve_gpu
 from simperf.perfdb.db import PerfDB
+from simperf.perfdb.offgrid.io import read_samples
 from simperf.perfdb.offgrid.predict import predict
 from simperf.perfdb.offgrid.report import timed_samples
+from simperf.perfdb.schema import OP_SPECS
 
 ROOT = Path(__file__).resolve().parents[1]
 OFFGRID = ROOT / "calibration" / "offgrid"
@@ -129,3 +131,19 @@ def test_borrowing_needs_the_gpus_to_agree(tmp_path):
     assert rates["tensor_core/bf16/page16"] == 48.3
     with pytest.raises(ValueError, match="differ"):
         ctastream._borrow({"tensor_core/bf16/page1": 30.0}, other)
+
+
+def test_a_straggler_launched_last_costs_the_rest_plus_its_bytes_at_the_lone_rate(gpu_db):
+    """511 requests of 64 tokens and one of 131,072 (launched last, 32q/8kv, unsplit): the short requests' table
+    time, then the long one's 131,072 x 512 bytes per KV head at the measured tensor-core rate, to ~1% (the long
+    CTA starts while the last wave of short ones drains). A 1% faster rate moves the price out of 1.5%
+    (benchmarks/mutations.py: cta-stream-rate)."""
+    _, db = gpu_db
+    _, samples = read_samples(STRAGGLERS)
+    point = next(s["point"] for s in samples if s["note"] == "511 x 64 + 1 x 131072 KV, 32q/8kv")
+    rate, name = db.cta_stream.rate(point)
+    assert name == "tensor_core/bf16/page1"
+    curve = db.curve("attn_gqa_decode", {c: point[c] for c in OP_SPECS["attn_gqa_decode"].key_columns})
+    short_us = float(curve(batch=512.0, kv_len=64.0)[0])
+    expected = short_us + 131072 * 512 / rate * 1e6
+    assert predict(db, point).us == pytest.approx(expected, rel=0.015)
