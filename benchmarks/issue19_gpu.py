@@ -89,6 +89,8 @@ def steps(gpu: str) -> list[Step]:
         Step("variants", f"issue19_{gpu}_variants", "attn_gqa_decode,attn_mla_decode"),
         # block-scaled fp8 GEMMs of every zoo shape at M between the powers of two (cuBLASLt's kernel switches)
         Step("gemm-m-zoo", f"issue19_{gpu}_gemm_m_zoo", "gemm"),
+        # absorbed MLA extend at pages 16 and 64 (the tables had page 1 only)
+        Step("mla-extend-pages", f"issue19_{gpu}_mla_extend_pages", "attn_mla_extend"),
     ]
     if gpu == "h100":  # the H100 had no Triton fused-MoE rows (the H200 has them for every zoo MoE shape)
         out += [

@@ -349,6 +349,18 @@ class OpCurve:
 # ---- the database ------------------------------------------------------------------------------------------------
 
 
+def _borrowed_cta_stream(reference: PerfDB | None) -> CtaStreamRates | None:
+    """A GPU without its own per-CTA stream rates takes its scaled-from reference's, labelled: one CTA's lone rate
+    is bound by its SM (the H100 and H200 agree within 1%, ctastream.py), so it is the better estimate there than
+    none at all (mean KV, as if a lone CTA streamed at full bandwidth)."""
+    if reference is None or reference.cta_stream is None:
+        return None
+    rates = reference.cta_stream
+    return CtaStreamRates(
+        rates.bytes_per_s, f"{rates.provenance} (borrowed from {reference.gpu.key}: an estimate)"
+    )
+
+
 class PerfDB:
     def __init__(
         self,
@@ -407,7 +419,7 @@ class PerfDB:
             ratios = read_ratios(directory, reference.gpu.key)
         db = cls(gpu, rows, files, Path(directory) if directory is not None else None, reference, ratios)
         db.vintages = vintages
-        db.cta_stream = read_cta_stream(directory)
+        db.cta_stream = read_cta_stream(directory) or _borrowed_cta_stream(reference)
         return db
 
     @classmethod

@@ -409,7 +409,7 @@ class Overheads(_Strict):
     # The three below were measured on the ground-truth corpus (SGLang 0.5.17, H100/H200 hosts, bench_serving on
     # the same host; docs/overheads.md, `simperf groundtruth overheads groundtruth/`); a test recomputes them.
     extend_launch_us_per_kernel: float = Field(
-        default=38.6,
+        default=38.7,
         ge=0,
         description="host time per kernel of an extend (prefill) forward: an extend lasts at least kernels x this "
         "(SGLang 0.5.17's breakable prefill CUDA graph with eager attention between segments; measured with the "
@@ -418,7 +418,7 @@ class Overheads(_Strict):
         "per-iteration costs, over its 437 kernels)",
     )
     extend_launch_us_per_kernel_fa3: float = Field(
-        default=21.1,
+        default=21.2,
         ge=0,
         description="the same with SGLang's FA3 attention backend, whose attention is one kernel call per layer "
         "with no per-layer planning (measured the same way: 10.8 ms for the same prompt on the same server "
