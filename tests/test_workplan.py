@@ -85,3 +85,17 @@ def test_heldout_and_ragged_rows_of_the_tables(h200):
     assert len(rel) > 60
     assert np.median(np.abs(rel)) < 0.07
     assert abs(np.median(rel)) < 0.06
+
+
+def test_a_curve_scaled_from_another_gpu_keeps_the_work_plan(h200):
+    """H100 prices from the H200 tables alone (the scaled-from check): the work plan reads the reference GPU's grid
+    corners. Without them a ragged batch lost its plan and came out 24% low (development set, fa3 MLA decode)."""
+    from simperf.perfdb.db import _read_tables
+
+    reference, _ = h200
+    target = PerfDB(get_gpu("h100"), _read_tables([]), [], None, reference=reference)
+    curve = target.curve("attn_mla_decode", KEY)
+    ragged = np.array([100] * 60 + [20000])
+    _, factor = workplan.planned_us(curve, ragged, 132)
+    _, own = workplan.planned_us(reference.curve("attn_mla_decode", KEY), ragged, 132)
+    assert factor == pytest.approx(own, rel=0.05) and factor > 1.05

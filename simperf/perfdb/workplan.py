@@ -233,6 +233,10 @@ def planned_us(curve: object, kv_lens: Sequence[int] | np.ndarray, num_sms: int)
     if not planned(op, key):
         return base, 1.0
     model = curve._model  # type: ignore[attr-defined]
+    # a curve scaled from another GPU's tables interpolates on that GPU's grid: its corners are the work plan's
+    reference = getattr(getattr(model, "model", None), "reference_curve", None)  # db._ScaledCurveModel
+    if reference is not None:
+        model = reference._model
     batch_grid, kv_grid = _breakpoints(model, "batch")[0], _breakpoints(model, "kv_len")[0]
     s = kv_elasticity(curve, batch, mean, kv_grid)
     factor = planned_factor(op, key, kv.astype(np.int64), batch_grid, kv_grid, s, num_sms)
