@@ -169,7 +169,12 @@ def _nsa_decode(key: Mapping[str, object], a: dict[str, np.ndarray]) -> KernelWo
     batch, kv = a["batch"], a["kv_len"]
     kvb = dtype_bytes(key["kv_dtype"])
     selected = np.minimum(topk, kv)
-    flops = batch * 2.0 * heads * selected * (MLA_QK_DIM + MLA_V_DIM)
+    # The sparse decode kernel walks all topk index slots in full tiles whatever the context: SGLang pads a short
+    # request's top-k with -1 and the kernel masks those slots rather than skipping them. So its FLOPs are topk's;
+    # only the KV rows it gathers are the selected ones. Measured (off-grid development set, FlashMLA sparse decode,
+    # 64 heads): at KV 760-839 it takes 92-97% of its KV-2,048 time, where FLOPs over the selected tokens alone
+    # scaled it to 38-45% (docs/perfdb.md).
+    flops = batch * 2.0 * heads * float(topk) * (MLA_QK_DIM + MLA_V_DIM)
     nbytes = batch * (selected * MLA_QK_DIM * kvb + heads * (MLA_QK_DIM + MLA_V_DIM) * 2.0)
     return KernelWork(flops, nbytes, "bf16")
 
