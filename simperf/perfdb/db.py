@@ -382,8 +382,9 @@ class PerfDB:
         self.vintages: list[VintageChoice] = []  # the third-party vintage chosen per op (vintage.py)
         self._nearest: dict[tuple[str, KeyTuple], tuple[dict[str, object], float] | None] = {}
         self._floors: dict[tuple[str, str], float] | None = None
-        # one CTA's lone stream rate per kernel (ctastream.py): prices ragged GQA decode batches; None: mean KV
-        self.cta_stream: CtaStreamRates | None = None
+        # one CTA's lone stream rate per kernel (ctastream.py): prices ragged GQA decode batches; None: mean KV.
+        # load() puts the directory's own in place of the reference's.
+        self.cta_stream: CtaStreamRates | None = _borrowed_cta_stream(reference)
 
     @classmethod
     def load(
@@ -419,7 +420,7 @@ class PerfDB:
             ratios = read_ratios(directory, reference.gpu.key)
         db = cls(gpu, rows, files, Path(directory) if directory is not None else None, reference, ratios)
         db.vintages = vintages
-        db.cta_stream = read_cta_stream(directory) or _borrowed_cta_stream(reference)
+        db.cta_stream = read_cta_stream(directory) or db.cta_stream
         return db
 
     @classmethod

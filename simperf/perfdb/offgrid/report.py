@@ -15,7 +15,7 @@ import polars as pl
 
 from simperf.hardware.catalog import get_gpu
 from simperf.perfdb.check import resolve_gpu
-from simperf.perfdb.db import PerfDB, _borrowed_cta_stream, _read_tables
+from simperf.perfdb.db import PerfDB, _read_tables
 from simperf.perfdb.offgrid.io import read_results, read_samples
 from simperf.perfdb.offgrid.predict import predict
 from simperf.perfdb.ratios import RatioTable
@@ -103,7 +103,6 @@ def scaled_from_errors(
     by `ratios` where given, else by the two GPUs' rooflines."""
     reference = PerfDB.load(reference_dir, resolve_gpu(reference_dir), scaled_from=False)
     target = PerfDB(get_gpu(target_gpu), _read_tables([]), [], None, reference=reference, ratios=ratios)
-    target.cta_stream = _borrowed_cta_stream(reference)
     return evaluate(pairs, target)
 
 
