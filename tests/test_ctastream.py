@@ -147,3 +147,21 @@ def test_a_straggler_launched_last_costs_the_rest_plus_its_bytes_at_the_lone_rat
     short_us = float(curve(batch=512.0, kv_len=64.0)[0])
     expected = short_us + 131072 * 512 / rate * 1e6
     assert predict(db, point).us == pytest.approx(expected, rel=0.015)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("format: other\n", "format: expected"),
+        ("format: simperf-cta-stream/1\n", "gb_per_s: expected a mapping"),
+        ("format: simperf-cta-stream/1\ngb_per_s: {tensor_core/bf16/page1: abc}\n", "positive number"),
+        ("format: simperf-cta-stream/1\ngb_per_s: {tensor_core/bf16/page1: 0}\n", "positive number"),
+        ("format: simperf-cta-stream/1\ngb_per_s: {tensorcore/bf16/page1: 3}\n", "KIND/KV_DTYPE/pageN"),
+        ("format: [\n", "not YAML"),
+    ],
+)
+def test_a_bad_rates_file_is_one_line_naming_the_field(tmp_path, text, message):
+    (tmp_path / ctastream.STREAM_FILE).write_text(text)
+    with pytest.raises(ValueError, match=message) as info:
+        ctastream.read_rates(tmp_path)
+    assert str(tmp_path / ctastream.STREAM_FILE) in str(info.value) and "\n" not in str(info.value)

@@ -40,6 +40,7 @@ import yaml
 from simperf.perfdb import workplan
 
 STREAM_FILE = "cta_stream.yaml"
+KERNEL_KINDS = ("tensor_core", "cuda_core")
 FORMAT = "simperf-cta-stream/1"
 # The straggler rows a rate is read from: the long request unsplit and long enough that its lone stream dominates
 # the time (the short requests' part, priced from the tables, is then a small correction).
@@ -80,10 +81,26 @@ def read_rates(directory: Path | None) -> CtaStreamRates | None:
     path = Path(directory) / STREAM_FILE if directory is not None else None
     if path is None or not path.is_file():
         return None
-    data = yaml.safe_load(path.read_text())
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{path}: format: expected {FORMAT!r}")
-    rates = {str(k): float(v) * 1e9 for k, v in data["gb_per_s"].items()}
+    table = data.get("gb_per_s")
+    if not isinstance(table, dict) or not table:
+        raise ValueError(f"{path}: gb_per_s: expected a mapping of kernel variant to GB/s, e.g. "
+                         f"{{{variant_name('tensor_core', 'bf16', 1)}: 37.3}}")  # fmt: skip
+    rates = {}
+    for name, value in table.items():
+        kind, _, rest = str(name).partition("/")
+        if kind not in KERNEL_KINDS or not rest.count("/") == 1 or not rest.split("/")[1].startswith("page"):
+            raise ValueError(
+                f"{path}: gb_per_s.{name}: expected KIND/KV_DTYPE/pageN, KIND one of {KERNEL_KINDS}"
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"{path}: gb_per_s.{name}: expected a positive number of GB/s, got {value!r}")
+        rates[str(name)] = float(value) * 1e9
     return CtaStreamRates(rates, f"{path.name}: {data.get('source', '')}")
 
 
