@@ -118,3 +118,26 @@ def test_committed_results_belong_to_the_set(committed, gpu):
     statuses = Counter(r["status"] for r in results.values())
     assert set(statuses) <= {"ok", "failed", "unsupported"}
     assert all(r["time_us"] > 0 for r in results.values() if r["status"] == "ok")
+
+
+def test_a_set_is_never_overwritten_and_a_missing_one_is_one_line(tmp_path, capsys):
+    """`generate` onto an existing set refuses in one line (nothing overwritten); `time` of a missing set too."""
+    from simperf.perfdb.offgrid.__main__ import main
+
+    existing = ROOT / "calibration" / "offgrid" / "straggler-dev.jsonl"
+    before = existing.read_bytes()
+    assert main(["generate", str(existing), "--stragglers"]) == 2
+    assert existing.read_bytes() == before
+    assert main(["time", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "r.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "exists" in err[0] and "none.jsonl" in err[1]
+
+
+def test_the_designed_straggler_set_is_what_the_generator_writes(tmp_path):
+    """The committed straggler set (timed on both GPUs) is exactly `generate --stragglers`: the rates in
+    cta_stream.yaml rest on these batches."""
+    from simperf.perfdb.offgrid.__main__ import main
+
+    fresh = tmp_path / "stragglers.jsonl"
+    assert main(["generate", str(fresh), "--stragglers"]) == 0
+    assert fresh.read_text() == (ROOT / "calibration" / "offgrid" / "straggler-dev.jsonl").read_text()

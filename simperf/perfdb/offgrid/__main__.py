@@ -103,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     doc.add_argument("--check", action="store_true", help="only say whether they are stale (exit 1 if so)")
     args = parser.parse_args(argv)
-    return {"generate": _generate, "time": _time, "docs": _docs}[args.command](args)
+    try:
+        return {"generate": _generate, "time": _time, "docs": _docs}[args.command](args)
+    except (FileExistsError, FileNotFoundError, PermissionError) as exc:  # one line, nothing overwritten
+        print(f"{args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
