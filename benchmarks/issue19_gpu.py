@@ -39,6 +39,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from simperf.perfdb.offgrid.io import results_name
+
 ROOT = Path(__file__).resolve().parents[1]
 OFFGRID = ROOT / "calibration" / "offgrid"
 # Seconds per point besides the kernel itself: 0.1 s measured for small graph-replayed kernels (104 fp8
@@ -56,16 +58,6 @@ class Step:
     ops: str | None = None
     ragged: int = 0
     samples: str = "samples"  # with grid None: the samples file's stem under calibration/offgrid/
-
-
-def results_name(samples: str, gpu: str) -> str:
-    """Where a set's times go under calibration/offgrid/: samples -> h200-results.jsonl (the development set),
-    samples-seed20261126 -> h200-results-seed20261126.jsonl, straggler-dev -> straggler-dev-h200-results.jsonl."""
-    if samples == "samples":
-        return f"{gpu}-results.jsonl"
-    if samples.startswith("samples-"):
-        return f"{gpu}-results-{samples.removeprefix('samples-')}.jsonl"
-    return f"{samples}-{gpu}-results.jsonl"
 
 
 def steps(gpu: str) -> list[Step]:

@@ -38,6 +38,7 @@ import numpy as np
 import yaml
 
 from simperf.perfdb import workplan
+from simperf.perfdb.keys import gqa_tensor_cores
 
 STREAM_FILE = "cta_stream.yaml"
 KERNEL_KINDS = ("tensor_core", "cuda_core")
@@ -59,22 +60,24 @@ class CtaStreamRates:
         """(bytes/s, the variant measured) for a key: its own variant, else the measured page size nearest to its
         own (log scale) of the same kernel kind and KV dtype; None when that kind and dtype were never measured."""
         kind, dtype, page = kernel_kind(key), str(key["kv_dtype"]), int(key["page_size"])
-        exact = variant_name(kind, dtype, page)
-        if exact in self.bytes_per_s:
-            return self.bytes_per_s[exact], exact
-        pages = [p for p in _MEASURED_PAGES if variant_name(kind, dtype, p) in self.bytes_per_s]
+        pages = [p for k, d, p in map(parse_variant, self.bytes_per_s) if (k, d) == (kind, dtype)]
         if not pages:
             return None
-        nearest = min(pages, key=lambda p: (abs(math.log(p / page)), p))
+        nearest = min(pages, key=lambda p: (abs(math.log(p / page)), p))  # its own page where measured
         name = variant_name(kind, dtype, nearest)
         return self.bytes_per_s[name], name
 
 
-_MEASURED_PAGES = (1, 16, 32, 64, 128)
-
-
 def variant_name(kind: str, kv_dtype: str, page: int) -> str:
     return f"{kind}/{kv_dtype}/page{page}"
+
+
+def parse_variant(name: str) -> tuple[str, str, int]:
+    """variant_name's (kind, kv dtype, page size); ValueError for anything else."""
+    kind, dtype, page = (str(name).split("/") + ["", ""])[:3]
+    if kind not in KERNEL_KINDS or not dtype or not page.startswith("page") or not page[4:].isdigit():
+        raise ValueError(f"expected KIND/KV_DTYPE/pageN, KIND one of {KERNEL_KINDS}")
+    return kind, dtype, int(page[4:])
 
 
 def read_rates(directory: Path | None) -> CtaStreamRates | None:
@@ -93,11 +96,10 @@ def read_rates(directory: Path | None) -> CtaStreamRates | None:
                          f"{{{variant_name('tensor_core', 'bf16', 1)}: 37.3}}")  # fmt: skip
     rates = {}
     for name, value in table.items():
-        kind, _, rest = str(name).partition("/")
-        if kind not in KERNEL_KINDS or not rest.count("/") == 1 or not rest.split("/")[1].startswith("page"):
-            raise ValueError(
-                f"{path}: gb_per_s.{name}: expected KIND/KV_DTYPE/pageN, KIND one of {KERNEL_KINDS}"
-            )
+        try:
+            parse_variant(name)
+        except ValueError as exc:
+            raise ValueError(f"{path}: gb_per_s.{name}: {exc}") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{path}: gb_per_s.{name}: expected a positive number of GB/s, got {value!r}")
         rates[str(name)] = float(value) * 1e9
@@ -126,9 +128,8 @@ def fluid_makespan_s(works: Sequence[float], slots: int, bandwidth: float, per_c
 
 
 def kernel_kind(key: dict) -> str:
-    """SGLang 0.5.17 should_use_tensor_core, as workplan.critical_path reads it."""
-    heads, kv_heads = int(key["num_heads"]), int(key["num_kv_heads"])
-    return "tensor_core" if str(key["kv_dtype"]).startswith("fp8") or heads // kv_heads >= 4 else "cuda_core"
+    """Which of flashinfer's two GQA decode kernels runs the key (keys.gqa_tensor_cores)."""
+    return "tensor_core" if gqa_tensor_cores(key) else "cuda_core"
 
 
 def _bytes_per_token(key: dict) -> float:
@@ -163,8 +164,8 @@ def ragged_extra_us(table_us: float, key: dict, kv_lens: Sequence[int], num_sms:
 
 
 def implied_rates(samples: Path, results: Path, db: object) -> dict[str, list[float]]:
-    """Per kernel variant (variant_name), the stream rate each qualifying straggler row implies: the long request's bytes per KV
-    head over (measured time - the table's time of the batch at the short length)."""
+    """Per kernel variant (variant_name), the stream rate each qualifying straggler row implies: the long request's
+    bytes per KV head over (measured time - the table's time of the batch at the short length)."""
     from simperf.perfdb.offgrid.report import timed_samples
     from simperf.perfdb.schema import OP_SPECS
 
@@ -175,11 +176,10 @@ def implied_rates(samples: Path, results: Path, db: object) -> dict[str, list[fl
         kv = json.loads(point["kv_lens"])
         long, short, batch = max(kv), min(kv), len(kv)
         key = {c: point[c] for c in OP_SPECS[point["op"]].key_columns}
-        pages = [-(-n // int(key["page_size"])) for n in kv]
         kind = kernel_kind(key)
         ctas, _ = workplan.gqa_flashinfer_ctas(kv, int(key["page_size"]), int(key["num_kv_heads"]),
                                                kind == "tensor_core", db.gpu.num_sms)  # type: ignore[attr-defined]  # fmt: skip
-        unsplit = len(ctas) == len(pages) * int(key["num_kv_heads"])
+        unsplit = len(ctas) == batch * int(key["num_kv_heads"])  # one CTA per request and KV head
         if long < MIN_LONG_TOKENS or not unsplit:
             continue
         curve = db.curve(point["op"], key)  # type: ignore[attr-defined]

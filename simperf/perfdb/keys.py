@@ -37,6 +37,14 @@ class PerfDBError(ValueError):
     """A caller asked the perf database something it cannot answer (unknown op, malformed key or axes)."""
 
 
+def gqa_tensor_cores(key: Mapping[str, object]) -> bool:
+    """Whether flashinfer's GQA decode runs its tensor-core (prefill-style) kernel for this key: SGLang 0.5.17
+    `should_use_tensor_core` — an fp8 KV cache, or 4+ q heads per KV head (as calibrate/backends/gqa_flashinfer.py
+    times it; the key's kv_dtype and head counts say which kernel a row measured)."""
+    kv_dtype, heads, kv_heads = str(key["kv_dtype"]), int(key["num_heads"]), int(key["num_kv_heads"])  # type: ignore[call-overload]
+    return kv_dtype.startswith("fp8") or heads // max(kv_heads, 1) >= 4
+
+
 def op_spec(op: str) -> OpSpec:
     try:
         return OP_SPECS[op]

@@ -20,6 +20,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from simperf.perfdb.keys import gqa_tensor_cores
+
 
 @dataclass(frozen=True)
 class KeyPolicy:
@@ -73,14 +75,9 @@ POLICIES: dict[str, KeyPolicy] = {
 _TENSOR_CORE_MISMATCH = 2.0
 
 
-def _tensor_cores(key: Mapping[str, object]) -> bool:
-    kv_dtype, heads, kv_heads = str(key["kv_dtype"]), int(key["num_heads"]), int(key["num_kv_heads"])  # type: ignore[call-overload]
-    return kv_dtype.startswith("fp8") or heads // max(kv_heads, 1) >= 4
-
-
 def _extra_penalty(name: str, wanted: Mapping[str, object], other: Mapping[str, object]) -> float:
     if name == "tensor_cores":
-        return _TENSOR_CORE_MISMATCH if _tensor_cores(wanted) != _tensor_cores(other) else 0.0
+        return _TENSOR_CORE_MISMATCH if gqa_tensor_cores(wanted) != gqa_tensor_cores(other) else 0.0
     raise ValueError(f"unknown key penalty {name!r}")
 
 

@@ -39,6 +39,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from simperf.perfdb.keys import gqa_tensor_cores
+
 # ops and backends whose planner is modelled
 # Applied only where the tables' held-out and ragged rows confirm it (flashinfer MLA: its persistent clusters all
 # stay busy, so the busiest cluster's load is the time). GQA decode's unsplit straggler runs alone on an otherwise
@@ -159,10 +161,8 @@ def critical_path(op: str, key: Mapping[str, object], kv: Sequence[int], num_sms
             return flashmla_path(kv, q_len, heads, num_sms)
         return mla_flashinfer_path(kv, q_len, heads, num_sms)
     if op == "attn_gqa_decode":
-        heads, kv_heads = int(key["num_heads"]), int(key["num_kv_heads"])  # type: ignore[arg-type]
-        # SGLang 0.5.17 should_use_tensor_core, as calibrate.backends.gqa_flashinfer times it
-        tc = str(key["kv_dtype"]).startswith("fp8") or heads // kv_heads >= 4
-        return gqa_flashinfer_path(kv, int(key["page_size"]), kv_heads, tc, num_sms)  # type: ignore[arg-type]
+        kv_heads = int(key["num_kv_heads"])  # type: ignore[call-overload]
+        return gqa_flashinfer_path(kv, int(key["page_size"]), kv_heads, gqa_tensor_cores(key), num_sms)  # type: ignore[call-overload]
     raise ValueError(f"no work plan for {op} / {backend}")
 
 

@@ -11,6 +11,7 @@ import polars as pl
 from simperf.hardware.catalog import get_gpu
 from simperf.perfdb.check import heldout_errors, heldout_summary
 from simperf.perfdb.db import PerfDB
+from simperf.perfdb.offgrid.io import results_name
 from simperf.perfdb.offgrid.report import (
     evaluate,
     no_time_counts,
@@ -36,13 +37,12 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def results_path(gpu: str, heldout: bool = False) -> Path:
-    suffix = f"-seed{HELDOUT_SEED}" if heldout else ""
-    return CALIBRATION / "offgrid" / f"{gpu}-results{suffix}.jsonl"
-
-
 def _set_files(heldout: bool) -> tuple[Path, str]:
     return (HELDOUT_SAMPLES, "held-out") if heldout else (SAMPLES, "development")
+
+
+def results_path(gpu: str, heldout: bool = False) -> Path:
+    return CALIBRATION / "offgrid" / results_name(_set_files(heldout)[0].stem, gpu)
 
 
 def _table(frame: pl.DataFrame, columns: list[tuple[str, str]]) -> list[str]:

@@ -13,6 +13,17 @@ SET_FORMAT = "simperf-offgrid-samples/1"
 RESULT_FORMAT = "simperf-offgrid-results/1"
 
 
+def results_name(samples: str, gpu: str) -> str:
+    """Where a set's times go under calibration/offgrid/, by the set's file stem: samples -> h200-results.jsonl
+    (the development set), samples-seed20261126 -> h200-results-seed20261126.jsonl, straggler-dev ->
+    straggler-dev-h200-results.jsonl."""
+    if samples == "samples":
+        return f"{gpu}-results.jsonl"
+    if samples.startswith("samples-"):
+        return f"{gpu}-results-{samples.removeprefix('samples-')}.jsonl"
+    return f"{samples}-{gpu}-results.jsonl"
+
+
 def write_samples(path: Path, header: dict[str, Any], samples: list[dict[str, Any]]) -> None:
     """A header line (format, seed, counts), then one sample per line; never over an existing file."""
     path = Path(path)
