@@ -179,6 +179,13 @@ MUTATIONS = (
         "self.chunk_s = us_per_chunk * US * 1.01",
     ),
     Mutation(
+        "api-server-carried-token",
+        "API server queue (sim/frontend.py): the time per token a cumulative chunk carries +1%",
+        "simperf/sim/frontend.py",
+        "self.token_s = us_per_streamed_token * US",
+        "self.token_s = us_per_streamed_token * US * 1.01",
+    ),
+    Mutation(
         "extend-launch-cpu",
         "extend launch (sim/engine.py _launch): the CPU time an extend's launch holds the scheduler +1%",
         "simperf/sim/engine.py",

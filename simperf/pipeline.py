@@ -308,9 +308,12 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     if stats.frontend_max_wait_s * 1e6 > overheads.egress_us:
         notes[API_SERVER_PACED] = (
             f"streamed chunks queued up to {stats.frontend_max_wait_s * 1e3:.0f} ms for SGLang's API server "
-            f"({overheads.frontend_us_per_chunk_for(serving.enable_metrics):.3g} us per chunk at "
-            f"hardware.host_speed {scenario.hardware.resolved_host_speed:g}, metrics "
-            f"{'on' if serving.enable_metrics else 'off'}; measured on our hosts at 56-116 us with metrics on: a "
+            f"({overheads.frontend_us_per_chunk_for(serving.enable_metrics):.3g} us per chunk + "
+            f"{overheads.frontend_us_per_token_for(serving.incremental_streaming_output):.3g} us per output token "
+            f"it carries at hardware.host_speed {scenario.hardware.resolved_host_speed:g}, metrics "
+            f"{'on' if serving.enable_metrics else 'off'}, "
+            f"{'incremental' if serving.incremental_streaming_output else 'cumulative'} streaming; "
+            "measured on our hosts at 56-116 us a chunk with metrics on and cumulative streaming: a "
             "faster host CPU streams faster, --set hardware.host_speed=X, or overheads.frontend_us_per_chunk=US "
             "for yours, which metrics_us_per_chunk adds to where metrics are on), so TPOT and TTFT here follow the "
             "host, not the GPU (docs/overheads.md)"

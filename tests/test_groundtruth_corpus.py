@@ -104,8 +104,12 @@ def test_the_api_server_time_per_chunk_is_the_saturated_runs_measurement():
     from simperf.accuracy.hostcosts import frontend_us_per_chunk
 
     measured = frontend_us_per_chunk(CORPUS)
-    # the corpus' servers all ran --enable-metrics: their time per chunk is both parts
-    with_metrics = Overheads().frontend_us_per_chunk_for(enable_metrics=True)
+    # the corpus' servers all ran --enable-metrics and streamed cumulatively: their mean time per chunk is both
+    # parts plus the tokens the run's chunks carried on average (512 outputs: 256.5)
+    o = Overheads()
+    with_metrics = (
+        o.frontend_us_per_chunk_for(enable_metrics=True) + o.frontend_us_per_token_for(False) * 256.5
+    )
     assert with_metrics == pytest.approx(measured.value_us, abs=0.1), measured.detail
     # it is the API server that saturates there: the first chunk waits two orders longer than on an idle server
     assert "first chunk 198 ms" in measured.detail
@@ -291,11 +295,42 @@ def test_the_metrics_share_of_the_time_per_chunk_is_the_two_servers_measurement(
     time per chunk (metrics on) in that measured share, and a server without metrics streams faster."""
     from simperf.accuracy.hostcosts import frontend_split
 
-    frontend, metrics = frontend_split(CORPUS, CORPUS / "experiments" / "metrics-cost-h200")
+    frontend, metrics, per_token = frontend_split(CORPUS, CORPUS / "experiments" / "metrics-cost-h200")
     defaults = Overheads()
     assert defaults.frontend_us_per_chunk == pytest.approx(frontend.value_us, abs=0.05), frontend.detail
     assert defaults.metrics_us_per_chunk == pytest.approx(metrics.value_us, abs=0.05), metrics.detail
+    assert defaults.frontend_us_per_streamed_token == pytest.approx(per_token.value_us, abs=5e-4), (
+        per_token.detail
+    )
     assert defaults.frontend_us_per_chunk_for(enable_metrics=False) < defaults.frontend_us_per_chunk_for(True)
+
+
+def test_cumulative_streaming_costs_per_carried_token_as_the_paired_servers_measured():
+    """One host ran the same paced Qwen3-0.6B loads on two servers differing only in
+    --incremental-streaming-output (groundtruth/experiments/streaming-h100): cumulative chunks cost more on every
+    run, by more where outputs are longer, and the per-token share taken from them is what the defaults carry."""
+    from simperf.accuracy.corpus import scenario_of
+    from simperf.accuracy.hostcosts import STREAMING_RUNS, STREAMING_SERVERS, streamed_token_share
+
+    host = CORPUS / "experiments" / "streaming-h100" / "h100"
+    tpot = {
+        (server, run): json.loads((host / server / run / "bench.json").read_text())["median_tpot_ms"]
+        for server in STREAMING_SERVERS
+        for run in STREAMING_RUNS
+    }
+    gain = {run: tpot[STREAMING_SERVERS[0], run] / tpot[STREAMING_SERVERS[1], run] for run in STREAMING_RUNS}
+    assert all(1.1 < g < 1.4 for g in gain.values()), gain
+    assert gain["c256-128-1024"] > gain["c256-128-512"]  # twice the output: chunks carry twice as much
+    share, detail = streamed_token_share(host.parent)
+    assert 5e-4 < share < 9e-4, detail
+    o = Overheads()
+    # the share is the defaults' per-token time over their per-chunk time without it (metrics on, as measured)
+    assert o.frontend_us_per_streamed_token / o.frontend_us_per_chunk_for(True) == pytest.approx(
+        share, rel=1e-2
+    )
+    on = scenario_of(host / STREAMING_SERVERS[1] / "c256-128-512")
+    off = scenario_of(host / STREAMING_SERVERS[0] / "c256-128-512")
+    assert on.serving.incremental_streaming_output and not off.serving.incremental_streaming_output
 
 
 def test_corpus_servers_run_with_metrics_as_their_command_lines_say():

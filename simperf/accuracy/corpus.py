@@ -47,6 +47,7 @@ _SERVING_FLAGS: dict[str, str] = {
     "disable-cuda-graph": "disable_cuda_graph",
     "disable-overlap-schedule": "disable_overlap_schedule",
     "enable-metrics": "enable_metrics",
+    "incremental-streaming-output": "incremental_streaming_output",
     "enable-mixed-chunk": "enable_mixed_chunk",
     "schedule-policy": "schedule_policy",
     "disable-radix-cache": "disable_radix_cache",

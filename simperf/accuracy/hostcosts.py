@@ -27,6 +27,16 @@ in that flag and `--export-metrics-to-file` (groundtruth/experiments/metrics-cos
 them over the time with them is the share of `frontend_us_per_chunk` that is not the metrics'; the rest is
 `metrics_us_per_chunk`. That host is slower than the H200 host at this work, so only the share is carried over.
 
+and its split by what a chunk carries (`streamed_token_share`): SGLang 0.5.17 streams `/generate` cumulatively
+unless the server runs `--incremental-streaming-output`, so a chunk carries its request's whole output so far.
+One host ran the same paced Qwen3-0.6B loads on two servers that differ only in that flag
+(groundtruth/experiments/streaming-h100/): per run, the time per chunk (median TPOT / streams) with cumulative
+streaming less the time with incremental, over the tokens a chunk carries on average ((output + 1) / 2), is the
+cost per carried token; over the incremental time per chunk it is a share per token, which is what is carried over
+to the H200 host (as the metrics' share, for the hosts' speeds differ). `frontend_us_per_streamed_token` is that
+share of the H200 host's time per chunk without what its chunks carried (the saturated run's output is 512 tokens),
+and `frontend_us_per_chunk` loses the part it carried.
+
 Two from served runs with the overlap scheduler off, where each decode iteration is its forward plus the
 scheduler's CPU work in series:
 
@@ -264,14 +274,61 @@ def metrics_share(experiment: Path) -> tuple[float, str]:
     )
 
 
-def frontend_split(corpus: Path, experiment: Path) -> tuple[HostCost, HostCost]:
-    """(frontend_us_per_chunk, metrics_us_per_chunk): the H200 host's time per chunk, metrics on, split in the
-    share measured with and without the metrics on one host."""
+# (cumulative server, incremental server) and the runs both made where the API server sets the pace (256 and 512
+# streams; at 64 the scheduler's own CPU time per iteration is as long, so its chunks do not queue alone)
+STREAMING_SERVERS = ("qwen3-0.6b-cumulative", "qwen3-0.6b-incremental")
+STREAMING_RUNS = ("c256-128-512", "c256-128-1024", "c256-1k-512", "c512-128-512")
+
+
+def streamed_token_share(experiment: Path) -> tuple[float, str]:
+    """(cost per token a cumulative chunk carries / the time per chunk with incremental streaming, on one host, and
+    what it came from): median over the paired paced runs."""
+    host = next(p for p in sorted(experiment.iterdir()) if p.is_dir())
+    shares: list[float] = []
+    points: list[str] = []
+    for run in STREAMING_RUNS:
+        cumulative, incremental = (_bench(host / server / run) for server in STREAMING_SERVERS)
+        streams = int(cumulative["max_concurrency"])
+        per_chunk = [float(b["median_tpot_ms"]) * 1e3 / streams for b in (cumulative, incremental)]
+        carried = (float(cumulative["total_output_tokens"]) / float(cumulative["completed"]) + 1) / 2
+        per_token = (per_chunk[0] - per_chunk[1]) / carried
+        shares.append(per_token / per_chunk[1])
+        points.append(
+            f"{run}: {per_chunk[0]:.1f} vs {per_chunk[1]:.1f} us per chunk, {per_token:.4f} us per token"
+        )
+    share = float(np.median(shares))
+    return share, f"{share * 1e4:.2f}e-4 per carried token ({'; '.join(points)}; {host.name} host)"
+
+
+def frontend_split(
+    corpus: Path, experiment: Path, streaming: Path | None = None
+) -> tuple[HostCost, HostCost, HostCost]:
+    """(frontend_us_per_chunk, metrics_us_per_chunk, frontend_us_per_streamed_token): the H200 host's time per
+    chunk, metrics on, split in the shares measured on one host with and without the metrics and on one host with
+    and without incremental streaming (`streaming`: groundtruth/experiments/streaming-h100 next to `experiment`)."""
     total = frontend_us_per_chunk(corpus)
     share, detail = metrics_share(experiment)
+    token_share, token_detail = streamed_token_share(streaming or experiment.parent / "streaming-h100")
+    carried = (_median_output_len(corpus / FRONTEND_SATURATED_RUN) + 1) / 2
+    per_chunk_incremental = total.value_us / (1 + token_share * carried)
+    per_token = token_share * per_chunk_incremental
     return (
-        HostCost(total.value_us * share, f"{total.detail}; x {share:.3f} ({detail})"),
+        HostCost(
+            total.value_us * share - per_token * carried,
+            f"{total.detail}; x {share:.3f} ({detail}), less {carried:.1f} carried tokens x {per_token:.4f} us",
+        ),
         HostCost(total.value_us * (1 - share), f"{total.detail}; x {1 - share:.3f} ({detail})"),
+        HostCost(
+            per_token, f"{total.detail} / (1 + {carried:.1f} carried tokens x share); share {token_detail}"
+        ),
+    )
+
+
+def _median_output_len(run: Path) -> float:
+    import pyarrow.parquet as pq
+
+    return float(
+        np.median(pq.read_table(run / "requests.parquet", columns=["output_len"]).column(0).to_numpy())
     )
 
 

@@ -17,8 +17,16 @@ from pathlib import Path
 
 from simperf.scenario.models import SINGLE_H100_HOST_SPEED
 
+# streaming.yaml ran on the same lent single-H100 kind (groundtruth/experiments/streaming-h100, 2026-11-27)
 SINGLE_H100_HOST_PLANS = frozenset(
-    {"h100.yaml", "h100-host.yaml", "h100-waves.yaml", "h100-fp8.yaml", "h100-extend-host.yaml"}
+    {
+        "h100.yaml",
+        "h100-host.yaml",
+        "h100-waves.yaml",
+        "h100-fp8.yaml",
+        "h100-extend-host.yaml",
+        "streaming.yaml",
+    }
 )
 H200_HOST_PLANS = frozenset({"h200.yaml", "h200-host.yaml"})
 TENSOR_PARALLEL_HOST_PLANS = frozenset({"h100-tp2.yaml", "h100-tp4.yaml"})

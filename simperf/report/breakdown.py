@@ -84,6 +84,13 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     metrics = "per streamed chunk, --enable-metrics on the API server" + (
         "" if serving.enable_metrics else " (not paid: metrics off)"
     )
+    incremental = serving.incremental_streaming_output
+    carried = "per output token a chunk carries (the request's output so far: cumulative streaming)" + (
+        " (not paid: --incremental-streaming-output)" if incremental else ""
+    )
+    # a decode batch's chunks carry half of the mean output each, on average over the requests' lives
+    mean_output = float(np.mean(prediction.records.output_len)) if len(prediction.records) else 0.0
+    carried_here = 0.0 if incremental else o.frontend_us_per_streamed_token * bs * (mean_output + 1) / 2
     rows = [
         ("ingress_us", "per request, client send -> scheduler (a lone request's)", o.ingress_us, o.ingress_us),
         ("client_setup_us_per_request", "per request of a burst, the client's set-up (send times step by it)",
@@ -99,6 +106,7 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
          o.frontend_us_per_chunk * bs),
         ("metrics_us_per_chunk", metrics, o.metrics_us_per_chunk,
          o.metrics_us_per_chunk * bs if serving.enable_metrics else 0.0),
+        ("frontend_us_per_streamed_token", carried, o.frontend_us_per_streamed_token, carried_here),
         ("scheduler_us_per_iteration", f"per iteration, {overlap}", o.scheduler_us_per_iteration,
          o.scheduler_us_per_iteration),
         ("process_us_per_iteration", f"per iteration, {overlap}", o.process_us_per_iteration,

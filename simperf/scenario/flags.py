@@ -199,6 +199,12 @@ FLAGS: tuple[Flag, ...] = (
         None,
     ),
     _server(
+        "--incremental-streaming-output",
+        "serving.incremental_streaming_output",
+        "stream only new tokens: a chunk's cost stops growing with the output so far",
+        None,
+    ),
+    _server(
         "--enable-mixed-chunk", "serving.enable_mixed_chunk", "decode rows ride in prefill batches", None
     ),
     _server("--schedule-policy", "serving.schedule_policy", " | ".join(SCHEDULE_POLICIES)),

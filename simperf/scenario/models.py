@@ -140,6 +140,12 @@ class ServingSpec(_Strict):
         "its histograms for every streamed chunk, which costs Overheads.metrics_us_per_chunk on top of "
         "frontend_us_per_chunk",
     )
+    incremental_streaming_output: bool = Field(
+        default=False,
+        description="--incremental-streaming-output (off by default): each streamed chunk of /generate carries only "
+        "its new tokens; without it (SGLang's default) a chunk carries the request's whole output so far, which "
+        "costs the API server Overheads.frontend_us_per_streamed_token per token it carries",
+    )
     schedule_policy: SchedulePolicyName = "fcfs"
     disable_radix_cache: bool = Field(default=False, description="--disable-radix-cache: no prefix reuse")
     schedule_conservativeness: float = Field(default=1.0, gt=0.0, description="--schedule-conservativeness")
@@ -484,11 +490,21 @@ class Overheads(_Strict):
         """The API server's time per streamed chunk on a server with or without --enable-metrics."""
         return self.frontend_us_per_chunk + (self.metrics_us_per_chunk if enable_metrics else 0.0)
 
+    def frontend_us_per_token_for(self, incremental_streaming: bool) -> float:
+        """The API server's time per output token a streamed chunk carries: a cumulative chunk carries the
+        request's whole output so far, an incremental one (--incremental-streaming-output) only what is new."""
+        return 0.0 if incremental_streaming else self.frontend_us_per_streamed_token
+
     def for_pd_prefill(self) -> Overheads:
         """A PD prefill server's costs: its first token is not streamed to the client (the client reads the decode
         server), so it pays no egress and its API server streams nothing."""
         return self.model_copy(
-            update={"egress_us": 0.0, "frontend_us_per_chunk": 0.0, "metrics_us_per_chunk": 0.0}
+            update={
+                "egress_us": 0.0,
+                "frontend_us_per_chunk": 0.0,
+                "metrics_us_per_chunk": 0.0,
+                "frontend_us_per_streamed_token": 0.0,
+            }
         )
 
     def for_pd_decode(self) -> Overheads:
@@ -567,15 +583,26 @@ class Overheads(_Strict):
         "scaled to the scenario's hardware.host_speed)",
     )
     frontend_us_per_chunk: float = Field(
-        default=27.3,
+        default=18.53,
         ge=0,
         description="the API server's time to write one streamed chunk (one request's output of one iteration), "
-        "SGLang's metrics off: chunks queue on its one event loop, so TPOT cannot drop below the streams being "
-        "served x this, and a request sent while the queue is long waits behind it (sim/frontend.py). The H200 "
-        "host's 56.1 us with metrics on (Qwen3-0.6B, 128 streams, where SGLang 0.5.17's API server saturated at "
-        "the fewest streams in the corpus: 1 / output tokens per second) times the share without metrics "
-        "measured on one host with and without --enable-metrics (0.486; docs/overheads.md); 0 turns the queue "
-        "off",
+        "SGLang's metrics off, before what the chunk carries (frontend_us_per_streamed_token): chunks queue on its "
+        "one event loop, so TPOT cannot drop below the streams being served x the time per chunk, and a request "
+        "sent while the queue is long waits behind it (sim/frontend.py). The H200 host's 56.1 us with metrics on "
+        "(Qwen3-0.6B, 128 streams, 512 output tokens, where SGLang 0.5.17's API server saturated at the fewest "
+        "streams in the corpus: 1 / output tokens per second) times the share without metrics measured on one "
+        "host with and without --enable-metrics (0.486), less its chunks' 256.5 carried tokens x "
+        "frontend_us_per_streamed_token (docs/overheads.md); 0 with that 0 turns the queue off",
+    )
+    frontend_us_per_streamed_token: float = Field(
+        default=0.0340,
+        ge=0,
+        description="the API server's (and client's) time per output token a streamed chunk carries: SGLang "
+        "0.5.17 streams /generate cumulatively unless the server runs --incremental-streaming-output (serving."
+        "incremental_streaming_output), so each chunk re-sends its request's whole text and output_ids, rebuilt, "
+        "serialised and parsed again. Measured on one host running the same paced loads with and without that "
+        "flag (7.18e-4 of the incremental time per chunk per carried token), applied to the H200 host's time per "
+        "chunk (docs/overheads.md)",
     )
     metrics_us_per_chunk: float = Field(
         default=28.9,
@@ -625,6 +652,7 @@ MEASURED_OVERHEADS = frozenset(
         "process_us_per_running_request",
         "frontend_us_per_chunk",
         "metrics_us_per_chunk",
+        "frontend_us_per_streamed_token",
         "tokenize_us_per_prompt_token",
         "decode_graph_gap_us_per_kernel",  # on a profiled served decode, not on the corpus' runs
         "decode_between_replays_us",

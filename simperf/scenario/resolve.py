@@ -227,6 +227,7 @@ def resolve(
         overlap_schedule=not s.disable_overlap_schedule,
         enable_mixed_chunk=s.enable_mixed_chunk,
         enable_metrics=s.enable_metrics,
+        incremental_streaming_output=s.incremental_streaming_output,
         schedule_policy=s.schedule_policy,
         init_new_token_ratio=init_ratio,
         min_new_token_ratio=min_ratio,

@@ -51,6 +51,8 @@ class ResolvedServing:
     sglang_version: str
     disable_radix_cache: bool = False
     enable_metrics: bool = False  # --enable-metrics: the API server pays Overheads.metrics_us_per_chunk too
+    # --incremental-streaming-output: chunks carry only new tokens (no Overheads.frontend_us_per_streamed_token)
+    incremental_streaming_output: bool = False
     # SGLang captures extends in its breakable prefill CUDA graph (False: every extend is eager; the reason is in
     # notes; sglang_defaults.prefill_cuda_graph_off_reason)
     prefill_cuda_graph: bool = True

@@ -56,7 +56,17 @@ PROGRESS_STEPS = 200  # progress reports over a run (on_progress)
 class Batch:
     """An iteration that has been launched; its results are processed (tokens emitted) later."""
 
-    __slots__ = ("key", "gpu_end_s", "token_reqs", "finished", "prefilled", "timeline", "cpu_reqs", "chunks")
+    __slots__ = (
+        "key",
+        "gpu_end_s",
+        "token_reqs",
+        "finished",
+        "prefilled",
+        "timeline",
+        "cpu_reqs",
+        "chunks",
+        "streamed",
+    )
 
     def __init__(self, key: int) -> None:
         self.key = key
@@ -69,13 +79,18 @@ class Batch:
         # requests whose results the busiest rank's CPU processes one by one (DP ranks process theirs in parallel)
         self.cpu_reqs = 0
         self.chunks = 0  # streamed chunks its processing sends, one per request that gets a token, all ranks
+        self.streamed = 0.0  # output tokens those chunks carry together (each its request's output so far)
 
 
-def _record_extend(batch: Batch, rank_id: int, token_reqs: list[int], finished: list[int]) -> None:
+def _record_extend(batch: Batch, rank: RankState, token_reqs: list[int], finished: list[int]) -> None:
     """What an extend's processing owes its requests: a token each, freeing the finished, caching the rest."""
+    rank_id = rank.rank_id
     batch.token_reqs.extend(token_reqs)
     batch.cpu_reqs = max(batch.cpu_reqs, len(token_reqs))
     batch.chunks += len(token_reqs)
+    # a first chunk carries one token; a retracted request's re-prefill carries all it had streamed
+    out_done = rank.t.out_done
+    batch.streamed += sum(out_done[r] for r in token_reqs)
     batch.finished.extend((rank_id, r) for r in finished)
     if len(finished) != len(token_reqs):
         done = set(finished)
@@ -259,8 +274,12 @@ class Simulator:
         )
         self._batch_emit: list[float] = []  # when each batch's chunks leave the API server, by key
         # the API server's chunk queue (sim/frontend.py; measured, Overheads.frontend_us_per_chunk, plus
-        # metrics_us_per_chunk when the server runs --enable-metrics)
-        self.frontend = FrontEnd(self.o.frontend_us_per_chunk_for(self.s.enable_metrics))
+        # metrics_us_per_chunk when the server runs --enable-metrics, plus frontend_us_per_streamed_token for each
+        # token a chunk carries unless it streams incrementally)
+        self.frontend = FrontEnd(
+            self.o.frontend_us_per_chunk_for(self.s.enable_metrics),
+            self.o.frontend_us_per_token_for(self.s.incremental_streaming_output),
+        )
         # time per source, summed on Python floats in the same order as numpy would (copied to stats at the end)
         self._source_us = [0.0] * len(SOURCES)
         self._padded: dict[int, tuple[int, bool]] = {}  # _padded_bs by batch size
@@ -434,7 +453,7 @@ class Simulator:
     def _process(self, batch: Batch, wait_until: float) -> float:
         """process_batch_result: tokens of `batch` reach the detokenizer at the returned time."""
         emit = wait_until + (self.proc_s + self.proc_per_req_s * batch.cpu_reqs)
-        start, per_chunk_s = self.frontend.stream_span(emit, batch.chunks)
+        start, per_chunk_s = self.frontend.stream_span(emit, batch.chunks, batch.streamed)
         sent = start + batch.chunks * per_chunk_s
         self._batch_emit[batch.key] = sent
         for rank_id, idx in batch.timeline:
@@ -577,7 +596,7 @@ class Simulator:
             return rank_cost
         if decode_kv is not None:
             self._decode_one(rank, batch)
-        _record_extend(batch, rank.rank_id, *rank.commit_extend(plan, batch.key))
+        _record_extend(batch, rank, *rank.commit_extend(plan, batch.key))
         if rank is self.ranks[0]:
             self.stats.extend_tokens += sum(plan.extend_lens)
         return rank_cost
@@ -587,6 +606,7 @@ class Simulator:
             self._retract(rank)
         batch.cpu_reqs = max(batch.cpu_reqs, len(rank.running))
         batch.chunks += len(rank.running)
+        batch.streamed += rank.streamed_tokens_at(0)
         t0, finished = rank.advance_decode(1)
         batch.timeline.append((rank.rank_id, t0))
         batch.finished.extend((rank.rank_id, r) for r in finished)
@@ -596,7 +616,7 @@ class Simulator:
     ) -> float:
         """_extend_iteration for one fresh prompt on one rank, with its cost already known."""
         batch = self._new_batch()
-        _record_extend(batch, rank.rank_id, *rank.commit_extend(plan, batch.key))
+        _record_extend(batch, rank, *rank.commit_extend(plan, batch.key))
         self.stats.extend_tokens += plan.extend_lens[0]
         self.stats.extend_iterations += 1
         source_us = self._source_us
@@ -787,10 +807,17 @@ class Simulator:
             len(rank.running) for rank in ranks
         )  # every iteration of the run streams one per request
         batch.chunks = chunks
+        batch.streamed = sum(rank.streamed_tokens_at(k_done - 1) for rank in ranks)
         if self.frontend.enabled:
             # through the API server's queue in order; the run's last iteration goes when `_process` handles the
             # batch (now, or overlapped with the next launch), which writes its entry again
-            streamed = [self.frontend.stream(e, chunks) for e in emits[: k_done - 1]]
+            # the running set is fixed within a run, so what its chunks carry grows by the same amount each step
+            carried0 = sum(rank.streamed_tokens_at(0) for rank in ranks)
+            growth = sum(len(rank.running) * rank.tokens_per_step for rank in ranks)
+            streamed = [
+                self.frontend.stream(e, chunks, carried0 + i * growth)
+                for i, e in enumerate(emits[: k_done - 1])
+            ]
             emitted = streamed + list(emitted[len(streamed) :])
         for rank in ranks:
             t0, finished = rank.advance_decode(k_done)

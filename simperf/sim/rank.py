@@ -55,6 +55,10 @@ class RankState:
         self.chunked: int | None = None
         self.kv_base_sum = 0  # Σ (kv_at_join - join_idx) over running
         self.finish_sum = 0  # Σ finish_idx over running (for the clipped output reservation)
+        # Σ (tokens streamed before joining - tokens_per_step x join_idx) over running, and each one's term: what
+        # a cumulative stream's chunks carry (streamed_tokens_at)
+        self.streamed_base_sum = 0.0
+        self._streamed_base: dict[int, float] = {}
         self._long: set[int] = set()  # running requests whose remaining output may exceed the 4096 clip
         # SGLang >= 0.5.6 reserves ignore_eos requests' whole remaining output (ρ = 1, add_one_req_ignore_eos) only
         # when the radix cache is disabled; with the cache on (the default) running requests reserve
@@ -105,6 +109,9 @@ class RankState:
         heapq.heappush(self._finish_heap, (t.finish_idx[r], r))
         self.kv_base_sum += t.kv_at_join[r] - self.tokens_per_step * t.join_idx[r]
         self.finish_sum += t.finish_idx[r]
+        streamed_base = t.out_done[r] - self.tokens_per_step * t.join_idx[r]
+        self._streamed_base[r] = streamed_base
+        self.streamed_base_sum += streamed_base
         if remaining > CLIP_MAX_NEW_TOKENS:
             self._long.add(r)
 
@@ -118,6 +125,7 @@ class RankState:
             self._running_pos[last] = pos
         self.kv_base_sum -= t.kv_at_join[r] - self.tokens_per_step * t.join_idx[r]
         self.finish_sum -= t.finish_idx[r]
+        self.streamed_base_sum -= self._streamed_base.pop(r)
         self._long.discard(r)
         self.batch_is_full = False
 
@@ -147,6 +155,13 @@ class RankState:
         """decode_kv_totals at offset 0: Σ KV tokens the next decode step attends to (incl. its new token)."""
         bs = len(self.running)
         return self.kv_base_sum + bs * self.tokens_per_step * self.timeline_len + bs
+
+    def streamed_tokens_at(self, offset: int = 0) -> float:
+        """Σ output tokens the running requests' chunks carry after the decode step `offset` steps from now, each
+        its request's whole output so far (SGLang's cumulative streaming; the mean accept length per step under
+        speculative decoding, as decode_kv_totals)."""
+        bs = len(self.running)
+        return self.streamed_base_sum + bs * self.tokens_per_step * (self.timeline_len + offset + 1)
 
     def steps_to_first_finish(self) -> int:
         heap = self._finish_heap
