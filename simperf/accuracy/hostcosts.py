@@ -309,7 +309,7 @@ def frontend_split(
     total = frontend_us_per_chunk(corpus)
     share, detail = metrics_share(experiment)
     token_share, token_detail = streamed_token_share(streaming or experiment.parent / "streaming-h100")
-    carried = (_median_output_len(corpus / FRONTEND_SATURATED_RUN) + 1) / 2
+    carried = (_median_of(corpus / FRONTEND_SATURATED_RUN, "output_len") + 1) / 2
     per_chunk_incremental = total.value_us / (1 + token_share * carried)
     per_token = token_share * per_chunk_incremental
     return (
@@ -321,14 +321,6 @@ def frontend_split(
         HostCost(
             per_token, f"{total.detail} / (1 + {carried:.1f} carried tokens x share); share {token_detail}"
         ),
-    )
-
-
-def _median_output_len(run: Path) -> float:
-    import pyarrow.parquet as pq
-
-    return float(
-        np.median(pq.read_table(run / "requests.parquet", columns=["output_len"]).column(0).to_numpy())
     )
 
 
@@ -344,7 +336,7 @@ def tokenize_us_per_prompt_token(corpus: Path) -> HostCost:
             stages = run_stages(run)
             if stages is None:
                 continue
-            tokens = _median_input_len(run)
+            tokens = _median_of(run, "input_len")
             (text if sends_text(run) else ids).append((stages.stages_ms["api_server"], tokens))
         if not text or not ids:
             continue
@@ -359,12 +351,11 @@ def tokenize_us_per_prompt_token(corpus: Path) -> HostCost:
     return HostCost(float(np.median(per_server)), "median of " + "; ".join(points))
 
 
-def _median_input_len(run: Path) -> float:
+def _median_of(run: Path, column: str) -> float:
+    """The median of one per-request column of a recorded run (requests.parquet)."""
     import pyarrow.parquet as pq
 
-    return float(
-        np.median(pq.read_table(run / "requests.parquet", columns=["input_len"]).column(0).to_numpy())
-    )
+    return float(np.median(pq.read_table(run / "requests.parquet", columns=[column]).column(0).to_numpy()))
 
 
 # overlap scheduler off, one running request: the decode iteration is the forward plus the scheduler's CPU work

@@ -606,7 +606,7 @@ class Simulator:
             self._retract(rank)
         batch.cpu_reqs = max(batch.cpu_reqs, len(rank.running))
         batch.chunks += len(rank.running)
-        batch.streamed += rank.streamed_tokens_at(0)
+        batch.streamed += rank.streamed_tokens_next()
         t0, finished = rank.advance_decode(1)
         batch.timeline.append((rank.rank_id, t0))
         batch.finished.extend((rank.rank_id, r) for r in finished)
@@ -807,13 +807,13 @@ class Simulator:
             len(rank.running) for rank in ranks
         )  # every iteration of the run streams one per request
         batch.chunks = chunks
-        batch.streamed = sum(rank.streamed_tokens_at(k_done - 1) for rank in ranks)
+        # the running set is fixed within a run, so what its chunks carry grows by the same amount each step
+        carried0 = sum(rank.streamed_tokens_next() for rank in ranks)
+        growth = sum(len(rank.running) * rank.tokens_per_step for rank in ranks)
+        batch.streamed = carried0 + (k_done - 1) * growth  # the run's last iteration, streamed by `_process`
         if self.frontend.enabled:
             # through the API server's queue in order; the run's last iteration goes when `_process` handles the
             # batch (now, or overlapped with the next launch), which writes its entry again
-            # the running set is fixed within a run, so what its chunks carry grows by the same amount each step
-            carried0 = sum(rank.streamed_tokens_at(0) for rank in ranks)
-            growth = sum(len(rank.running) * rank.tokens_per_step for rank in ranks)
             streamed = [
                 self.frontend.stream(e, chunks, carried0 + i * growth)
                 for i, e in enumerate(emits[: k_done - 1])

@@ -20,10 +20,10 @@ frontend_us_per_streamed_token, measured with and without the flag on one host; 
 passes the tokens a batch's chunks carry in all; with incremental streaming that cost is 0.
 
 Contract:
-- `stream(emit_s, chunks, streamed_tokens)` is called in non-decreasing `emit_s` order (the order batches are processed); it
-  returns when the last of those chunks leaves the API server, never earlier than `emit_s`; `streamed_tokens`
-  (>= 0) is the number of output tokens those chunks carry together (each chunk carries its request's output so
-  far), priced only when streaming is cumulative.
+- `stream(emit_s, chunks, streamed_tokens)` is called in non-decreasing `emit_s` order (the order batches are
+  processed); it returns when the last of those chunks leaves the API server, never earlier than `emit_s`;
+  `streamed_tokens` (>= 0) is the number of output tokens those chunks carry together (each chunk carries its
+  request's output so far), priced only when streaming is cumulative.
 - `backlog_end(at_s)` is when the chunks emitted up to `at_s` are all written: a request arriving at `at_s` is
   handled no earlier (FIFO on one event loop). Queries come in non-decreasing `at_s` order.
 - With the cost 0 the queue is off: `stream` returns `emit_s` and `backlog_end` returns `at_s`, so the

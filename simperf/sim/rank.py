@@ -56,7 +56,7 @@ class RankState:
         self.kv_base_sum = 0  # Σ (kv_at_join - join_idx) over running
         self.finish_sum = 0  # Σ finish_idx over running (for the clipped output reservation)
         # Σ (tokens streamed before joining - tokens_per_step x join_idx) over running, and each one's term: what
-        # a cumulative stream's chunks carry (streamed_tokens_at)
+        # a cumulative stream's chunks carry (streamed_tokens_next)
         self.streamed_base_sum = 0.0
         self._streamed_base: dict[int, float] = {}
         self._long: set[int] = set()  # running requests whose remaining output may exceed the 4096 clip
@@ -156,12 +156,12 @@ class RankState:
         bs = len(self.running)
         return self.kv_base_sum + bs * self.tokens_per_step * self.timeline_len + bs
 
-    def streamed_tokens_at(self, offset: int = 0) -> float:
-        """Σ output tokens the running requests' chunks carry after the decode step `offset` steps from now, each
-        its request's whole output so far (SGLang's cumulative streaming; the mean accept length per step under
-        speculative decoding, as decode_kv_totals)."""
+    def streamed_tokens_next(self) -> float:
+        """Σ output tokens the running requests' chunks carry after the next decode step, each its request's whole
+        output so far (SGLang's cumulative streaming; the mean accept length per step under speculative decoding,
+        as decode_kv_totals). Each later step adds len(running) x tokens_per_step."""
         bs = len(self.running)
-        return self.streamed_base_sum + bs * self.tokens_per_step * (self.timeline_len + offset + 1)
+        return self.streamed_base_sum + bs * self.tokens_per_step * (self.timeline_len + 1)
 
     def steps_to_first_finish(self) -> int:
         heap = self._finish_heap
