@@ -52,6 +52,26 @@ def test_a_cumulative_chunk_costs_more_for_every_token_it_carries():
     assert FrontEnd(0.0, us_per_streamed_token=0.5).enabled
 
 
+def test_a_chunk_costs_more_the_more_requests_are_open():
+    """The API server's time per chunk grows with the requests it holds open (its garbage collector traverses
+    them, docs/overheads.md): a request is open from its receipt until its last chunk is written."""
+    fe = FrontEnd(50.0, share_per_open_request=0.01)
+    for _ in range(20):
+        fe.request_opened()
+    start, per = fe.stream_span(1.0, 10)  # 20 open: 50 x (1 + 0.2)
+    assert start == 1.0 and per == pytest.approx(60 * US)
+    end = start + 10 * per
+    fe.request_closed(end - 5 * per)  # two requests' last chunks are among these
+    fe.request_closed(end)
+    assert fe.open_requests(end - 6 * per) == 20
+    _, per = fe.stream_span(end, 4)  # both closed by the time the next batch starts: 18 open
+    assert per == pytest.approx(50 * 1.18 * US)
+    # without the share, opened and closed requests change nothing
+    plain = FrontEnd(50.0)
+    plain.request_opened()
+    assert plain.stream_span(1.0, 10)[1] == pytest.approx(50 * US)
+
+
 def test_with_no_cost_the_queue_changes_nothing():
     fe = FrontEnd(0.0)
     assert not fe.enabled
@@ -92,10 +112,12 @@ def _scenario(
 CARRIED = (256 + 1) / 2
 
 
-def _per_chunk_us(metrics: bool = False, incremental: bool = False) -> float:
-    """The mean time per chunk of a paced _scenario run, as the defaults price it."""
+def _per_chunk_us(metrics: bool = False, incremental: bool = False, open_requests: int = 256) -> float:
+    """The mean time per chunk of a paced _scenario run, as the defaults price it (its closed loop keeps
+    `open_requests` requests open on the API server)."""
     o = Overheads()
-    return o.frontend_us_per_chunk_for(metrics) + o.frontend_us_per_token_for(incremental) * CARRIED
+    alone = o.frontend_us_per_chunk_for(metrics) + o.frontend_us_per_token_for(incremental) * CARRIED
+    return alone * (1 + o.frontend_share_per_open_request * open_requests)
 
 
 def test_when_the_gpu_outruns_the_api_server_the_token_rate_is_one_chunk_per_cost():
@@ -123,6 +145,15 @@ def test_a_server_with_metrics_streams_at_the_sum_of_both_chunk_costs():
         256 * _per_chunk_us(metrics=True) / 1e3, rel=0.05
     )
     assert "metrics on" in metered.notes[API_SERVER_PACED] and "metrics off" in plain.notes[API_SERVER_PACED]
+
+
+def test_a_paced_run_streams_slower_per_chunk_with_more_open_requests():
+    """Where the API server paces, TPOT / streams is its time per chunk, which grows with the requests it holds
+    open: from 128 to 512 streams by (1 + 512 x share) / (1 + 128 x share), as measured on one host's API-server
+    CPU time (docs/overheads.md)."""
+    share = Overheads().frontend_share_per_open_request
+    per_chunk = {c: predict(_scenario(c, metrics=True)).result["median_tpot_ms"] / c for c in (128, 512)}
+    assert per_chunk[512] / per_chunk[128] == pytest.approx((1 + 512 * share) / (1 + 128 * share), rel=0.03)
 
 
 def test_incremental_streaming_drops_the_cost_of_what_chunks_carry():

@@ -105,11 +105,11 @@ def test_the_api_server_time_per_chunk_is_the_saturated_runs_measurement():
 
     measured = frontend_us_per_chunk(CORPUS)
     # the corpus' servers all ran --enable-metrics and streamed cumulatively: their mean time per chunk is both
-    # parts plus the tokens the run's chunks carried on average (512 outputs: 256.5)
+    # parts plus the tokens the run's chunks carried on average (512 outputs: 256.5), grown by its 128 open requests
     o = Overheads()
     with_metrics = (
         o.frontend_us_per_chunk_for(enable_metrics=True) + o.frontend_us_per_token_for(False) * 256.5
-    )
+    ) * (1 + 128 * o.frontend_share_per_open_request)
     assert with_metrics == pytest.approx(measured.value_us, abs=0.1), measured.detail
     # it is the API server that saturates there: the first chunk waits two orders longer than on an idle server
     assert "first chunk 198 ms" in measured.detail
@@ -303,6 +303,43 @@ def test_the_metrics_share_of_the_time_per_chunk_is_the_two_servers_measurement(
         per_token.detail
     )
     assert defaults.frontend_us_per_chunk_for(enable_metrics=False) < defaults.frontend_us_per_chunk_for(True)
+
+
+def test_the_api_servers_time_per_chunk_grows_with_open_requests_as_its_cpu_time_measured():
+    """One host ran the same paced Qwen3-0.6B load at 64-512 streams with every process' CPU time sampled
+    (groundtruth/experiments/api-server-cpu-h100): the API server was the one process at a full core while the
+    client and the detokenizer were not, its CPU time per chunk grew with the streams, and the share per open
+    request taken from that is what the defaults carry."""
+    import csv
+
+    from simperf.accuracy.hostcosts import (
+        API_SERVER_CPU_RUNS,
+        api_server_cpu_us_per_chunk,
+        frontend_open_request_share,
+    )
+
+    experiment = CORPUS / "experiments" / "api-server-cpu-h100"
+    per_chunk = {c: api_server_cpu_us_per_chunk(experiment / run) for c, run in API_SERVER_CPU_RUNS.items()}
+    assert per_chunk[512] > 1.2 * per_chunk[128], per_chunk
+    share, detail = frontend_open_request_share(experiment)
+    assert Overheads().frontend_share_per_open_request == pytest.approx(share, rel=2e-3), detail
+    # over the 512-stream run's serving phase, the API server is busy all the time, the others are not
+    rows = list(csv.DictReader((experiment / "plain" / "cpu-c512.csv").open()))
+    busy: dict[str, list[tuple[float, float]]] = {}
+    for row in rows:
+        busy.setdefault(row["process"], []).append((float(row["t_s"]), float(row["cpu_s"])))
+
+    def cores(process: str, t0: float, t1: float) -> float:
+        t, cpu = np.array(busy[process]).T
+        return float(np.diff(np.interp([t0, t1], t, cpu))[0] / (t1 - t0))
+
+    t, cpu = np.array(busy["api"]).T
+    serving = t[
+        np.nonzero(np.diff(cpu) > 0.5 * np.diff(t))[0]
+    ]  # where the API server ran more than half a core
+    t0, t1 = serving[0] + 1.0, serving[-1] - 1.0
+    assert cores("api", t0, t1) > 0.95
+    assert cores("client", t0, t1) < 0.9 and cores("detokenizer", t0, t1) < 0.5
 
 
 def test_cumulative_streaming_costs_per_carried_token_as_the_paired_servers_measured():

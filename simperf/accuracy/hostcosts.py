@@ -37,6 +37,13 @@ to the H200 host (as the metrics' share, for the hosts' speeds differ). `fronten
 share of the H200 host's time per chunk without what its chunks carried (the saturated run's output is 512 tokens),
 and `frontend_us_per_chunk` loses the part it carried.
 
+and its growth with the requests the API server holds open (`frontend_open_request_share`): one host ran the same
+paced Qwen3-0.6B load at 64, 128 and 512 streams while every process' CPU time was sampled
+(groundtruth/experiments/api-server-cpu-h100/, groundtruth/profile_paced.sh); the API server's CPU time over the run
+per chunk (one chunk per output token) grows along a least-squares line, and its slope over its value at no open
+request is the share per open request. The defaults above are the H200 host's time per chunk at its 128 streams
+divided by (1 + 128 x that share), so a run at 128 streams costs what was measured there.
+
 Two from served runs with the overlap scheduler off, where each decode iteration is its forward plus the
 scheduler's CPU work in series:
 
@@ -300,13 +307,53 @@ def streamed_token_share(experiment: Path) -> tuple[float, str]:
     return share, f"{share * 1e4:.2f}e-4 per carried token ({'; '.join(points)}; {host.name} host)"
 
 
+# The clean runs of the CPU-sampled experiment (one server, no profiler attached): streams -> run. Its 256-stream run
+# is left out: it was the server's first, slowed by first use (flashinfer JIT-compiled its `cascade` module for
+# ~10 s in the middle of it, docs/overheads.md); its second wave sits on the line.
+API_SERVER_CPU_RUNS = {64: "plain/bench-c64", 128: "plain/bench-c128", 512: "plain/bench-c512"}
+
+
+def api_server_cpu_us_per_chunk(run: Path) -> float:
+    """The API server's CPU time over a CPU-sampled run (`run`: its bench-cC path without suffix; the samples in
+    cpu-cC.csv beside it) per chunk: one chunk per output token."""
+    import csv
+
+    bench = json.loads(run.with_suffix(".json").read_text(encoding="utf-8"))
+    samples = run.parent / run.name.replace("bench-", "cpu-")
+    with samples.with_suffix(".csv").open(encoding="utf-8") as f:
+        api = [float(row["cpu_s"]) for row in csv.DictReader(f) if row["process"] == "api"]
+    return (api[-1] - api[0]) * 1e6 / float(bench["total_output_tokens"])
+
+
+def frontend_open_request_share(experiment: Path) -> tuple[float, str]:
+    """(growth of the API server's time per chunk per open request, as a share of its time at none, and what it came
+    from): the least-squares line of its CPU time per chunk over the streams of the clean runs."""
+    streams = np.array(sorted(API_SERVER_CPU_RUNS), dtype=float)
+    per_chunk = np.array(
+        [api_server_cpu_us_per_chunk(experiment / API_SERVER_CPU_RUNS[int(c)]) for c in streams]
+    )
+    slope, at_none = np.polyfit(streams, per_chunk, 1)
+    points = ", ".join(f"{p:.1f} us at {int(c)}" for c, p in zip(streams, per_chunk, strict=True))
+    return float(
+        slope / at_none
+    ), f"API server CPU per chunk {points}: {at_none:.1f} + {slope:.4f} us per stream"
+
+
 def frontend_split(
-    corpus: Path, experiment: Path, streaming: Path | None = None
+    corpus: Path, experiment: Path, streaming: Path | None = None, cpu: Path | None = None
 ) -> tuple[HostCost, HostCost, HostCost]:
-    """(frontend_us_per_chunk, metrics_us_per_chunk, frontend_us_per_streamed_token): the H200 host's time per
-    chunk, metrics on, split in the shares measured on one host with and without the metrics and on one host with
-    and without incremental streaming (`streaming`: groundtruth/experiments/streaming-h100 next to `experiment`)."""
-    total = frontend_us_per_chunk(corpus)
+    """(frontend_us_per_chunk, metrics_us_per_chunk, frontend_us_per_streamed_token) at no open request: the H200
+    host's time per chunk, metrics on, at its saturated run's streams, taken back to none by the share per open
+    request (`cpu`: groundtruth/experiments/api-server-cpu-h100 next to `experiment`), then split in the shares
+    measured on one host with and without the metrics and on one host with and without incremental streaming
+    (`streaming`: groundtruth/experiments/streaming-h100 next to `experiment`)."""
+    measured = frontend_us_per_chunk(corpus)
+    open_share, open_detail = frontend_open_request_share(cpu or experiment.parent / "api-server-cpu-h100")
+    streams = int(_bench(corpus / FRONTEND_SATURATED_RUN)["max_concurrency"])
+    total = HostCost(
+        measured.value_us / (1 + open_share * streams),
+        f"{measured.detail}, / (1 + {streams} open x {open_share * 1e4:.2f}e-4; {open_detail})",
+    )
     share, detail = metrics_share(experiment)
     token_share, token_detail = streamed_token_share(streaming or experiment.parent / "streaming-h100")
     carried = (_median_of(corpus / FRONTEND_SATURATED_RUN, "output_len") + 1) / 2

@@ -464,11 +464,11 @@ class Overheads(_Strict):
     def on_host(self, host_speed: float) -> Overheads:
         """These costs on a host `host_speed` times as fast as the reference host (HardwareSpec.host_speed): each
         default host-side cost x (the speed of the host it was measured on / host_speed). A value the scenario
-        gives is taken as measured on its own host, and GPU time (GPU_OVERHEADS) does not depend on the host:
-        both stay as they are."""
+        gives is taken as measured on its own host, and GPU time (GPU_OVERHEADS) and shares (SHARE_OVERHEADS) do not
+        depend on the host: they stay as they are."""
         factors: dict[str, float] = {}
         for name in type(self).model_fields:
-            if name in self.model_fields_set or name in GPU_OVERHEADS:
+            if name in self.model_fields_set or name in GPU_OVERHEADS or name in SHARE_OVERHEADS:
                 continue
             measured_on = OVERHEAD_HOST_SPEED.get(name, 1.0)
             if measured_on is None:
@@ -583,19 +583,20 @@ class Overheads(_Strict):
         "scaled to the scenario's hardware.host_speed)",
     )
     frontend_us_per_chunk: float = Field(
-        default=18.53,
+        default=16.68,
         ge=0,
         description="the API server's time to write one streamed chunk (one request's output of one iteration), "
         "SGLang's metrics off, before what the chunk carries (frontend_us_per_streamed_token): chunks queue on its "
         "one event loop, so TPOT cannot drop below the streams being served x the time per chunk, and a request "
         "sent while the queue is long waits behind it (sim/frontend.py). The H200 host's 56.1 us with metrics on "
         "(Qwen3-0.6B, 128 streams, 512 output tokens, where SGLang 0.5.17's API server saturated at the fewest "
-        "streams in the corpus: 1 / output tokens per second) times the share without metrics measured on one "
-        "host with and without --enable-metrics (0.486), less its chunks' 256.5 carried tokens x "
-        "frontend_us_per_streamed_token (docs/overheads.md); 0 with that 0 turns the queue off",
+        "streams in the corpus: 1 / output tokens per second), taken back to no open request (/ (1 + 128 x "
+        "frontend_share_per_open_request)), times the share without metrics measured on one host with and without "
+        "--enable-metrics (0.486), less its chunks' 256.5 carried tokens x frontend_us_per_streamed_token "
+        "(docs/overheads.md); 0 with that 0 turns the queue off",
     )
     frontend_us_per_streamed_token: float = Field(
-        default=0.0340,
+        default=0.0306,
         ge=0,
         description="the API server's (and client's) time per output token a streamed chunk carries: SGLang "
         "0.5.17 streams /generate cumulatively unless the server runs --incremental-streaming-output (serving."
@@ -604,12 +605,22 @@ class Overheads(_Strict):
         "flag (7.18e-4 of the incremental time per chunk per carried token), applied to the H200 host's time per "
         "chunk (docs/overheads.md)",
     )
+    frontend_share_per_open_request: float = Field(
+        default=8.67e-4,
+        ge=0,
+        description="how much the API server's time per chunk (all three parts above) grows per request it holds "
+        "open, as a share of its time with none: one host's API-server CPU time per chunk at 64, 128 and 512 "
+        "streams of the same paced load (66.2, 64.9, 88.0 us: 60.7 + 0.0526 us per stream, least squares), where "
+        "py-spy finds the growth in Python's garbage collector, which traverses every open request's objects "
+        "(docs/overheads.md). A share: the same on every host",
+    )
     metrics_us_per_chunk: float = Field(
-        default=28.9,
+        default=26.0,
         ge=0,
         description="what --enable-metrics (serving.enable_metrics) adds to the API server's time per streamed "
         "chunk: tokenizer_manager.collect_metrics updates Prometheus histograms per request and iteration "
-        "(SGLang 0.5.17). The H200 host's 56.1 us with metrics on less frontend_us_per_chunk: the split is the "
+        "(SGLang 0.5.17). The H200 host's 56.1 us with metrics on at 128 streams, taken back to no open request, "
+        "less frontend_us_per_chunk: the split is the "
         "one measured on one host running the same load with and without the flag (130.4 vs 63.3 us per "
         "chunk at 256 streams, 1 / output tokens per second; docs/overheads.md)",
     )
@@ -636,6 +647,8 @@ OVERHEAD_HOST_SPEED: dict[str, float | None] = {
 }
 # GPU time between kernels and replays (measured on a profiled decode): the same on any host
 GPU_OVERHEADS = frozenset({"decode_graph_gap_us_per_kernel", "decode_between_replays_us"})
+# shares, not times: the same on every host (on_host leaves them)
+SHARE_OVERHEADS = frozenset({"frontend_share_per_open_request"})
 
 # Overheads fields whose defaults were measured on the ground-truth corpus (docs/overheads.md, each recomputed by a
 # test); the others are estimates. Reports label each cost by this (or as the scenario's own value when given).
@@ -653,6 +666,7 @@ MEASURED_OVERHEADS = frozenset(
         "frontend_us_per_chunk",
         "metrics_us_per_chunk",
         "frontend_us_per_streamed_token",
+        "frontend_share_per_open_request",
         "tokenize_us_per_prompt_token",
         "decode_graph_gap_us_per_kernel",  # on a profiled served decode, not on the corpus' runs
         "decode_between_replays_us",

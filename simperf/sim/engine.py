@@ -275,10 +275,11 @@ class Simulator:
         self._batch_emit: list[float] = []  # when each batch's chunks leave the API server, by key
         # the API server's chunk queue (sim/frontend.py; measured, Overheads.frontend_us_per_chunk, plus
         # metrics_us_per_chunk when the server runs --enable-metrics, plus frontend_us_per_streamed_token for each
-        # token a chunk carries unless it streams incrementally)
+        # token a chunk carries unless it streams incrementally, all growing with the requests it holds open)
         self.frontend = FrontEnd(
             self.o.frontend_us_per_chunk_for(self.s.enable_metrics),
             self.o.frontend_us_per_token_for(self.s.incremental_streaming_output),
+            self.o.frontend_share_per_open_request,
         )
         # time per source, summed on Python floats in the same order as numpy would (copied to stats at the end)
         self._source_us = [0.0] * len(SOURCES)
@@ -343,6 +344,7 @@ class Simulator:
                     f"{self._max_len_limit}",
                 )
                 continue
+            self.frontend.request_opened()  # held open by the API server until its last chunk is written
             if self.s.layout.dp_attention == 1:
                 rank = self.ranks[0]
             else:
@@ -464,6 +466,7 @@ class Simulator:
             # sees the finishes (and sends the next requests) one by one, as the API server writes them
             last_chunk_s = start + per_chunk_s * math.ceil((j + 1) * batch.chunks / n_finished)
             self.finish_s[r] = last_chunk_s + self.egress_s
+            self.frontend.request_closed(last_chunk_s)
             self.ranks[rank_id].free(r, finished=True)
             self.client.release(last_chunk_s + self.egress_s, r)
             self.done += 1

@@ -13,6 +13,11 @@ The time per chunk (`Overheads.frontend_us_per_chunk`) was measured where the AP
 host stayed flat (81-83 us at 256-512) and a published DeepSeek-R1 run implies at most ~52 us at ~1,000 streams,
 so one value, the one measured at the fewest streams, is used.
 
+The time per chunk grows with the requests the API server holds open (`share_per_open_request`, Overheads.
+frontend_share_per_open_request): measured as its CPU time per chunk at 64-512 streams on one host, the growth where
+py-spy finds Python's garbage collector at work (docs/overheads.md). A request is open from when the scheduler
+receives it (`request_opened`) until its last chunk is written (`request_closed`).
+
 SGLang streams `/generate` cumulatively unless the server runs --incremental-streaming-output: each chunk carries
 the request's whole output so far, which the API server rebuilds and serialises and the client parses again, so a
 chunk costs `us_per_chunk` plus `us_per_streamed_token` for every token it carries (Overheads.
@@ -26,6 +31,8 @@ Contract:
   request's output so far), priced only when streaming is cumulative.
 - `backlog_end(at_s)` is when the chunks emitted up to `at_s` are all written: a request arriving at `at_s` is
   handled no earlier (FIFO on one event loop). Queries come in non-decreasing `at_s` order.
+- `request_opened()` / `request_closed(at_s)` count the requests held open; a chunk written from `start`
+  costs its time x (1 + share x the requests open at `start`: opened, less those closed at or before it).
 - With the cost 0 the queue is off: `stream` returns `emit_s` and `backlog_end` returns `at_s`, so the
   simulation is exactly what it was without it (tests/test_frontend.py).
 """
@@ -33,15 +40,22 @@ Contract:
 from __future__ import annotations
 
 import bisect
+import heapq
 
 US = 1e-6
 
 
 class FrontEnd:
-    def __init__(self, us_per_chunk: float, us_per_streamed_token: float = 0.0) -> None:
+    def __init__(
+        self, us_per_chunk: float, us_per_streamed_token: float = 0.0, share_per_open_request: float = 0.0
+    ) -> None:
         self.chunk_s = us_per_chunk * US
         self.token_s = us_per_streamed_token * US
+        self.share_per_open = share_per_open_request
+        self._open = 0  # requests opened, less those closed at or before the last time asked
+        self._closing: list[float] = []  # when each request not yet counted closed has its last chunk written
         self.enabled = self.chunk_s > 0 or self.token_s > 0
+        self._counting = self.enabled and share_per_open_request > 0  # open requests matter only then
         self._free_s = 0.0
         # (emit time, time the queue is empty after that emit's chunks), for backlog_end; pruned as queries pass
         self._emits: list[float] = []
@@ -60,11 +74,29 @@ class FrontEnd:
             return emit_s, 0.0
         start = max(emit_s, self._free_s)
         self.max_wait_s = max(self.max_wait_s, start - emit_s)
-        per_chunk_s = self.chunk_s + self.token_s * streamed_tokens / chunks
+        per_chunk_s = (self.chunk_s + self.token_s * streamed_tokens / chunks) * (
+            1.0 + self.share_per_open * self.open_requests(start)
+        )
         self._free_s = start + chunks * per_chunk_s
         self._emits.append(emit_s)
         self._ends.append(self._free_s)
         return start, per_chunk_s
+
+    def request_opened(self) -> None:
+        if self._counting:
+            self._open += 1
+
+    def request_closed(self, at_s: float) -> None:
+        """A request's last chunk is written at `at_s`: it is no longer open from then on."""
+        if self._counting:
+            heapq.heappush(self._closing, at_s)
+
+    def open_requests(self, at_s: float) -> int:
+        """Requests open at `at_s` (asked in non-decreasing order: a closed request is forgotten)."""
+        while self._closing and self._closing[0] <= at_s:
+            heapq.heappop(self._closing)
+            self._open -= 1
+        return self._open
 
     def backlog_end(self, at_s: float) -> float:
         if not self.enabled:

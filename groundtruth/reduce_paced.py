@@ -1,0 +1,100 @@
+"""Reduce what groundtruth/profile_paced.sh brought back to what is committed (groundtruth/experiments/api-server-cpu-*).
+
+usage: python3 groundtruth/reduce_paced.py SRC_DIR DEST_DIR [--stacks]
+- bench-cC.jsonl -> bench-cC.json: bench_serving's summary, without the per-request arrays (generated texts,
+  ITLs: megabytes; the derivation reads totals only) but with each request's TTFT;
+- cpu-cC.csv (+ .names) -> cpu-cC.csv: `t_s,process,cpu_s` every 50 ms for the four processes of the output path
+  (api: the server's main process, uvicorn + TokenizerManager; scheduler; detokenizer; client: bench_serving),
+  t_s from the first sample, cpu_s that process' CPU time so far (compiler processes are summed as `jit`: a
+  first-use kernel build, flashinfer's JIT, shows there);
+- with --stacks, api-cC.txt (py-spy's collapsed stacks of the API server) is copied as it is;
+- cmd.txt, host.txt, server.log are copied.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import shutil
+import sys
+from pathlib import Path
+
+KEEP_EVERY_NS = 50_000_000
+PER_REQUEST = (
+    "input_lens",
+    "output_lens",
+    "itls",
+    "generated_texts",
+    "errors",
+    "cached_tokens",
+    "cached_tokens_details",
+)
+
+
+def role(comm: str, cmd: str) -> str | None:
+    if "launch_server" in cmd:
+        return "api"
+    if comm.startswith("sglang::schedul"):
+        return "scheduler"
+    if comm.startswith("sglang::detoken"):
+        return "detokenizer"
+    if comm == "python3" and "sglang.bench_serving" in cmd and "py-spy" not in cmd:
+        return "client"
+    if comm in (
+        "ninja",
+        "nvcc",
+        "cicc",
+        "ptxas",
+        "cudafe++",
+        "cc1plus",
+        "gcc-real",
+        "fatbinary",
+        "nvlink",
+        "ld",
+    ):
+        return "jit"
+    return None
+
+
+def reduce_cpu(src: Path, dest: Path) -> None:
+    roles: dict[int, str] = {}
+    for line in (src.parent / (src.name + ".names")).read_text().splitlines():
+        pid, comm, *cmd = line.split("\t")
+        r = role(comm, cmd[0] if cmd else "")
+        if r:
+            roles[int(pid)] = r
+    latest: dict[int, int] = {}
+    rows: list[str] = ["t_s,process,cpu_s"]
+    t0 = last_kept = None
+    for line in src.read_text().splitlines()[1:]:
+        t, pid, ns = (int(x) for x in line.split(","))
+        if pid not in roles:
+            continue
+        t0 = t if t0 is None else t0
+        latest[pid] = ns
+        if last_kept is None or t - last_kept >= KEEP_EVERY_NS:
+            last_kept = t
+            total: dict[str, int] = collections.defaultdict(int)
+            for p, v in latest.items():
+                total[roles[p]] += v
+            rows += [f"{(t - t0) / 1e9:.3f},{r},{v / 1e9:.4f}" for r, v in sorted(total.items())]
+    dest.write_text("\n".join(rows) + "\n")
+
+
+def main() -> None:
+    src, dest = Path(sys.argv[1]), Path(sys.argv[2])
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("cmd.txt", "host.txt", "server.log"):
+        shutil.copy(src / name, dest / name)
+    for bench in sorted(src.glob("bench-c*.jsonl")):
+        summary = json.loads(bench.read_text().splitlines()[0])
+        summary = {k: v for k, v in summary.items() if k not in PER_REQUEST}
+        (dest / (bench.stem + ".json")).write_text(json.dumps(summary, indent=1) + "\n")
+        load = bench.stem.removeprefix("bench-")
+        reduce_cpu(src / f"cpu-{load}.csv", dest / f"cpu-{load}.csv")
+        if "--stacks" in sys.argv and (src / f"api-{load}.txt").exists():
+            shutil.copy(src / f"api-{load}.txt", dest / f"api-{load}.txt")
+
+
+if __name__ == "__main__":
+    main()
