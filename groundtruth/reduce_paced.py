@@ -63,15 +63,17 @@ def reduce_cpu(src: Path, dest: Path) -> None:
         r = role(comm, cmd[0] if cmd else "")
         if r:
             roles[int(pid)] = r
+    samples: dict[int, dict[int, int]] = collections.defaultdict(dict)  # sample time -> pid -> CPU ns
+    for line in src.read_text().splitlines()[1:]:
+        t, pid, ns = (int(x) for x in line.split(","))
+        if pid in roles:
+            samples[t][pid] = ns
     latest: dict[int, int] = {}
     rows: list[str] = ["t_s,process,cpu_s"]
     t0 = last_kept = None
-    for line in src.read_text().splitlines()[1:]:
-        t, pid, ns = (int(x) for x in line.split(","))
-        if pid not in roles:
-            continue
+    for t in sorted(samples):
+        latest.update(samples[t])  # a process not read at this sample keeps its last value
         t0 = t if t0 is None else t0
-        latest[pid] = ns
         if last_kept is None or t - last_kept >= KEEP_EVERY_NS:
             last_kept = t
             total: dict[str, int] = collections.defaultdict(int)
@@ -81,8 +83,7 @@ def reduce_cpu(src: Path, dest: Path) -> None:
     dest.write_text("\n".join(rows) + "\n")
 
 
-def main() -> None:
-    src, dest = Path(sys.argv[1]), Path(sys.argv[2])
+def main_args(src: Path, dest: Path, stacks: bool) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("cmd.txt", "host.txt", "server.log"):
         shutil.copy(src / name, dest / name)
@@ -92,8 +93,12 @@ def main() -> None:
         (dest / (bench.stem + ".json")).write_text(json.dumps(summary, indent=1) + "\n")
         load = bench.stem.removeprefix("bench-")
         reduce_cpu(src / f"cpu-{load}.csv", dest / f"cpu-{load}.csv")
-        if "--stacks" in sys.argv and (src / f"api-{load}.txt").exists():
+        if stacks and (src / f"api-{load}.txt").exists():
             shutil.copy(src / f"api-{load}.txt", dest / f"api-{load}.txt")
+
+
+def main() -> None:
+    main_args(Path(sys.argv[1]), Path(sys.argv[2]), "--stacks" in sys.argv)
 
 
 if __name__ == "__main__":

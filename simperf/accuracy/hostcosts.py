@@ -21,11 +21,13 @@ One was measured on served runs where SGLang's API server, not the GPU, set the 
   is one chunk, so the time per chunk is 1 / the run's output tokens per second.
 
 and its split by SGLang's metrics (`metrics_share`): every corpus server ran with `--enable-metrics` (the per-request
-timestamps need it), which makes the API server update Prometheus histograms for every chunk. One host ran the
-same Qwen3-0.6B load (256 streams, where the API server sets the pace either way) on two servers that differ only
-in that flag and `--export-metrics-to-file` (groundtruth/experiments/metrics-cost-h200/): the time per chunk without
-them over the time with them is the share of `frontend_us_per_chunk` that is not the metrics'; the rest is
-`metrics_us_per_chunk`. That host is slower than the H200 host at this work, so only the share is carried over.
+timestamps need it), which makes the API server update Prometheus histograms for every chunk. Two hosts ran the
+same paced Qwen3-0.6B load on two servers that differ only in that flag (and `--export-metrics-to-file`):
+groundtruth/experiments/metrics-cost-h200/ at 256 streams and groundtruth/experiments/api-server-cpu-h200/ at 128.
+Per host, the time per chunk (median TPOT / streams) without them over the time with them is the share of
+`frontend_us_per_chunk` that is not the metrics'; the median over the hosts is carried over, the rest is
+`metrics_us_per_chunk`. The hosts disagree (0.59 and 0.85), and the first host's with-metrics run is read on its
+first wave only: its second stalled while flashinfer compiled a kernel on first use (METRICS_PAIRS).
 
 and its split by what a chunk carries (`streamed_token_share`): SGLang 0.5.17 streams `/generate` cumulatively
 unless the server runs `--incremental-streaming-output`, so a chunk carries its request's whole output so far.
@@ -267,18 +269,48 @@ def _paced_us_per_chunk(bench: dict) -> float:
     return 1e6 / float(bench["output_throughput"])
 
 
-METRICS_EXPERIMENT_RUNS = (
-    Path("h200/qwen3-0.6b-no-metrics/c256-128-512"),
-    Path("h200/qwen3-0.6b-metrics/c256-128-512"),
+# (without metrics, with metrics): the same paced Qwen3-0.6B load on one host's two servers that differ only in
+# --enable-metrics (and the per-request export), relative to groundtruth/experiments. A corpus-format run (a
+# directory) is read on its first wave, the first C requests sent: the with-metrics 256-stream run of the first pair,
+# its server's first, stalled ~10 s in its second wave while flashinfer JIT-compiled its cascade module on the first
+# prefix hit (mean TTFT 1,846 ms against a median of 359, p99 10.2 s; docs/overheads.md). A CPU-sampled run
+# (bench-cC) is read whole: its server's kernel builds came before it.
+METRICS_PAIRS = (
+    (
+        Path("metrics-cost-h200/h200/qwen3-0.6b-no-metrics/c256-128-512"),
+        Path("metrics-cost-h200/h200/qwen3-0.6b-metrics/c256-128-512"),
+    ),
+    (Path("api-server-cpu-h200/metrics-off/bench-c128"), Path("api-server-cpu-h200/metrics-on/bench-c128")),
 )
 
 
-def metrics_share(experiment: Path) -> tuple[float, str]:
-    """(time per chunk without --enable-metrics / with it, on one host, and what it came from)."""
-    without, with_metrics = (_paced_us_per_chunk(_bench(experiment / run)) for run in METRICS_EXPERIMENT_RUNS)
-    return without / with_metrics, (
-        f"{without:.1f} us per chunk without --enable-metrics, {with_metrics:.1f} with it, 256 streams, one host"
-    )
+def _paced_tpot_per_chunk_us(run: Path) -> float:
+    """Median TPOT / streams of a paced run (the API server writes one chunk per stream per TPOT)."""
+    if not run.is_dir():
+        bench = json.loads(run.with_suffix(".json").read_text(encoding="utf-8"))
+        return float(bench["median_tpot_ms"]) * 1e3 / int(bench["max_concurrency"])
+    import pyarrow.parquet as pq
+
+    streams = int(_bench(run)["max_concurrency"])
+    table = pq.read_table(run / "requests.parquet").to_pydict()
+    send, end = np.array(table["client_send_s"]), np.array(table["client_end_s"])
+    ttft_s, output = np.array(table["ttft_ms"]) / 1e3, np.array(table["output_len"], dtype=float)
+    first_wave = np.argsort(send, kind="stable")[:streams]
+    tpot_ms = (end - send - ttft_s)[first_wave] / (output[first_wave] - 1) * 1e3
+    return float(np.median(tpot_ms)) * 1e3 / streams
+
+
+def metrics_share(experiments: Path) -> tuple[float, str]:
+    """(time per chunk without --enable-metrics / with it, median over the hosts' pairs, and what it came from)."""
+    shares, points = [], []
+    for without_run, with_run in METRICS_PAIRS:
+        without, with_metrics = (
+            _paced_tpot_per_chunk_us(experiments / run) for run in (without_run, with_run)
+        )
+        shares.append(without / with_metrics)
+        points.append(f"{without:.1f} vs {with_metrics:.1f} us per chunk ({without_run.parts[0]})")
+    share = float(np.median(shares))
+    return share, f"without --enable-metrics / with it: {'; '.join(points)}; median {share:.3f}"
 
 
 # (cumulative server, incremental server) and the runs both made where the API server sets the pace (256 and 512
@@ -354,7 +386,7 @@ def frontend_split(
         measured.value_us / (1 + open_share * streams),
         f"{measured.detail}, / (1 + {streams} open x {open_share * 1e4:.2f}e-4; {open_detail})",
     )
-    share, detail = metrics_share(experiment)
+    share, detail = metrics_share(experiment.parent)
     token_share, token_detail = streamed_token_share(streaming or experiment.parent / "streaming-h100")
     carried = (_median_of(corpus / FRONTEND_SATURATED_RUN, "output_len") + 1) / 2
     per_chunk_incremental = total.value_us / (1 + token_share * carried)

@@ -583,7 +583,7 @@ class Overheads(_Strict):
         "scaled to the scenario's hardware.host_speed)",
     )
     frontend_us_per_chunk: float = Field(
-        default=16.68,
+        default=28.34,
         ge=0,
         description="the API server's time to write one streamed chunk (one request's output of one iteration), "
         "SGLang's metrics off, before what the chunk carries (frontend_us_per_streamed_token): chunks queue on its "
@@ -591,8 +591,8 @@ class Overheads(_Strict):
         "sent while the queue is long waits behind it (sim/frontend.py). The H200 host's 56.1 us with metrics on "
         "(Qwen3-0.6B, 128 streams, 512 output tokens, where SGLang 0.5.17's API server saturated at the fewest "
         "streams in the corpus: 1 / output tokens per second), taken back to no open request (/ (1 + 128 x "
-        "frontend_share_per_open_request)), times the share without metrics measured on one host with and without "
-        "--enable-metrics (0.486), less its chunks' 256.5 carried tokens x frontend_us_per_streamed_token "
+        "frontend_share_per_open_request)), times the share without metrics measured on two hosts' servers with and "
+        "without --enable-metrics (0.716, median of 0.586 and 0.847), less its chunks' 256.5 carried tokens x frontend_us_per_streamed_token "
         "(docs/overheads.md); 0 with that 0 turns the queue off",
     )
     frontend_us_per_streamed_token: float = Field(
@@ -615,14 +615,14 @@ class Overheads(_Strict):
         "(docs/overheads.md). A share: the same on every host",
     )
     metrics_us_per_chunk: float = Field(
-        default=26.0,
+        default=14.33,
         ge=0,
         description="what --enable-metrics (serving.enable_metrics) adds to the API server's time per streamed "
         "chunk: tokenizer_manager.collect_metrics updates Prometheus histograms per request and iteration "
         "(SGLang 0.5.17). The H200 host's 56.1 us with metrics on at 128 streams, taken back to no open request, "
-        "less frontend_us_per_chunk: the split is the "
-        "one measured on one host running the same load with and without the flag (130.4 vs 63.3 us per "
-        "chunk at 256 streams, 1 / output tokens per second; docs/overheads.md)",
+        "less frontend_us_per_chunk: the split is the median of two hosts' servers running the same load with and "
+        "without the flag (95.8 vs 56.1 us per chunk at 256 streams, 75.2 vs 63.7 at 128: median TPOT / streams; "
+        "docs/overheads.md)",
     )
 
 

@@ -1,0 +1,95 @@
+"""The tools behind groundtruth/experiments/api-server-cpu-*: the CPU sampler that runs beside a served benchmark, and
+the reduction of what it brings back to the committed files that hostcosts reads (docs/groundtruth.md)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+GROUNDTRUTH = Path(__file__).resolve().parent.parent / "groundtruth"
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/schedstat").exists(), reason="needs Linux /proc schedstat"
+)
+
+
+def test_the_sampler_reads_the_cpu_time_of_a_process_and_its_children(tmp_path):
+    # a parent that sleeps and a child that spins: the child is found through the parent and its time grows
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', "
+            "'import time\\nt = time.time()\\nwhile time.time() - t < 2.5: pass']); c.wait()",
+        ]
+    )
+    out, stop = tmp_path / "cpu.csv", tmp_path / "stop"
+    sampler = subprocess.Popen(
+        [sys.executable, str(GROUNDTRUTH / "cpu_sampler.py"), str(out), "10", str(stop), str(parent.pid)]
+    )
+    time.sleep(2.0)
+    stop.touch()
+    sampler.wait(timeout=10)
+    parent.wait(timeout=10)
+    rows = list(csv.DictReader(out.open()))
+    by_pid: dict[str, list[tuple[int, int]]] = {}
+    for row in rows:
+        by_pid.setdefault(row["pid"], []).append((int(row["t_ns"]), int(row["cpu_ns"])))
+    names = (tmp_path / "cpu.csv.names").read_text()
+    assert str(parent.pid) in by_pid and len(by_pid) == 2, names  # the parent and the child it started
+    child = max(by_pid.values(), key=lambda samples: samples[-1][1] - samples[0][1])
+    assert all(b[1] >= a[1] for a, b in zip(child, child[1:], strict=False))  # CPU time never goes back
+    busy = (child[-1][1] - child[0][1]) / (child[-1][0] - child[0][0])
+    assert busy > 0.5  # a spinning process is on a core most of the time
+
+
+def test_the_reduction_keeps_the_summary_and_the_four_processes(tmp_path):
+    sys.path.insert(0, str(GROUNDTRUTH))
+    try:
+        import reduce_paced
+    finally:
+        sys.path.remove(str(GROUNDTRUTH))
+    src, dest = tmp_path / "paced", tmp_path / "reduced"
+    src.mkdir()
+    for name in ("cmd.txt", "host.txt", "server.log"):
+        (src / name).write_text(name)
+    bench = {
+        "max_concurrency": 4,
+        "median_tpot_ms": 1.0,
+        "itls": [[1.0]],
+        "generated_texts": ["x"],
+        "ttfts": [2.0],
+    }
+    (src / "bench-c4.jsonl").write_text(json.dumps(bench) + "\n")
+    (src / "cpu-c4.csv.names").write_text(
+        "10\tpython3\tpython3 -m sglang.launch_server --model-path m\n"
+        "11\tsglang::schedul\tsglang::scheduler\n"
+        "12\tpython3\tpython3 -m sglang.bench_serving --backend sglang\n"
+        "13\tbash\tbash groundtruth/profile_paced.sh 585\n"
+        "14\tnvcc\tnvcc -c cascade.cu\n"
+    )
+    # every 10 ms for 100 ms: the API server uses half a core, the shell is not kept
+    lines = ["t_ns,pid,cpu_ns"]
+    for i in range(11):
+        t = 1_000_000_000 + i * 10_000_000
+        lines += [
+            f"{t},10,{i * 5_000_000}",
+            f"{t},11,{i * 10_000_000}",
+            f"{t},12,0",
+            f"{t},13,7",
+            f"{t},14,{i}",
+        ]
+    (src / "cpu-c4.csv").write_text("\n".join(lines) + "\n")
+    reduce_paced.main_args(src, dest, stacks=False)
+    summary = json.loads((dest / "bench-c4.json").read_text())
+    assert summary["ttfts"] == [2.0] and "itls" not in summary and "generated_texts" not in summary
+    rows = list(csv.DictReader((dest / "cpu-c4.csv").open()))
+    assert {row["process"] for row in rows} == {"api", "scheduler", "client", "jit"}
+    api = [(float(r["t_s"]), float(r["cpu_s"])) for r in rows if r["process"] == "api"]
+    assert [t for t, _ in api] == [0.0, 0.05, 0.1]  # one sample in five kept
+    assert api[-1][1] == pytest.approx(0.05)  # 100 ms at half a core
