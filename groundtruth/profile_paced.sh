@@ -26,14 +26,9 @@ metrics=(--export-metrics-to-file-dir "$dest/export" --enable-metrics --export-m
 [ "${METRICS:-1}" = 0 ] && metrics=()
 server=(python3 -m sglang.launch_server --model-path "$m" --tokenizer-path "$m" --host 127.0.0.1 --port 30000
         --load-format dummy "${metrics[@]}" --attention-backend flashinfer --cuda-graph-max-bs 512)
-echo "SGLANG_LOG_MS=1 SGLANG_RECORD_STEP_TIME=1 SGLANG_LOG_FORWARD_ITERS=1 ${server[*]}" > "$dest/cmd.txt"
-SGLANG_LOG_MS=1 SGLANG_RECORD_STEP_TIME=1 SGLANG_LOG_FORWARD_ITERS=1 setsid "${server[@]}" > "$dest/server.log" 2>&1 &
-pid=$!
-until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=2)" 2>/dev/null; do
-  sleep 2; kill -0 $pid 2>/dev/null || { tail -30 "$dest/server.log"; exit 6; }
-  [ $(( $(date +%s) - t0 )) -lt $(( budget - 60 )) ] || { tail -30 "$dest/server.log"; kill -- -$pid; exit 7; }
-done
-echo "healthy after $(( $(date +%s) - t0 )) s"
+source groundtruth/start_server.sh
+start_server "$dest" "$budget" "$t0" SGLANG_LOG_MS=1 SGLANG_RECORD_STEP_TIME=1 SGLANG_LOG_FORWARD_ITERS=1 -- "${server[@]}"
+pid=$server_pid
 attach=0
 if [ -n "$spy" ] && "$spy" dump --pid $pid > "$dest/attach_check.txt" 2>&1; then attach=1; fi
 echo "py-spy: ${spy:-none}, attaches to the server: $attach" | tee -a "$dest/host.txt"

@@ -11,15 +11,10 @@ m=/root/gt/work/models/$model; dest=/root/gt/prof/served-$model; rm -rf "$dest";
 python3 -m simperf.groundtruth modeldir "$model" "$m" || exit 5
 cmd=(python3 -m sglang.launch_server --model-path "$m" --tokenizer-path "$m" --host 127.0.0.1 --port 30000
      --load-format dummy --enable-metrics "$@")
-echo "SGLANG_RECORD_STEP_TIME=1 ${cmd[*]}" > "$dest/cmd.txt"
+source groundtruth/start_server.sh
+start_server "$dest" "$budget" "$t0" SGLANG_RECORD_STEP_TIME=1 -- "${cmd[@]}"
+pid=$server_pid
 echo "python3 $driver 30000 $dest" >> "$dest/cmd.txt"
-SGLANG_RECORD_STEP_TIME=1 setsid "${cmd[@]}" > "$dest/server.log" 2>&1 &
-pid=$!
-until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=2)" 2>/dev/null; do
-  sleep 2; kill -0 $pid 2>/dev/null || { tail -30 "$dest/server.log"; exit 6; }
-  [ $(( $(date +%s) - t0 )) -lt $(( budget - 60 )) ] || { tail -30 "$dest/server.log"; kill -- -$pid; exit 7; }
-done
-echo "healthy after $(( $(date +%s) - t0 )) s"
 timeout $(( budget - ($(date +%s) - t0) - 15 )) python3 "$driver" 30000 "$dest"
 echo "driver rc=$? after $(( $(date +%s) - t0 )) s"
 sleep 3; kill -- -$pid 2>/dev/null
