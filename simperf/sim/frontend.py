@@ -8,15 +8,13 @@ reaches the scheduler. SGLang 0.5.17 coalesces a backlogged request's pending ou
 (TokenizerManager._wait_one_response), but its per-request output handling (_handle_batch_output) still runs once
 per request and iteration, so the queue is priced per request-iteration ("chunk") here.
 
-The time per chunk (`Overheads.frontend_us_per_chunk`) was measured where the API server saturated
-(docs/overheads.md). On our H200 host it grew with the number of open streams (56 us at 128, 94 at 512); another
-host stayed flat (81-83 us at 256-512) and a published DeepSeek-R1 run implies at most ~52 us at ~1,000 streams,
-so one value, the one measured at the fewest streams, is used.
-
-The time per chunk grows with the requests the API server holds open (`share_per_open_request`, Overheads.
-frontend_share_per_open_request): measured as its CPU time per chunk at 64-512 streams on one host, the growth where
-py-spy finds Python's garbage collector at work (docs/overheads.md). A request is open from when the scheduler
-receives it (`request_opened`) until its last chunk is written (`request_closed`).
+The time per chunk (`Overheads.frontend_us_per_chunk`) was measured where the API server saturated at the fewest
+streams (the H200 host, 128 streams; docs/overheads.md). It grows with the requests the API server holds open
+(`share_per_open_request`, Overheads.frontend_share_per_open_request): measured as the API server's CPU time per
+chunk at 64-512 streams on one host, the growth where py-spy finds Python's garbage collector at work; the base
+is the saturated run's time taken back to no open request. A request is open from when the scheduler receives it
+(`request_opened`) until its last chunk is written (`request_closed`). The H200 host's own growth, read from its
+runs' throughput, is steeper (56 us a chunk at 128 streams, 94 at 512): the share takes it half of the way.
 
 SGLang streams `/generate` cumulatively unless the server runs --incremental-streaming-output: each chunk carries
 the request's whole output so far, which the API server rebuilds and serialises and the client parses again, so a
