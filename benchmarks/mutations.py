@@ -186,6 +186,20 @@ MUTATIONS = (
         "self.token_s = us_per_streamed_token * US * 1.01",
     ),
     Mutation(
+        "api-server-open-growth",
+        "API server queue (sim/frontend.py): the growth of a chunk's time per open request +1%",
+        "simperf/sim/frontend.py",
+        "self.share_per_open = share_per_open_request",
+        "self.share_per_open = share_per_open_request * 1.01",
+    ),
+    Mutation(
+        "api-server-request-leak",
+        "API server queue (sim/engine.py _process): a finished request is never closed (stays open)",
+        "simperf/sim/engine.py",
+        "            self.frontend.request_closed(last_chunk_s)",
+        "            pass",
+    ),
+    Mutation(
         "extend-launch-cpu",
         "extend launch (sim/engine.py _launch): the CPU time an extend's launch holds the scheduler +1%",
         "simperf/sim/engine.py",
