@@ -80,7 +80,11 @@ def test_with_no_cost_the_queue_changes_nothing():
 
 
 def _scenario(
-    concurrency: int, frontend_us: float | None = None, metrics: bool = False, incremental: bool = False
+    concurrency: int,
+    frontend_us: float | None = None,
+    metrics: bool = False,
+    incremental: bool = False,
+    stream_interval: int = 1,
 ) -> Scenario:
     spec = {
         "model": {"name": "qwen3-0.6b"},
@@ -89,6 +93,7 @@ def _scenario(
             "attention_backend": "flashinfer",
             "enable_metrics": metrics,
             "incremental_streaming_output": incremental,
+            "stream_interval": stream_interval,
         },
         "workload": {
             "dataset": {"kind": "fixed", "input_len": 128, "output_len": 256},
@@ -210,16 +215,17 @@ class _OneIterationAtATime(Simulator):
         return super()._decode_segment(ranks, max_bs, 1, c)
 
 
-@pytest.mark.parametrize("overlap", [True, False])
-def test_decode_segments_stream_what_single_iterations_stream(overlap):
+@pytest.mark.parametrize("overlap,interval", [(True, 1), (False, 1), (True, 7), (False, 7)])
+def test_decode_segments_stream_what_single_iterations_stream(overlap, interval):
     """Qwen3-8B on an H100 (shipped tables), 64 streams, an API server slow enough (600 us per chunk) that the
-    queue sets the pace: the fast decode-segment branch and one iteration per segment give the same run."""
+    queue sets the pace: the fast decode-segment branch and one iteration per segment give the same run, also
+    where requests send every 7th token (--stream-interval 7)."""
     from dataclasses import replace
 
     from realcost import real_cost, real_setup
 
     _, serving, _, _ = real_setup("qwen3-8b-h100")
-    serving = replace(serving, overlap_schedule=overlap)
+    serving = replace(serving, overlap_schedule=overlap, stream_interval=interval)
     # chunks that carry the output so far: each later iteration's chunks cost more (2 us per carried token)
     overheads = Overheads(frontend_us_per_chunk=600.0, frontend_us_per_streamed_token=2.0)
     rng = np.random.default_rng(3)
@@ -235,8 +241,38 @@ def test_decode_segments_stream_what_single_iterations_stream(overlap):
         np.testing.assert_allclose(getattr(fast, column), getattr(slow, column), rtol=1e-9, atol=0)
     # the queue was in play: chunks waited, and with 64 streams a request's chunks came at least 64 chunk-times
     # apart, more as the streams' outputs grew
-    assert fast_stats.frontend_max_wait_s > 0.05
+    assert fast_stats.frontend_max_wait_s > (
+        0.05 if interval == 1 else 0.02
+    )  # a seventh of the chunks queue less
+    np.testing.assert_array_equal(fast.chunk_num_tokens, slow.chunk_num_tokens)
+    if interval > 1:
+        return
     gaps = np.diff(fast.chunk_time_s[fast.chunk_offsets[10] : fast.chunk_offsets[11]])
     early = gaps[1:20]  # while all 64 streams are open
     assert early.min() > 64 * 600 * US
     assert np.all(np.diff(early) > 0)
+
+
+def test_at_a_stream_interval_a_request_sends_its_first_token_then_every_kth_and_its_last():
+    """--stream-interval 10: SGLang sends a request's output after tokens 1, 11, 21, ... and at its end (0.5.17
+    output_streamer.py), so each later chunk carries 10 tokens, and the API server writes a tenth of the chunks:
+    where it set the pace at interval 1, it no longer does."""
+    every = predict(_scenario(256, metrics=True))
+    tenth = predict(_scenario(256, metrics=True, stream_interval=10))
+    free = predict(_scenario(256, frontend_us=0.0))
+    rec = tenth.records
+    per_request = np.split(rec.chunk_num_tokens, rec.chunk_offsets[1:-1])
+    assert all(list(c) == [1] + [10] * 25 + [5] for c in per_request)  # 256 tokens: 1 + 25 x 10 + 5
+    assert API_SERVER_PACED in every.notes and API_SERVER_PACED not in tenth.notes
+    assert tenth.result["median_tpot_ms"] < 0.5 * every.result["median_tpot_ms"]
+    assert tenth.result["median_tpot_ms"] == pytest.approx(free.result["median_tpot_ms"], rel=0.1)
+    # a chunk's gap is shared by its tokens in the ITLs (bench_serving's sglang client): the mean ITL stays TPOT
+    assert tenth.result["mean_itl_ms"] == pytest.approx(tenth.result["mean_tpot_ms"], rel=0.02)
+
+
+def test_a_stream_interval_with_speculative_decoding_is_refused_with_the_reason():
+    spec = _scenario(4).model_dump(exclude_unset=True)
+    spec["serving"].update({"stream_interval": 4, "speculative": {"algorithm": "mtp"}})
+    spec["model"] = {"name": "deepseek-r1"}
+    with pytest.raises(ValueError, match="stream_interval > 1 with speculative decoding is not modelled"):
+        Scenario.model_validate(spec)

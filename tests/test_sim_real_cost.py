@@ -27,16 +27,19 @@ workloads = st.integers(min_value=1, max_value=24).flatmap(
         st.sampled_from([None, 2, 6]),  # --max-concurrency
         st.sampled_from([6000, 20000, None]),  # KV pool per rank (None: the resolved one)
         st.booleans(),  # overlap scheduling
+        st.sampled_from([1, 1, 3]),  # --stream-interval (1 where the model decodes speculatively)
     )
 )
 
 
 def check_invariants(name: str, case) -> None:
-    inputs, outputs, gaps, concurrency, pool, overlap = case
+    inputs, outputs, gaps, concurrency, pool, overlap, interval = case
     arrivals = np.cumsum(gaps) - gaps[0]
     _, serving, _, _ = real_setup(name)
     page = serving.page_size
     changes = {"overlap_schedule": overlap}
+    if serving.speculative is None:
+        changes["stream_interval"] = interval
     if pool is not None:
         changes["max_total_tokens"] = pool // page * page
     serving = replace(serving, **changes)

@@ -205,6 +205,12 @@ FLAGS: tuple[Flag, ...] = (
         None,
     ),
     _server(
+        "--stream-interval",
+        "serving.stream_interval",
+        "tokens between a request's streamed chunks (default 1)",
+        _int,
+    ),
+    _server(
         "--enable-mixed-chunk", "serving.enable_mixed_chunk", "decode rows ride in prefill batches", None
     ),
     _server("--schedule-policy", "serving.schedule_policy", " | ".join(SCHEDULE_POLICIES)),

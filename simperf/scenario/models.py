@@ -146,6 +146,14 @@ class ServingSpec(_Strict):
         "its new tokens; without it (SGLang's default) a chunk carries the request's whole output so far, which "
         "costs the API server Overheads.frontend_us_per_streamed_token per token it carries",
     )
+    stream_interval: int = Field(
+        default=1,
+        ge=1,
+        description="--stream-interval (SGLang's default 1): a streaming request's output is sent after its first "
+        "token and then every this many tokens, and when it finishes (0.5.17 scheduler_components/"
+        "output_streamer.py: sent when len(output_ids) % interval == 1); the iterations in between send nothing, "
+        "so the API server writes that many fewer chunks, each carrying that many tokens",
+    )
     schedule_policy: SchedulePolicyName = "fcfs"
     disable_radix_cache: bool = Field(default=False, description="--disable-radix-cache: no prefix reuse")
     schedule_conservativeness: float = Field(default=1.0, gt=0.0, description="--schedule-conservativeness")
@@ -169,6 +177,11 @@ class ServingSpec(_Strict):
 
     @model_validator(mode="after")
     def _layout_consistent(self) -> ServingSpec:
+        if self.stream_interval > 1 and self.speculative is not None:
+            raise ValueError(
+                "stream_interval > 1 with speculative decoding is not modelled (a step's several tokens can jump "
+                "past the interval's send points); use stream_interval 1"
+            )
         if self.tp % self.dp_attention != 0:
             raise ValueError(f"dp_attention ({self.dp_attention}) must divide tp ({self.tp})")
         if self.ep > 1 and self.tp % self.ep != 0:

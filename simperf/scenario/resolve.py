@@ -228,6 +228,7 @@ def resolve(
         enable_mixed_chunk=s.enable_mixed_chunk,
         enable_metrics=s.enable_metrics,
         incremental_streaming_output=s.incremental_streaming_output,
+        stream_interval=s.stream_interval,
         schedule_policy=s.schedule_policy,
         init_new_token_ratio=init_ratio,
         min_new_token_ratio=min_ratio,

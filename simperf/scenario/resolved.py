@@ -53,6 +53,8 @@ class ResolvedServing:
     enable_metrics: bool = False  # --enable-metrics: the API server pays Overheads.metrics_us_per_chunk too
     # --incremental-streaming-output: chunks carry only new tokens (no Overheads.frontend_us_per_streamed_token)
     incremental_streaming_output: bool = False
+    # --stream-interval: a request's chunks go after its first token, every this many tokens, and at its end
+    stream_interval: int = 1
     # SGLang captures extends in its breakable prefill CUDA graph (False: every extend is eager; the reason is in
     # notes; sglang_defaults.prefill_cuda_graph_off_reason)
     prefill_cuda_graph: bool = True

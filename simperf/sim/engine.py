@@ -325,6 +325,7 @@ class Simulator:
             self.egress_s,
             self.s.speculative is not None,
             self.stats.rejected,
+            self.s.stream_interval,
         )
 
     # ------------------------------------------------------------------ dispatch
@@ -604,12 +605,19 @@ class Simulator:
             self.stats.extend_tokens += sum(plan.extend_lens)
         return rank_cost
 
+    @staticmethod
+    def _chunks_after_step(ranks: list[RankState], offset: int) -> tuple[int, float]:
+        """(chunks, tokens they carry) all `ranks` send after the decode step `offset` steps from now."""
+        sends = [rank.chunks_after_step(offset) for rank in ranks]
+        return sum(n for n, _ in sends), sum(carried for _, carried in sends)
+
     def _decode_one(self, rank: RankState, batch: Batch) -> None:
         if not rank.next_decode_fits():
             self._retract(rank)
         batch.cpu_reqs = max(batch.cpu_reqs, len(rank.running))
-        batch.chunks += len(rank.running)
-        batch.streamed += rank.streamed_tokens_next()
+        chunks, carried = rank.chunks_after_step()
+        batch.chunks += chunks
+        batch.streamed += carried
         t0, finished = rank.advance_decode(1)
         batch.timeline.append((rank.rank_id, t0))
         batch.finished.extend((rank.rank_id, r) for r in finished)
@@ -806,21 +814,14 @@ class Simulator:
         batch = self._new_batch()
         emitted = emits[: k_done - 1] if self.overlap else emits
         n_emitted = len(emitted)
-        chunks = sum(
-            len(rank.running) for rank in ranks
-        )  # every iteration of the run streams one per request
-        batch.chunks = chunks
-        # the running set is fixed within a run, so what its chunks carry grows by the same amount each step
-        carried0 = sum(rank.streamed_tokens_next() for rank in ranks)
-        growth = sum(len(rank.running) * rank.tokens_per_step for rank in ranks)
-        batch.streamed = carried0 + (k_done - 1) * growth  # the run's last iteration, streamed by `_process`
+        # the running set is fixed within a run: each step's chunks (every request's, or at a stream interval the
+        # requests whose output reaches a send point) and the tokens they carry follow from the step's offset
+        sends = [self._chunks_after_step(ranks, i) for i in range(k_done)] if self.frontend.enabled else []
+        batch.chunks, batch.streamed = sends[-1] if sends else self._chunks_after_step(ranks, k_done - 1)
         if self.frontend.enabled:
             # through the API server's queue in order; the run's last iteration goes when `_process` handles the
             # batch (now, or overlapped with the next launch), which writes its entry again
-            streamed = [
-                self.frontend.stream(e, chunks, carried0 + i * growth)
-                for i, e in enumerate(emits[: k_done - 1])
-            ]
+            streamed = [self.frontend.stream(e, *sends[i]) for i, e in enumerate(emits[: k_done - 1])]
             emitted = streamed + list(emitted[len(streamed) :])
         for rank in ranks:
             t0, finished = rank.advance_decode(k_done)

@@ -59,6 +59,12 @@ class RankState:
         # a cumulative stream's chunks carry (streamed_tokens_next)
         self.streamed_base_sum = 0.0
         self._streamed_base: dict[int, float] = {}
+        # --stream-interval k > 1 (one token a step: no speculative decoding): a request sends after the step that
+        # makes its output count 1 mod k, so the running set is kept by that phase (its base mod k), with the
+        # count and the Σ base of each phase (chunks_after_step)
+        self.stream_interval = serving.stream_interval
+        self._phase_count = [0] * self.stream_interval
+        self._phase_base = [0.0] * self.stream_interval
         self._long: set[int] = set()  # running requests whose remaining output may exceed the 4096 clip
         # SGLang >= 0.5.6 reserves ignore_eos requests' whole remaining output (ρ = 1, add_one_req_ignore_eos) only
         # when the radix cache is disabled; with the cache on (the default) running requests reserve
@@ -112,6 +118,10 @@ class RankState:
         streamed_base = t.out_done[r] - self.tokens_per_step * t.join_idx[r]
         self._streamed_base[r] = streamed_base
         self.streamed_base_sum += streamed_base
+        if self.stream_interval > 1:
+            phase = int(streamed_base) % self.stream_interval
+            self._phase_count[phase] += 1
+            self._phase_base[phase] += streamed_base
         if remaining > CLIP_MAX_NEW_TOKENS:
             self._long.add(r)
 
@@ -125,7 +135,12 @@ class RankState:
             self._running_pos[last] = pos
         self.kv_base_sum -= t.kv_at_join[r] - self.tokens_per_step * t.join_idx[r]
         self.finish_sum -= t.finish_idx[r]
-        self.streamed_base_sum -= self._streamed_base.pop(r)
+        streamed_base = self._streamed_base.pop(r)
+        self.streamed_base_sum -= streamed_base
+        if self.stream_interval > 1:
+            phase = int(streamed_base) % self.stream_interval
+            self._phase_count[phase] -= 1
+            self._phase_base[phase] -= streamed_base
         self._long.discard(r)
         self.batch_is_full = False
 
@@ -162,6 +177,28 @@ class RankState:
         as decode_kv_totals). Each later step adds len(running) x tokens_per_step."""
         bs = len(self.running)
         return self.streamed_base_sum + bs * self.tokens_per_step * (self.timeline_len + 1)
+
+    def chunks_after_step(self, offset: int = 0) -> tuple[int, float]:
+        """(chunks the running requests send after the decode step `offset` steps from now, the output tokens they
+        carry together, each its request's whole output so far). At stream interval 1 every request sends; at k a
+        request sends when the step makes its output count 1 mod k (SGLang 0.5.17 output_streamer.py), and when
+        it finishes. The running set must not change before that step (a decode run's contract)."""
+        bs = len(self.running)
+        after = self.timeline_len + 1 + offset  # a request's output count after that step is its base + this
+        if self.stream_interval == 1:
+            return bs, self.streamed_base_sum + bs * self.tokens_per_step * after
+        phase = (1 - after) % self.stream_interval
+        chunks, carried = self._phase_count[phase], self._phase_base[phase] + self._phase_count[phase] * after
+        step = self.timeline_len + offset
+        if (
+            self.steps_to_first_finish() == offset + 1
+        ):  # some finish at that step: their last chunk goes anyway
+            for r in self.running:
+                base = self._streamed_base[r]
+                if self.t.finish_idx[r] == step and int(base) % self.stream_interval != phase:
+                    chunks += 1
+                    carried += base + after
+        return chunks, carried
 
     def steps_to_first_finish(self) -> int:
         heap = self._finish_heap

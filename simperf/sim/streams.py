@@ -3,7 +3,9 @@
 A token from an extend is emitted when its batch is processed (`batch_emit[key]`); decode tokens are entries of
 its rank's token timeline (`timeline_emit`). Each request's `events` name those places in order ("p": one batch,
 "s": a stretch of timeline entries), so its chunk times are ranges of one array of every emit time, gathered with
-one fancy index instead of a concatenation per request.
+one fancy index instead of a concatenation per request. At a stream interval k > 1 a request's tokens reach its
+client in chunks: its first token alone, then each token whose count is 1 mod k with the ones before it, and its
+last (SGLang 0.5.17 output_streamer.py); a chunk's time is its last token's.
 """
 
 from __future__ import annotations
@@ -52,6 +54,24 @@ def _ranges(
     return range_starts, range_lens, chunk_tokens, offsets
 
 
+def _sent_chunks(
+    token_s: np.ndarray, offsets: np.ndarray, interval: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(chunk times, tokens per chunk, per-request chunk offsets) of one-token-a-step streams sent at `interval`:
+    each request's tokens 1, interval + 1, 2 x interval + 1, ... and its last carry the ones since the previous."""
+    per_request = np.diff(offsets)
+    starts = np.repeat(offsets[:-1], per_request)
+    count = np.arange(len(token_s), dtype=np.int64) - starts + 1  # a token's count within its request
+    sent = (count % interval == 1) | (count == np.repeat(per_request, per_request))
+    sent_count = count[sent]
+    carried = np.diff(sent_count, prepend=0)
+    carried[sent_count == 1] = 1  # a request's first chunk carries its first token alone
+    chunk_offsets = np.concatenate(
+        ([0], np.cumsum(np.add.reduceat(sent, offsets[:-1]) if len(per_request) else []))
+    )
+    return token_s[sent], carried, chunk_offsets.astype(np.int64)
+
+
 def build_records(
     table: RequestTable,
     n: int,
@@ -62,6 +82,7 @@ def build_records(
     egress_s: float,
     speculative: bool,
     rejected: list[tuple[int, str]],
+    stream_interval: int = 1,
 ) -> RequestRecords:
     """Records of the requests that finished (`finish_s` not NaN), client-side times (egress added)."""
     done_ids = [r for r in range(n) if not math.isnan(finish_s[r])]
@@ -84,8 +105,10 @@ def build_records(
         num_tokens = np.concatenate(chunk_tokens).astype(np.int64)
     else:
         num_tokens = np.ones(len(flat), dtype=np.int64)
-    ids = np.asarray(done_ids, dtype=np.int64)
     offs = np.asarray(offsets, dtype=np.int64)
+    if stream_interval > 1 and len(flat):
+        flat, num_tokens, offs = _sent_chunks(flat, offs, stream_interval)
+    ids = np.asarray(done_ids, dtype=np.int64)
     some = len(ids) > 0
     return RequestRecords(
         request_id=ids,
