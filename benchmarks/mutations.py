@@ -200,6 +200,20 @@ MUTATIONS = (
         "            pass",
     ),
     Mutation(
+        "stream-interval-phase",
+        "--stream-interval (sim/rank.py chunks_after_step): a request's send point one token late",
+        "simperf/sim/rank.py",
+        "phase = (1 - after) % self.stream_interval",
+        "phase = (2 - after) % self.stream_interval",
+    ),
+    Mutation(
+        "stream-interval-records",
+        "--stream-interval (sim/streams.py _sent_chunks): the client's chunks grouped one token late",
+        "simperf/sim/streams.py",
+        "sent = (count % interval == 1)",
+        "sent = (count % interval == 2)",
+    ),
+    Mutation(
         "extend-launch-cpu",
         "extend launch (sim/engine.py _launch): the CPU time an extend's launch holds the scheduler +1%",
         "simperf/sim/engine.py",

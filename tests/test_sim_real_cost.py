@@ -101,8 +101,10 @@ def check_invariants(name: str, case) -> None:
     # 6. every step positive and split by source; the split of all steps adds up to the GPU's busy time
     assert steps_ok and all(steps_ok)
     assert stats.time_by_source_us.sum() * 1e-6 == pytest.approx(stats.gpu_busy_s, rel=1e-9)
-    # 10. every request the API server held open was closed by its last chunk: none is open after the run
+    # 10. every request the API server held open was closed by its last chunk: none is open after the run; and
+    # it wrote exactly the chunks the clients received (at a stream interval too)
     assert sim.frontend.open_requests(float("inf")) == 0
+    assert sim.frontend.chunks_written == len(rec.chunk_time_s)
     # --max-concurrency is never exceeded
     if concurrency is not None and len(rec):
         for t in rec.send_s:

@@ -59,6 +59,7 @@ class FrontEnd:
         self._emits: list[float] = []
         self._ends: list[float] = []
         self.max_wait_s = 0.0  # longest a batch's chunks waited for the queue (reports)
+        self.chunks_written = 0  # every chunk a client receives, once (checked against the records in tests)
 
     def stream(self, emit_s: float, chunks: int, streamed_tokens: float = 0.0) -> float:
         """When the last of `chunks` chunks emitted at `emit_s`, carrying `streamed_tokens` tokens, is written."""
@@ -70,6 +71,7 @@ class FrontEnd:
         start + (i + 1) x that time (the chunks' order within a batch is not tracked, so each costs the mean)."""
         if not self.enabled or chunks <= 0:
             return emit_s, 0.0
+        self.chunks_written += chunks
         start = max(emit_s, self._free_s)
         self.max_wait_s = max(self.max_wait_s, start - emit_s)
         per_chunk_s = (self.chunk_s + self.token_s * streamed_tokens / chunks) * (
