@@ -261,7 +261,15 @@ def frontend_us_per_chunk(corpus: Path) -> HostCost:
 
 
 def _bench(run: Path) -> dict:
-    return json.loads((run / "bench.json").read_text(encoding="utf-8"))
+    """bench_serving's summary of a recorded run: a corpus run directory's bench.json, or a CPU-sampled run's
+    bench-cC.json (`run` its path without the suffix)."""
+    path = run / "bench.json" if run.is_dir() else run.with_suffix(".json")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _tpot_per_chunk_us(bench: dict) -> float:
+    """Median TPOT / streams: where the API server paces, it writes one chunk per stream per TPOT."""
+    return float(bench["median_tpot_ms"]) * 1e3 / int(bench["max_concurrency"])
 
 
 def _paced_us_per_chunk(bench: dict) -> float:
@@ -285,10 +293,9 @@ METRICS_PAIRS = (
 
 
 def _paced_tpot_per_chunk_us(run: Path) -> float:
-    """Median TPOT / streams of a paced run (the API server writes one chunk per stream per TPOT)."""
+    """_tpot_per_chunk_us of a paced run; a corpus run directory's on its first wave (METRICS_PAIRS)."""
     if not run.is_dir():
-        bench = json.loads(run.with_suffix(".json").read_text(encoding="utf-8"))
-        return float(bench["median_tpot_ms"]) * 1e3 / int(bench["max_concurrency"])
+        return _tpot_per_chunk_us(_bench(run))
     import pyarrow.parquet as pq
 
     streams = int(_bench(run)["max_concurrency"])
@@ -327,8 +334,7 @@ def streamed_token_share(experiment: Path) -> tuple[float, str]:
     points: list[str] = []
     for run in STREAMING_RUNS:
         cumulative, incremental = (_bench(host / server / run) for server in STREAMING_SERVERS)
-        streams = int(cumulative["max_concurrency"])
-        per_chunk = [float(b["median_tpot_ms"]) * 1e3 / streams for b in (cumulative, incremental)]
+        per_chunk = [_tpot_per_chunk_us(b) for b in (cumulative, incremental)]
         carried = (float(cumulative["total_output_tokens"]) / float(cumulative["completed"]) + 1) / 2
         per_token = (per_chunk[0] - per_chunk[1]) / carried
         shares.append(per_token / per_chunk[1])
@@ -350,11 +356,10 @@ def api_server_cpu_us_per_chunk(run: Path) -> float:
     cpu-cC.csv beside it) per chunk: one chunk per output token."""
     import csv
 
-    bench = json.loads(run.with_suffix(".json").read_text(encoding="utf-8"))
     samples = run.parent / run.name.replace("bench-", "cpu-")
     with samples.with_suffix(".csv").open(encoding="utf-8") as f:
         api = [float(row["cpu_s"]) for row in csv.DictReader(f) if row["process"] == "api"]
-    return (api[-1] - api[0]) * 1e6 / float(bench["total_output_tokens"])
+    return (api[-1] - api[0]) * 1e6 / float(_bench(run)["total_output_tokens"])
 
 
 def frontend_open_request_share(experiment: Path) -> tuple[float, str]:
@@ -366,9 +371,8 @@ def frontend_open_request_share(experiment: Path) -> tuple[float, str]:
     )
     slope, at_none = np.polyfit(streams, per_chunk, 1)
     points = ", ".join(f"{p:.1f} us at {int(c)}" for c, p in zip(streams, per_chunk, strict=True))
-    return float(
-        slope / at_none
-    ), f"API server CPU per chunk {points}: {at_none:.1f} + {slope:.4f} us per stream"
+    share = float(slope / at_none)
+    return share, f"API server CPU per chunk {points}: {at_none:.1f} + {slope:.4f} us per stream"
 
 
 def frontend_split(
@@ -377,8 +381,9 @@ def frontend_split(
     """(frontend_us_per_chunk, metrics_us_per_chunk, frontend_us_per_streamed_token) at no open request: the H200
     host's time per chunk, metrics on, at its saturated run's streams, taken back to none by the share per open
     request (`cpu`: groundtruth/experiments/api-server-cpu-h100 next to `experiment`), then split in the shares
-    measured on one host with and without the metrics and on one host with and without incremental streaming
-    (`streaming`: groundtruth/experiments/streaming-h100 next to `experiment`)."""
+    measured with and without the metrics (median over two hosts, METRICS_PAIRS under `experiment`'s parent) and on
+    one host with and without incremental streaming (`streaming`: groundtruth/experiments/streaming-h100 next to
+    `experiment`)."""
     measured = frontend_us_per_chunk(corpus)
     open_share, open_detail = frontend_open_request_share(cpu or experiment.parent / "api-server-cpu-h100")
     streams = int(_bench(corpus / FRONTEND_SATURATED_RUN)["max_concurrency"])

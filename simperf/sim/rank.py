@@ -56,7 +56,7 @@ class RankState:
         self.kv_base_sum = 0  # Σ (kv_at_join - join_idx) over running
         self.finish_sum = 0  # Σ finish_idx over running (for the clipped output reservation)
         # Σ (tokens streamed before joining - tokens_per_step x join_idx) over running, and each one's term: what
-        # a cumulative stream's chunks carry (streamed_tokens_next)
+        # a cumulative stream's chunks carry (chunks_after_step)
         self.streamed_base_sum = 0.0
         self._streamed_base: dict[int, float] = {}
         # --stream-interval k > 1 (one token a step: no speculative decoding): a request sends after the step that
@@ -171,18 +171,13 @@ class RankState:
         bs = len(self.running)
         return self.kv_base_sum + bs * self.tokens_per_step * self.timeline_len + bs
 
-    def streamed_tokens_next(self) -> float:
-        """Σ output tokens the running requests' chunks carry after the next decode step, each its request's whole
-        output so far (SGLang's cumulative streaming; the mean accept length per step under speculative decoding,
-        as decode_kv_totals). Each later step adds len(running) x tokens_per_step."""
-        bs = len(self.running)
-        return self.streamed_base_sum + bs * self.tokens_per_step * (self.timeline_len + 1)
-
     def chunks_after_step(self, offset: int = 0) -> tuple[int, float]:
         """(chunks the running requests send after the decode step `offset` steps from now, the output tokens they
-        carry together, each its request's whole output so far). At stream interval 1 every request sends; at k a
-        request sends when the step makes its output count 1 mod k (SGLang 0.5.17 output_streamer.py), and when
-        it finishes. The running set must not change before that step (a decode run's contract)."""
+        carry together, each its request's whole output so far: SGLang's cumulative streaming; the mean accept
+        length per step under speculative decoding, as decode_kv_totals). At stream interval 1 every request
+        sends; at k a request sends when the step makes its output count 1 mod k (SGLang 0.5.17
+        output_streamer.py), and when it finishes. The running set must not change before that step (a decode
+        run's contract)."""
         bs = len(self.running)
         after = self.timeline_len + 1 + offset  # a request's output count after that step is its base + this
         if self.stream_interval == 1:
@@ -190,9 +185,8 @@ class RankState:
         phase = (1 - after) % self.stream_interval
         chunks, carried = self._phase_count[phase], self._phase_base[phase] + self._phase_count[phase] * after
         step = self.timeline_len + offset
-        if (
-            self.steps_to_first_finish() == offset + 1
-        ):  # some finish at that step: their last chunk goes anyway
+        # requests that finish at that step send their last chunk whatever their phase
+        if self.steps_to_first_finish() == offset + 1:
             for r in self.running:
                 base = self._streamed_base[r]
                 if self.t.finish_idx[r] == step and int(base) % self.stream_interval != phase:
