@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from simperf.calibrate.measure import Unsupported
@@ -55,18 +56,95 @@ def workspace(ctx: Any, name: str = "float_workspace", nbytes: int = WORKSPACE_B
     return buf
 
 
-def paged_layout(lens: list[int], page_size: int) -> tuple[Any, Any, Any, int]:
-    """CSR page table with pages scattered at random (SGLang allocates pages from a free list).
+@dataclass(frozen=True)
+class PrefixGroups:
+    """Requests that share their first `prefix_len` KV tokens: the same physical pages, as SGLang's radix cache
+    hands every request that hit one cached prefix (`srt/mem_cache/radix_cache.py`: the matched nodes' KV slots
+    go into each request's `req_to_token` row). `group[i]` names request i's prefix; -1 shares nothing.
 
-    Returns (kv_indptr int32 [B+1], kv_indices int32 [total_pages], last_page_len int32 [B], total_pages).
+    A point carries it as the key `prefix_groups` (JSON `{"prefix_len": P, "group": [...]}`): off-grid samples
+    only, never a table column (the tables time requests with distinct pages)."""
+
+    prefix_len: int
+    group: tuple[int, ...]
+
+    @classmethod
+    def of(cls, point: dict[str, Any]) -> PrefixGroups | None:
+        raw = point.get("prefix_groups")
+        if not raw:
+            return None
+        spec = json.loads(raw) if isinstance(raw, str) else raw
+        return cls(int(spec["prefix_len"]), tuple(int(g) for g in spec["group"]))
+
+    def duplicated_reads(self) -> int:
+        """KV tokens the batch reads that another of its requests also reads: each group's readers beyond the
+        first, times the prefix (what the simulator's RadixCache.duplicated_reads counts)."""
+        members = [g for g in self.group if g >= 0]
+        return (len(members) - len(set(members))) * self.prefix_len
+
+    def to_json(self) -> str:
+        return json.dumps({"prefix_len": self.prefix_len, "group": list(self.group)}, separators=(",", ":"))
+
+
+def page_lists(
+    lens: list[int], page_size: int, shared: PrefixGroups | None, perm: list[int]
+) -> tuple[list[list[int]], int]:
+    """Each request's page ids and how many distinct pages there are. Pages come from `perm` (a permutation of
+    at least the distinct page count, SGLang's free list): a shared prefix's pages once per group, then every
+    request's own pages. Raises ValueError on a prefix that is not whole pages or not shorter than a length."""
+    if shared is not None:
+        if len(shared.group) != len(lens):
+            raise ValueError(f"prefix_groups: {len(shared.group)} groups for {len(lens)} requests")
+        if shared.prefix_len % page_size:
+            raise ValueError(f"prefix_groups: prefix {shared.prefix_len} is not whole pages of {page_size}")
+    taken = iter(perm)
+    prefix_pages = shared.prefix_len // page_size if shared is not None else 0
+    groups: dict[int, list[int]] = {}
+    out: list[list[int]] = []
+    for i, n in enumerate(lens):
+        g = shared.group[i] if shared is not None else -1
+        head: list[int] = []
+        if g >= 0:
+            if n <= shared.prefix_len:
+                raise ValueError(f"prefix_groups: request {i} has {n} KV tokens, not more than the prefix")
+            if g not in groups:
+                groups[g] = [next(taken) for _ in range(prefix_pages)]
+            head = groups[g]
+        own = math.ceil(n / page_size) - len(head)
+        out.append(head + [next(taken) for _ in range(own)])
+    return out, len(set(p for pages in out for p in pages))
+
+
+def distinct_pages(lens: list[int], page_size: int, shared: PrefixGroups | None) -> int:
+    """Pages `page_lists` takes for these requests: each request's own, each group's prefix once."""
+    pages = sum(math.ceil(n / page_size) for n in lens)
+    if shared is None:
+        return pages
+    return pages - shared.duplicated_reads() // page_size
+
+
+def paged_layout(
+    lens: list[int], page_size: int, shared: PrefixGroups | None = None
+) -> tuple[Any, Any, Any, int]:
+    """CSR page table with pages scattered at random (SGLang allocates pages from a free list); with `shared`,
+    the requests of a group point at the same prefix pages.
+
+    Returns (kv_indptr int32 [B+1], kv_indices int32 [pages listed], last_page_len int32 [B], distinct pages:
+    the pool the KV buffers must hold).
     """
     import torch
 
     pages = [math.ceil(n / page_size) for n in lens]
-    total = sum(pages)
     indptr = torch.zeros(len(lens) + 1, dtype=torch.int32)
     indptr[1:] = torch.cumsum(torch.tensor(pages, dtype=torch.int64), 0).to(torch.int32)
-    indices = torch.randperm(total, device="cuda").to(torch.int32)
+    if shared is None:  # every page its own: one permutation on the GPU (millions of pages at long KV)
+        total = sum(pages)
+        indices = torch.randperm(total, device="cuda").to(torch.int32)
+    else:
+        lists, total = page_lists(
+            lens, page_size, shared, torch.randperm(distinct_pages(lens, page_size, shared)).tolist()
+        )
+        indices = torch.tensor([p for row in lists for p in row], dtype=torch.int32, device="cuda")
     last = torch.tensor(
         [n - (p - 1) * page_size for n, p in zip(lens, pages, strict=True)], dtype=torch.int32
     )

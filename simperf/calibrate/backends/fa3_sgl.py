@@ -32,7 +32,15 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from simperf.calibrate.backends.common import indptr, kv_lengths, q_lengths, torch_dtype
+from simperf.calibrate.backends.common import (
+    PrefixGroups,
+    distinct_pages,
+    indptr,
+    kv_lengths,
+    page_lists,
+    q_lengths,
+    torch_dtype,
+)
 from simperf.calibrate.measure import Measurement, Unsupported
 from simperf.calibrate.timing import random_tensor, rotation_sets, time_gpu, time_graph_replay
 
@@ -105,17 +113,27 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     return replace(measured, timing_method=f"{measured.timing_method} {version} {what}")
 
 
-def _paged_cache(lens: list[int], page: int, width_tokens: int) -> tuple[Any, int]:
+def _paged_cache(
+    lens: list[int], page: int, width_tokens: int, shared: PrefixGroups | None = None
+) -> tuple[Any, int]:
     """SGLang's page table for these requests: [B, ceil(width_tokens / page)] int32 of page ids drawn at random
     from pages 1..total (page 0 is the pool's padding slot); columns past a request's length stay 0, as in
-    req_to_token. Returns (table, pages in the pool including page 0)."""
+    req_to_token. With `shared`, a group's requests hold the same prefix pages (a radix-cache hit). Returns
+    (table, pages in the pool including page 0)."""
     import torch
 
     pages = [math.ceil(n / page) for n in lens]
-    total = sum(pages)
     width = max(math.ceil(width_tokens / page), max(pages))
-    perm = (torch.randperm(total, device="cuda") + 1).to(torch.int32)
     table = torch.zeros(len(lens), width, dtype=torch.int32, device="cuda")
+    if shared is not None:
+        rows, total = page_lists(
+            lens, page, shared, torch.randperm(distinct_pages(lens, page, shared)).tolist()
+        )
+        for i, row in enumerate(rows):
+            table[i, : len(row)] = torch.tensor(row, dtype=torch.int32, device="cuda") + 1
+        return table, total + 1
+    total = sum(pages)
+    perm = (torch.randperm(total, device="cuda") + 1).to(torch.int32)
     start = 0
     for i, p in enumerate(pages):
         table[i, :p] = perm[start : start + p]
@@ -134,7 +152,7 @@ def _decode(point: dict[str, Any], ctx: Any, kernel: Any, scheduler_metadata: An
     if kv_dtype != torch.bfloat16:
         raise Unsupported("sgl_fa3 decode is wired for a bf16 KV cache only (fp8 needs q cast and descales)")
     context = max(DECODE_CONTEXT_LEN, max(lens))
-    table, pool_pages = _paged_cache(lens, page, context)
+    table, pool_pages = _paged_cache(lens, page, context, PrefixGroups.of(point))
     seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
     cu_q = torch.arange(0, batch + 1, dtype=torch.int32, device="cuda")
     sched = scheduler_metadata(

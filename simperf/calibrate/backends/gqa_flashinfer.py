@@ -1,6 +1,7 @@
 """flashinfer GQA paged decode (BatchDecodeWithPagedKVCacheWrapper) for the dense zoo models.
 
-Paged NHD cache [pages, 2, page_size, kv_heads, 128], pages scattered at random; tensor-core decode exactly
+Paged NHD cache [pages, 2, page_size, kv_heads, 128], pages scattered at random (requests of a `prefix_groups`
+group share their prefix pages, as after a radix-cache hit); tensor-core decode exactly
 where SGLang's flashinfer backend chooses it (`use_tensor_cores`). Timed by CUDA-graph replay.
 """
 
@@ -8,7 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from simperf.calibrate.backends.common import kv_lengths, paged_layout, torch_dtype, workspace
+from simperf.calibrate.backends.common import (
+    PrefixGroups,
+    kv_lengths,
+    paged_layout,
+    torch_dtype,
+    workspace,
+)
 from simperf.calibrate.measure import Measurement
 from simperf.calibrate.timing import random_tensor, rotation_sets, time_graph_replay
 
@@ -37,7 +44,7 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     heads, kv_heads, dim = int(point["num_heads"]), int(point["num_kv_heads"]), int(point["head_dim"])
     page = int(point["page_size"])
     kv_dtype = torch_dtype(point["kv_dtype"])
-    indptr, indices, last_page_len, total_pages = paged_layout(lens, page)
+    indptr, indices, last_page_len, total_pages = paged_layout(lens, page, PrefixGroups.of(point))
     wrapper = BatchDecodeWithPagedKVCacheWrapper(
         workspace(ctx), "NHD", use_tensor_cores=_use_tensor_cores(point)
     )

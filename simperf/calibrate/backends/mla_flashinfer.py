@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from simperf.calibrate.backends.common import (
+    PrefixGroups,
     indptr,
     kv_lengths,
     paged_layout,
@@ -41,7 +42,7 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     fp8 = point["kv_dtype"] == "fp8"
     kv_dtype = torch_dtype(point["kv_dtype"])
 
-    kv_indptr, kv_indices, _, total_pages = paged_layout(lens, page)
+    kv_indptr, kv_indices, _, total_pages = paged_layout(lens, page, PrefixGroups.of(point))
     qo_indptr = indptr(q_lens)
     kv_len_arr = torch.tensor(lens, dtype=torch.int32, device="cuda")
 

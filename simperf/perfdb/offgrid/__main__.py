@@ -3,6 +3,8 @@
     python -m simperf.perfdb.offgrid generate calibration/offgrid/samples.jsonl
     python -m simperf.perfdb.offgrid generate calibration/offgrid/ragged-extend-dev.jsonl --seed 2026 --ragged-extends 80
     python -m simperf.perfdb.offgrid generate calibration/offgrid/straggler-dev.jsonl --stragglers
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix.jsonl --shared-prefix
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix-fa3.jsonl --shared-prefix sgl_fa3
     python -m simperf.perfdb.offgrid time calibration/offgrid/samples.jsonl --out results.jsonl [--time-budget-s S]
     python -m simperf.perfdb.offgrid docs [--check]     # regenerate the numbers in docs/accuracy.md, docs/perfdb.md
 
@@ -23,6 +25,13 @@ def _generate(args: argparse.Namespace) -> int:
     from simperf.perfdb.offgrid.io import write_samples
     from simperf.perfdb.offgrid.samples import OFFGRID_SEED, generate, set_header
 
+    if args.shared_prefix:
+        from simperf.perfdb.offgrid import shared_prefix
+
+        samples = shared_prefix.generate(shared_prefix.SETS[args.shared_prefix])
+        write_samples(args.path, shared_prefix.set_header(samples), samples)
+        print(f"{args.path}: {len(samples)} designed shared-prefix decode batches (pairs)", file=sys.stderr)
+        return 0
     if args.stragglers:
         from simperf.perfdb.offgrid.samples import generate_stragglers
 
@@ -93,6 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         "--stragglers",
         action="store_true",
         help="the designed GQA decode batches with one long request (a development set, no seed)",
+    )
+    gen.add_argument(
+        "--shared-prefix",
+        nargs="?",
+        const="flashinfer",
+        choices=("flashinfer", "sgl_fa3"),
+        help="decode batches timed with distinct and with shared prefix pages, in pairs (a designed set): "
+        "flashinfer's GQA and MLA kernels (the default) or SGLang's FA3 kernel (Hopper)",
     )
     tim = sub.add_parser("time", help="time the set on this GPU, resumably (GPU)")
     tim.add_argument("samples", type=Path)
