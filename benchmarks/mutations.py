@@ -42,6 +42,7 @@ GUARDS = (
     "tests/test_host_speed.py",
     "tests/test_groundtruth_corpus.py",
     "tests/test_ctastream.py",
+    "tests/test_shared_reads.py",
 )
 
 
@@ -212,6 +213,27 @@ MUTATIONS = (
         "simperf/sim/streams.py",
         "sent = (count % interval == 1)",
         "sent = (count % interval == 2)",
+    ),
+    Mutation(
+        "shared-read-cost",
+        "shared prefix reads (costmodel/step.py): a duplicated read's saving +1%",
+        "simperf/costmodel/step.py",
+        "return 0.0 if found is None else 1.0 - found[0]",
+        "return 0.0 if found is None else (1.0 - found[0]) * 1.01",
+    ),
+    Mutation(
+        "shared-read-derivation",
+        "shared prefix reads (perfdb/shared_reads.py): the effective KV length's shared part +1%",
+        "simperf/perfdb/shared_reads.py",
+        "return kv_mean - (1.0 - read_cost) * duplicated_per_request",
+        "return kv_mean - (1.0 - read_cost) * duplicated_per_request * 1.01",
+    ),
+    Mutation(
+        "shared-reads-leak",
+        "shared prefix reads (sim/rank.py _leave): a request leaving the decode batch keeps reading",
+        "simperf/sim/rank.py",
+        "        self._stop_reading(r)\n        pos = self._running_pos.pop(r)",
+        "        pos = self._running_pos.pop(r)",
     ),
     Mutation(
         "extend-launch-cpu",

@@ -49,7 +49,7 @@ import numpy as np
 
 
 class _Node:
-    __slots__ = ("parent", "key", "children", "tokens", "lock", "last_access", "alive")
+    __slots__ = ("parent", "key", "children", "tokens", "lock", "readers", "last_access", "alive")
 
     def __init__(self, parent: _Node | None, key: int, tokens: int, now: int) -> None:
         self.parent = parent
@@ -57,6 +57,9 @@ class _Node:
         self.children: dict[int, _Node] = {}
         self.tokens = tokens
         self.lock = 0
+        self.readers = (
+            0  # decoding requests whose attention reads this block (add_reader), a subset of `lock`
+        )
         self.last_access = now
         self.alive = True
 
@@ -103,6 +106,9 @@ class RadixCache:
         self._num_nodes = 0
         self.cached_tokens = 0
         self.evictable_tokens = 0
+        # Σ over blocks of (readers - 1) x tokens where readers >= 2: KV reads of the decode batch that another
+        # running request also makes, which the decode kernel serves from L2 (perfdb/shared_reads.py)
+        self.duplicated_reads = 0
         self._lookups = self._hit_requests = self._hit_tokens = self._prompt_tokens = 0
         self._inserted = self._evicted = 0
 
@@ -191,6 +197,27 @@ class RadixCache:
                 self.evictable_tokens += node.tokens
                 if not node.children:
                     self._push_leaf(node)
+            node = node.parent
+
+    def add_reader(self, lease: Lease) -> None:
+        """A request holding `lease` joins the decode batch: its attention reads the lease's blocks every step.
+        Precondition: the lease is held (its blocks are locked, so none is evicted while read)."""
+        node = lease.node
+        while node is not None and node is not self._root:
+            if node.readers:
+                self.duplicated_reads += node.tokens
+            node.readers += 1
+            node = node.parent
+
+    def remove_reader(self, lease: Lease) -> None:
+        """The request holding `lease` leaves the decode batch (before the lease is released)."""
+        node = lease.node
+        while node is not None and node is not self._root:
+            node.readers -= 1
+            if node.readers < 0:
+                raise RuntimeError("RadixCache.remove_reader: reader removed twice")
+            if node.readers:
+                self.duplicated_reads -= node.tokens
             node = node.parent
 
     # ------------------------------------------------------------------------------------------- insert

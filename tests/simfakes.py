@@ -29,7 +29,7 @@ class LinearCost:
         tokens = int(np.sum(extend_lens)) + (0 if decode_kv_lens is None else len(decode_kv_lens))
         return self._row(self.base_us + self.per_token_us * tokens)[0]
 
-    def decode_steps(self, bs, padded_bs, kv_total, graph):
+    def decode_steps(self, bs, padded_bs, kv_total, graph, shared_kv=0.0):
         us = self.base_us + self.per_token_us * padded_bs + self.per_kv_us * np.asarray(kv_total, dtype=float)
         return self._row(us)
 

@@ -72,7 +72,7 @@ def test_admission_stops_at_max_running_requests():
     seen_bs = []
 
     class Spy(LinearCost):
-        def decode_steps(self, bs, padded_bs, kv_total, graph):
+        def decode_steps(self, bs, padded_bs, kv_total, graph, shared_kv=0.0):
             seen_bs.append(bs)
             return super().decode_steps(bs, padded_bs, kv_total, graph)
 
@@ -85,7 +85,7 @@ def test_decode_pads_to_cuda_graph_bucket_and_runs_eager_past_max_bs():
     seen = []
 
     class Spy(LinearCost):
-        def decode_steps(self, bs, padded_bs, kv_total, graph):
+        def decode_steps(self, bs, padded_bs, kv_total, graph, shared_kv=0.0):
             seen.append((bs, padded_bs, graph))
             return super().decode_steps(bs, padded_bs, kv_total, graph)
 
@@ -294,7 +294,7 @@ def test_dp_ranks_take_requests_round_robin_and_step_in_lock_step():
     seen = []
 
     class Spy(LinearCost):
-        def decode_steps(self, bs, padded_bs, kv_total, graph):
+        def decode_steps(self, bs, padded_bs, kv_total, graph, shared_kv=0.0):
             seen.append((bs, padded_bs))
             return super().decode_steps(bs, padded_bs, kv_total, graph)
 

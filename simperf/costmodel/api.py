@@ -44,11 +44,16 @@ class StepCostModel(Protocol):
         """
         ...
 
-    def decode_steps(self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool) -> np.ndarray:
+    def decode_steps(
+        self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool, shared_kv: float = 0.0
+    ) -> np.ndarray:
         """Times of len(kv_total) consecutive decode steps of `bs` requests -> array (k, len(SOURCES)) in µs.
 
         padded_bs: the CUDA-graph bucket the batch is padded to (== bs when eager); kv_total[j]: the requests' KV
-        tokens at step j, including the token being decoded; graph: the step replays a CUDA graph.
+        tokens at step j, including the token being decoded; graph: the step replays a CUDA graph. shared_kv >= 0:
+        of those, the reads of shared prefix pages that another running request also reads (each group's readers
+        beyond the first, x the prefix; 0 without a prefix cache), the same at every step. Postcondition: a step
+        costs no more with shared_kv > 0 than with 0 (sharing saves HBM reads, never adds work).
         """
         ...
 
@@ -62,7 +67,12 @@ class FastStepCost(Protocol):
     """
 
     def decode_totals(
-        self, bs: int, padded_bs: int, kv_total: Sequence[float] | np.ndarray, graph: bool
+        self,
+        bs: int,
+        padded_bs: int,
+        kv_total: Sequence[float] | np.ndarray,
+        graph: bool,
+        shared_kv: float = 0.0,
     ) -> tuple[list[float], AddBySource]:
         """decode_steps' per-step totals (µs) as a list, and `add_by_source(acc, n)`, which adds the per-source sum
         over the first n steps to `acc` (a list of len(SOURCES) floats)."""

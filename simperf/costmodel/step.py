@@ -90,6 +90,9 @@ class _DecodeAttention:
     fixed_axes: dict[str, float]  # every axis but kv_len
     along_kv: AxisSlice  # the curve as a function of kv_len at these fixed axes (exact inside the grid)
     kv_offset: float = 0.0  # added to the step's mean KV length (a verify step's q_len - 1 extra tokens)
+    # 1 - the measured read cost of a shared prefix token (perfdb/shared_reads.py): the step's mean KV length drops
+    # by this x its duplicated reads per row; 0 where the kernel's sharing was never measured (distinct price)
+    shared_discount: float = 0.0
 
 
 class SGLangStepCost:
@@ -231,18 +234,22 @@ class SGLangStepCost:
             cache_key, lambda: self._extend_cost(ext, pre, dec, gathered_rows, gathered_logit_rows)
         )
 
-    def decode_steps(self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool) -> np.ndarray:
+    def decode_steps(
+        self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool, shared_kv: float = 0.0
+    ) -> np.ndarray:
         if bs < 1 or padded_bs < bs:
             raise ValueError(f"need 1 <= bs <= padded_bs, got bs={bs}, padded_bs={padded_bs}")
         base, attention, eager = self._decode_entry(bs, padded_bs, graph)
         kv_mean = self._attention_kv_mean(
             np.asarray(kv_total, dtype=np.float64).reshape(-1), bs, padded_bs, graph
         )
+        shared_per_row = shared_kv / self._attention_rows(bs, padded_bs, graph)
         k = kv_mean.size
         out = np.empty((k, NUM_SOURCES))
         out[:] = base
         for a in attention:
-            us, src = a.along_kv.values(kv_mean + a.kv_offset if a.kv_offset else kv_mean)
+            shift = a.kv_offset - a.shared_discount * shared_per_row
+            us, src = a.along_kv.values(kv_mean + shift if shift else kv_mean)
             if isinstance(src, int):
                 out[:, src] += us * a.count
             else:
@@ -254,11 +261,17 @@ class SGLangStepCost:
         return out
 
     def decode_totals(
-        self, bs: int, padded_bs: int, kv_total: list[float] | np.ndarray, graph: bool
+        self,
+        bs: int,
+        padded_bs: int,
+        kv_total: list[float] | np.ndarray,
+        graph: bool,
+        shared_kv: float = 0.0,
     ) -> tuple[list[float], AddBySource]:
         """decode_steps for the simulator's hot loop: per-step totals (µs), and `add_by_source(acc, n)`, which adds
         the per-source sum over the first n steps to `acc` (a list of len(SOURCES) floats) — the same numbers as
-        decode_steps, without building the (k, sources) matrix.
+        decode_steps, without building the (k, sources) matrix. shared_kv: duplicated prefix reads of the batch
+        (constant over the steps: the running set does not change within them), as in decode_steps.
 
         kv_total may be a list: most calls cover a few steps, where numpy's per-call overhead would dominate, so
         the arithmetic around the curve lookups runs on Python floats (the same IEEE operations as the arrays)."""
@@ -275,7 +288,8 @@ class SGLangStepCost:
             kv_mean = (kv_total + pad) / div if pad else kv_total / div
         totals: list[float] | np.ndarray | None = None
         parts: list[tuple[list[float], np.ndarray | None, int | np.ndarray]] = []
-        for along, count, offset in attention:
+        for along, count, kv_offset, discount in attention:
+            offset = kv_offset - discount * shared_kv / div if shared_kv and discount else kv_offset
             scalar = None
             if small:
                 xs = [m + offset for m in kv_mean] if offset else kv_mean
@@ -327,7 +341,7 @@ class SGLangStepCost:
         offset) per attention op, the eager overhead, and the padding/divisor of the mean KV length."""
         base, attention, eager = self._decode_entry(bs, padded_bs, graph)
         pad, div = (padded_bs - bs, padded_bs) if graph and padded_bs > bs else (0, bs)
-        ops = [(a.along_kv, a.count, a.kv_offset) for a in attention]
+        ops = [(a.along_kv, a.count, a.kv_offset, a.shared_discount) for a in attention]
         return base, base.tolist(), float(base.sum()), ops, eager, pad, div
 
     # ---- breakdowns ---------------------------------------------------------------------------------------------
@@ -344,12 +358,36 @@ class SGLangStepCost:
         graph = self._extend_graph(int(sum(int(x) for x in extend_lens)) + _size(decode_kv_lens))
         return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows, extend=True)]
 
-    def breakdown_decode(self, bs: int, padded_bs: int, kv_total: int, graph: bool) -> list[BreakdownRow]:
+    def breakdown_decode(
+        self, bs: int, padded_bs: int, kv_total: int, graph: bool, shared_kv: float = 0.0
+    ) -> list[BreakdownRow]:
         rows_bs = padded_bs if graph else bs
         kv_mean = float(self._attention_kv_mean(np.asarray(float(kv_total)), bs, padded_bs, graph))
-        ops = self.decode_ops(rows_bs, padded_bs, kv_mean)
+        shared_per_row = shared_kv / self._attention_rows(bs, padded_bs, graph)
+        ops = self.decode_ops(rows_bs, padded_bs, kv_mean, shared_per_row)
         rows = [self._breakdown_row(op) for op in ops]
+        if shared_per_row:
+            rows = [
+                self._shared_read_note(row, op, shared_per_row) for row, op in zip(rows, ops, strict=True)
+            ]
         return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows)]
+
+    def _shared_read_note(self, row: BreakdownRow, op: OpCall, shared_per_row: float) -> BreakdownRow:
+        """A decode attention row's detail says what its shared prefix reads cost, or that they were not measured."""
+        if "kv_len" not in op.axes:
+            return row
+        found = self.shared_read_cost(op)
+        if found is None:
+            note = (
+                f"{shared_per_row:.0f} of each request's KV tokens are shared prefix pages another request "
+                "reads: priced as distinct (this kernel's shared reads were never measured on this GPU)"
+            )
+        else:
+            note = (
+                f"{shared_per_row:.0f} of each request's KV tokens are shared prefix reads, priced at "
+                f"{found[0]:.3g} of a distinct one (measured on {found[1]}, perfdb/shared_reads.py)"
+            )
+        return dc_replace(row, detail=f"{row.detail}; {note}")
 
     # ---- op lists (public for reports and tests) ---------------------------------------------------------------
     def extend_ops(
@@ -378,14 +416,19 @@ class SGLangStepCost:
         convert = self._kv_conversion_op(plan)
         return ops if convert is None else [*ops, convert]
 
-    def decode_ops(self, bs: int, padded_bs: int, kv_len: float) -> list[OpCall]:
+    def decode_ops(self, bs: int, padded_bs: int, kv_len: float, shared_per_row: float = 0.0) -> list[OpCall]:
+        """One decode iteration's ops at mean KV length `kv_len`; each attention op at its effective length when
+        `shared_per_row` of every row's KV tokens are shared prefix reads (perfdb/shared_reads.py)."""
         rows, attention = self.decode_parts(bs, padded_bs, kv_len)
-        return rows + [
-            dc_replace(op, axes={**op.axes, "kv_len": np.asarray(op.axes["kv_len"]) + offset})
-            if offset
-            else op
-            for op, offset in attention
-        ]
+        out = list(rows)
+        for op, offset in attention:
+            shift = offset - self._shared_discount(op) * shared_per_row if shared_per_row else offset
+            out.append(
+                dc_replace(op, axes={**op.axes, "kv_len": np.asarray(op.axes["kv_len"]) + shift})
+                if shift
+                else op
+            )
+        return out
 
     # ---- internals ------------------------------------------------------------------------------------------------
     @property
@@ -495,6 +538,11 @@ class SGLangStepCost:
         return OpCall("kv_layout_convert", "elementwise", keys, {"m": kv_tokens}, self.arch.num_layers)
 
     @staticmethod
+    def _attention_rows(bs: int, padded_bs: int, graph: bool) -> int:
+        """Requests the decode attention kernel runs: the graph bucket's padded batch when replayed."""
+        return padded_bs if graph and padded_bs > bs else bs
+
+    @staticmethod
     def _attention_kv_mean(kv_total: np.ndarray, bs: int, padded_bs: int, graph: bool) -> np.ndarray:
         """Mean KV length per attention row. A CUDA graph replays the bucket's batch: the padding rows attend one
         token each (SGLang's fill value), so the kernel sees `padded_bs` requests holding the real KV plus one
@@ -534,7 +582,14 @@ class SGLangStepCost:
                 fixed = {name: float(v) for name, v in op.axes.items() if name != "kv_len"}
                 curve = self._resolve(op)[1]
                 attention.append(
-                    _DecodeAttention(curve, op.count, fixed, curve.along("kv_len", **fixed), offset)
+                    _DecodeAttention(
+                        curve,
+                        op.count,
+                        fixed,
+                        curve.along("kv_len", **fixed),
+                        offset,
+                        self._shared_discount(op),
+                    )
                 )
             ops = rows + [op for op, _ in attention_ops_]
             kernels = sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
@@ -545,6 +600,18 @@ class SGLangStepCost:
             hit = (base, attention, None if graph else overhead)
             self._decode[key] = hit
         return hit
+
+    def shared_read_cost(self, op: OpCall) -> tuple[float, str] | None:
+        """(read cost of a duplicated shared-prefix token, the kernel variant it was measured on) for a decode
+        attention op; None where this kernel's sharing was never measured on this GPU (perfdb/shared_reads.py). The
+        kernel is the one SGLang runs (the op's preferred key), whichever key's table prices it: a proxy's sharing
+        says nothing about the kernel's."""
+        costs = self.db.shared_reads
+        return None if costs is None else costs.cost(op.op, op.key)
+
+    def _shared_discount(self, op: OpCall) -> float:
+        found = self.shared_read_cost(op)
+        return 0.0 if found is None else 1.0 - found[0]
 
     def _row_table(self, method: str, part: str, arch: ModelArch | None = None) -> RowCostTable:
         """Row costs of one part ("local": this rank's attention-side rows; "gathered": all DP ranks' rows)."""

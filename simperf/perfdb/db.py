@@ -49,6 +49,8 @@ from simperf.perfdb.ratios import RatioTable, read_ratios
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
 from simperf.perfdb.scaled import ScaledModel, read_scaled_from, reference_directory
 from simperf.perfdb.schema import OP_SPECS, SOURCE_INDEX, SOURCES, OpSpec, arrow_schema
+from simperf.perfdb.shared_reads import SharedReadCosts
+from simperf.perfdb.shared_reads import read_costs as read_shared_reads
 from simperf.perfdb.vintage import VintageChoice, select_vintages
 
 _EXTRAPOLATED = SOURCE_INDEX["extrapolated"]
@@ -385,6 +387,10 @@ class PerfDB:
         # one CTA's lone stream rate per kernel (ctastream.py): prices ragged GQA decode batches; None: mean KV.
         # load() puts the directory's own in place of the reference's.
         self.cta_stream: CtaStreamRates | None = _borrowed_cta_stream(reference)
+        # what a decode kernel pays to read a shared prefix page again (shared_reads.py); None: the distinct price.
+        # Not borrowed from a reference: it is a ratio of L2 to HBM time, which differs between GPUs (H100 0.23,
+        # H200 0.39 for flashinfer's GQA decode)
+        self.shared_reads: SharedReadCosts | None = None
 
     @classmethod
     def load(
@@ -421,6 +427,7 @@ class PerfDB:
         db = cls(gpu, rows, files, Path(directory) if directory is not None else None, reference, ratios)
         db.vintages = vintages
         db.cta_stream = read_cta_stream(directory) or db.cta_stream
+        db.shared_reads = read_shared_reads(directory)
         return db
 
     @classmethod
@@ -640,6 +647,7 @@ class PerfDB:
             "vintages": [v.describe() for v in self.vintages],
             "scaled_ratios": self.ratios.provenance if self.ratios is not None else None,
             "cta_stream": self.cta_stream.provenance if self.cta_stream is not None else None,
+            "shared_reads": self.shared_reads.provenance if self.shared_reads is not None else None,
         }
         for column in _PROVENANCE_LISTS:
             info[column] = _distinct(rows, column)

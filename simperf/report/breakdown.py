@@ -21,6 +21,12 @@ def representative_steps(prediction) -> tuple[int, int, int, float]:
     return prefill_tokens, bs, padded, max(kv_mean, 1.0)
 
 
+def representative_shared_reads(prediction) -> float:
+    """Mean shared prefix reads per decode iteration (KV tokens another running request also reads) of the run."""
+    stats = prediction.stats
+    return stats.decode_shared_reads / stats.decode_iterations if stats.decode_iterations else 0.0
+
+
 _COLUMNS = (
     Col("op", "op"),
     Col("kind", "kind"),
@@ -142,18 +148,18 @@ def breakdown_tables(prediction) -> list[TableData]:
     cost = prediction.cost
     extend = cost.breakdown_extend(np.array([tokens]), np.array([0]))
     graph = padded <= (prediction.serving.cuda_graph_max_bs or 0)
-    decode = cost.breakdown_decode(bs, padded, round(kv_mean * bs), graph)
+    shared = representative_shared_reads(prediction)
+    decode = cost.breakdown_decode(bs, padded, round(kv_mean * bs), graph, shared)
+    title = f"Representative decode step: batch {bs} (graph bucket {padded}), mean KV {kv_mean:.0f} tokens"
+    if shared:
+        title += f", {shared / bs:.0f} of them shared prefix reads"
     return [
         _table(
             f"Representative prefill step: one request of {tokens} new tokens (the run's mean)",
             extend,
             "prefill",
         ),
-        _table(
-            f"Representative decode step: batch {bs} (graph bucket {padded}), mean KV {kv_mean:.0f} tokens",
-            decode,
-            "decode",
-        ),
+        _table(title, decode, "decode"),
         host_cost_table(prediction, tokens, bs, next((r.count for r in extend if r.op == "overhead"), 0)),
     ]
 

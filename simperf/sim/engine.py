@@ -130,6 +130,9 @@ class SimStats:
     extend_tokens: int = 0  # new tokens over all extend batches (rank 0's view under DP)
     decode_rows: int = 0  # Σ batch size over decode iterations
     decode_kv_tokens: float = 0.0  # Σ KV tokens read over decode iterations (per rank)
+    decode_shared_reads: float = (
+        0.0  # Σ of those that another running request also reads (shared prefix pages)
+    )
     frontend_max_wait_s: float = 0.0  # longest a batch's chunks waited for the API server (sim/frontend.py)
 
     def source_shares(self) -> dict[str, float]:
@@ -727,6 +730,7 @@ class Simulator:
             k_max if k_max <= 8 or next_ready == math.inf else self._iterations_to_price(k_max, c, next_ready)
         )
         kv0 = ranks[0].decode_kv_now()
+        shared0 = ranks[0].shared_prefix_reads()  # before the commit: finishing requests stop reading
         totals, add_by_source = self.pricer.decode(ranks, max_bs, padded_bs, graph, k_eval, kv0)
         step_s = [t * US for t in totals]
         self._last_decode_us = step_s[-1] / US
@@ -741,6 +745,7 @@ class Simulator:
         stats.decode_iterations += k_done
         stats.decode_rows += max_bs * k_done
         stats.decode_kv_tokens += kv0 * k_done + ranks[0].tokens_per_step * max_bs * k_done * (k_done - 1) / 2
+        stats.decode_shared_reads += shared0 * k_done
         stats.decode_runs += 1
         stats.gpu_busy_s += sum(step_s[:k_done])
         if graph:

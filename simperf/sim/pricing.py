@@ -94,7 +94,9 @@ class StepPricer:
                 kv_totals: list[float] | np.ndarray = [kv0 + kv_step * j for j in range(k)]
             else:
                 kv_totals = kv0 + kv_step * self._offset_array(k)
-            return self._fast_decode.decode_totals(max_bs, padded_bs, kv_totals, graph)
+            return self._fast_decode.decode_totals(
+                max_bs, padded_bs, kv_totals, graph, rank.shared_prefix_reads()
+            )
         steps = self._lockstep_decode(ranks, padded_bs, graph, k)
 
         def add_by_source(acc: list[float], n: int) -> None:
@@ -107,7 +109,13 @@ class StepPricer:
         step = None
         offsets = self._offset_array(k)
         for rank in ranks:
-            cost = self.cost.decode_steps(len(rank.running), padded_bs, rank.decode_kv_totals(offsets), graph)
+            cost = self.cost.decode_steps(
+                len(rank.running),
+                padded_bs,
+                rank.decode_kv_totals(offsets),
+                graph,
+                rank.shared_prefix_reads(),
+            )
             if step is None:
                 step = cost
             else:

@@ -16,7 +16,7 @@ from collections import deque
 
 import numpy as np
 
-from simperf.radix_cache import RadixCache
+from simperf.radix_cache import Lease, RadixCache
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sglang_defaults import (
     CLIP_MAX_NEW_TOKENS,
@@ -86,6 +86,9 @@ class RankState:
         # radix cache (docs/serving-model.md §1.9): cached tokens share the pool with requests' private KV; `used` counts the
         # private part, the cache its own, and unlocked cached tokens count as free for admission
         self.cache: RadixCache | None = None
+        # the lease each running request reads its cached prefix through (RadixCache.add_reader): the decode
+        # batch's duplicated prefix reads, priced at the measured L2 read cost (shared_prefix_reads)
+        self._reading: dict[int, Lease] = {}
         self.policy: SchedulePolicy = make_policy("fcfs", None)
         spec = serving.speculative
         self.tokens_per_step = sampler.mean if sampler is not None else 1.0
@@ -124,9 +127,28 @@ class RankState:
             self._phase_base[phase] += streamed_base
         if remaining > CLIP_MAX_NEW_TOKENS:
             self._long.add(r)
+        self._start_reading(r)
+
+    def _start_reading(self, r: int) -> None:
+        lease = self.t.lease[r]
+        if self.cache is not None and lease is not None and lease.tokens > 0:
+            self.cache.add_reader(lease)
+            self._reading[r] = lease
+
+    def _stop_reading(self, r: int) -> None:
+        lease = self._reading.pop(r, None)
+        if lease is not None:
+            self.cache.remove_reader(lease)  # type: ignore[union-attr]
+
+    def shared_prefix_reads(self) -> int:
+        """KV tokens the next decode step reads that another running request also reads: shared prefix pages
+        (radix-cache hits of one prefix), counted once per reader beyond the first. Constant while the running
+        set is (a decode run's contract); 0 without a prefix cache."""
+        return self.cache.duplicated_reads if self.cache is not None else 0
 
     def _leave(self, r: int) -> None:
         t = self.t
+        self._stop_reading(r)
         pos = self._running_pos.pop(r)
         del self._join_seq[r]
         last = self.running.pop()
@@ -411,9 +433,11 @@ class RankState:
         self.cache.capacity_tokens = self.capacity - self.used + t.kv_alloc[r]
         self.cache.insert(t.hashes[r], t.fill_len[r])
         lease = self.cache.lock(t.hashes[r], t.fill_len[r])
+        self._stop_reading(r)
         if t.lease[r] is not None:
             self.cache.release(t.lease[r])
         t.lease[r] = lease
+        self._start_reading(r)
         moved = lease.tokens - t.prefix_hit[r]
         if moved > 0:
             t.prefix_hit[r] = lease.tokens

@@ -9,6 +9,8 @@ are priced at their mean KV length — a ragged flashinfer GQA decode batch plus
 requests cost as CTAs sharing HBM (perfdb/ctastream.py, where the GPU's per-CTA stream rate was measured) —, a
 ragged extend batch as the work-equivalent batch of
 models.ops.extend_group, but no shorter than its longest request alone (the cost model's OpCall.floor_axes).
+A decode batch whose requests share prefix pages (the designed shared-prefix set) is priced at the effective KV
+length of perfdb/shared_reads.py, as the simulator prices a batch that reads radix-cache hits.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from simperf.calibrate.backends.common import PrefixGroups
 from simperf.models.ops import AttentionGroup, extend_group, straggler_axes
-from simperf.perfdb import ctastream, workplan
+from simperf.perfdb import ctastream, shared_reads, workplan
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.schema import OP_SPECS
 
@@ -68,9 +71,32 @@ def decode_kv_lens(point: dict[str, Any]) -> np.ndarray | None:
     return np.full(int(point["batch"]), int(point["kv_len"]), dtype=np.int64)
 
 
+def _shared_prefix(db: PerfDB, point: dict[str, Any], curve: Any) -> Prediction | None:
+    """A decode batch whose groups share prefix pages (a `prefix_groups` sample), priced as the simulator prices
+    it: at the effective KV length of perfdb/shared_reads.py; None for any other call, or where the kernel's
+    read cost was never measured on this GPU (then the distinct price stands, as in the simulator)."""
+    spec = PrefixGroups.of(point)
+    found = db.shared_reads.cost(point["op"], curve.key) if spec and db.shared_reads else None
+    if found is None:
+        return None
+    axes = call_axes(point)
+    read_cost, variant = found
+    axes["kv_len"] = shared_reads.effective_kv(
+        axes["kv_len"], spec.duplicated_reads() / axes["batch"], read_cost
+    )
+    if "q_len" in OP_SPECS[point["op"]].axis_columns:
+        axes["q_len"] = float(point["q_len"])
+    timing = curve.timing(**axes)
+    detail = f"{timing.detail}; shared prefix reads at {read_cost:.3g} of a distinct one ({variant})"
+    return Prediction(timing.us, timing.source, detail, curve.backing, axes)
+
+
 def predict(db: PerfDB, point: dict[str, Any]) -> Prediction:
     spec = OP_SPECS[point["op"]]
     curve = db.curve(spec.name, {c: point[c] for c in spec.key_columns})
+    shared = _shared_prefix(db, point, curve)
+    if shared is not None:
+        return shared
     group = _ragged_extend_group(point)
     axes = call_axes(point, group)
     timing = curve.timing(**axes)
