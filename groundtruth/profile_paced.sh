@@ -7,6 +7,8 @@
 # usage (repository root, GPU host, SGLang kit carried): bash groundtruth/profile_paced.sh SECONDS [LOAD...]
 #   LOAD: CONCURRENCY:PROMPTS (default 256:512 512:512 128:256 64:128), run in that order while time is left
 #   METRICS=0 starts the server without --enable-metrics and the per-request export (SGLang's default)
+#   OUTPUT_LEN=N outputs per request (default 512; a few tokens make a run its first burst: the receive phase)
+#   SPY_FORMAT=speedscope keeps py-spy's samples in time order (default raw: collapsed stacks), SPY_RATE=Hz (200)
 # Writes $OUT/paced.tgz: per load bench-cC.jsonl (per-request details), cpu-cC.csv (+ .names), py-spy's collapsed
 # stacks api-cC.txt and client-cC.txt, the server's log, host facts and the exact commands (cmd.txt).
 set -uo pipefail
@@ -38,7 +40,7 @@ for load in $loads; do
   [ $left -gt $(( 40 + n / 8 )) ] || { echo "skip c$c: $left s left"; continue; }
   bench=(python3 -m sglang.bench_serving --backend sglang --host 127.0.0.1 --port 30000 --model "$m" --tokenizer "$m"
          --dataset-path "$prompts" --dataset-name random --random-range-ratio 1 --seed 1 --tokenize-prompt
-         --flush-cache --disable-tqdm --cache-report --random-input-len 128 --random-output-len 512
+         --flush-cache --disable-tqdm --cache-report --random-input-len 128 --random-output-len ${OUTPUT_LEN:-512}
          --num-prompts "$n" --max-concurrency "$c" --output-file "$dest/bench-c$c.jsonl" --output-details)
   echo "${bench[*]}" >> "$dest/cmd.txt"
   rm -f /tmp/sampler.stop
@@ -46,11 +48,11 @@ for load in $loads; do
   sampler=$!
   apispy=""
   if [ $attach = 1 ]; then
-    "$spy" record --pid $pid --rate 200 --format raw --nonblocking -o "$dest/api-c$c.txt" > "$dest/api-c$c.log" 2>&1 &
+    "$spy" record --pid $pid --rate ${SPY_RATE:-200} --format ${SPY_FORMAT:-raw} --nonblocking -o "$dest/api-c$c.txt" > "$dest/api-c$c.log" 2>&1 &
     apispy=$!
   fi
   if [ -n "$spy" ]; then
-    timeout $left "$spy" record --rate 200 --format raw --nonblocking -o "$dest/client-c$c.txt" -- "${bench[@]}" \
+    timeout $left "$spy" record --rate ${SPY_RATE:-200} --format ${SPY_FORMAT:-raw} --nonblocking -o "$dest/client-c$c.txt" -- "${bench[@]}" \
       > "$dest/client-c$c.log" 2>&1
   else
     timeout $left "${bench[@]}" > "$dest/client-c$c.log" 2>&1

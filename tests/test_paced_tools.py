@@ -85,7 +85,23 @@ def test_the_reduction_keeps_the_summary_and_the_four_processes(tmp_path):
             f"{t},14,{i}",
         ]
     (src / "cpu-c4.csv").write_text("\n".join(lines) + "\n")
+    (src / "export").mkdir()
+    record = {
+        "prompt_tokens": 128,
+        "completion_tokens": 8,
+        "request_received_ts": 100.5,
+        "prefill_finished_time": 100.6,
+    }
+    (src / "export" / "sglang-request-metrics-1.log").write_text(
+        json.dumps({**record, "request_received_ts": 101.0}) + "\n" + json.dumps(record) + "\n"
+    )
     reduce_paced.main_args(src, dest, stacks=False)
+    exported = list(csv.DictReader((dest / "requests.csv").open()))
+    assert [r["request_received_ts"] for r in exported] == [
+        "0.000000",
+        "0.500000",
+    ]  # receipt order, from the first
+    assert exported[0]["prefill_finished_time"] == "0.100000" and exported[0]["forward_entry_time"] == ""
     summary = json.loads((dest / "bench-c4.json").read_text())
     assert summary["ttfts"] == [2.0] and "itls" not in summary and "generated_texts" not in summary
     rows = list(csv.DictReader((dest / "cpu-c4.csv").open()))
