@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from simperf.calibrate.backends.common import PrefixGroups, distinct_pages, page_lists
+from simperf.calibrate.backends.common import distinct_pages, page_lists
 from simperf.perfdb.offgrid import shared_prefix
+from simperf.perfdb.shared_reads import PrefixGroups
 
 
 def test_a_group_shares_its_prefix_pages_and_nothing_else():

@@ -602,12 +602,14 @@ class SGLangStepCost:
         return hit
 
     def shared_read_cost(self, op: OpCall) -> tuple[float, str] | None:
-        """(read cost of a duplicated shared-prefix token, the kernel variant it was measured on) for a decode
-        attention op; None where this kernel's sharing was never measured on this GPU (perfdb/shared_reads.py). The
+        """(read cost of a duplicated shared-prefix token at the op's batch, the kernel variant it was measured on)
+        for a decode attention op; None where this kernel's sharing was never measured on this GPU (perfdb/shared_reads.py). The
         kernel is the one SGLang runs (the op's preferred key), whichever key's table prices it: a proxy's sharing
         says nothing about the kernel's."""
         costs = self.db.shared_reads
-        return None if costs is None else costs.cost(op.op, op.key)
+        if costs is None:
+            return None
+        return costs.cost(op.op, op.key, float(np.asarray(op.axes["batch"]).reshape(-1)[0]))
 
     def _shared_discount(self, op: OpCall) -> float:
         found = self.shared_read_cost(op)

@@ -388,8 +388,8 @@ class PerfDB:
         # load() puts the directory's own in place of the reference's.
         self.cta_stream: CtaStreamRates | None = _borrowed_cta_stream(reference)
         # what a decode kernel pays to read a shared prefix page again (shared_reads.py); None: the distinct price.
-        # Not borrowed from a reference: it is a ratio of L2 to HBM time, which differs between GPUs (H100 0.23,
-        # H200 0.39 for flashinfer's GQA decode)
+        # Not borrowed from a reference: it is a ratio of L2 to HBM time, which differs between GPUs (H100 0.19-0.26,
+        # H200 0.35-0.44 for flashinfer's GQA decode at 32q/8kv)
         self.shared_reads: SharedReadCosts | None = None
 
     @classmethod

@@ -11,19 +11,21 @@ counts `read_cost` of a distinct one,
 
 and the table prices the batch at kv_effective / batch as before (costmodel/step.py).
 
-`read_cost` is measured per GPU and kernel variant (op, table backend, heads per rank, KV dtype, page size) from the
-designed pairs of `calibration/offgrid/shared-prefix.jsonl` (perfdb/offgrid/shared_prefix.py): the same ragged batch
-timed with distinct pages and with each group's prefix pages shared. Each pair implies the read cost at which the
-table's time ratio between the two effective lengths equals the measured one; the variant's value is the median.
+`read_cost` is measured per GPU, kernel variant (op, table backend, heads per rank, KV dtype, page size) and batch
+size from the designed pairs of `calibration/offgrid/shared-prefix*.jsonl` (perfdb/offgrid/shared_prefix.py): the
+same ragged batch timed with distinct pages and with each group's prefix pages shared. Each pair implies the read
+cost at which the table's time ratio between the effective and the full length equals the measured one; the
+variant's value at a batch size is the median over its pairs of that size, interpolated in log(batch) between sizes.
 
     python -m simperf.perfdb.shared_reads calibration/h100 calibration/offgrid/shared-prefix-h100-results.jsonl \
         calibration/offgrid/shared-prefix-fa3-h100-results.jsonl
 
-writes <calibration dir>/shared_reads.yaml (with provenance); PerfDB.load reads it. Measured on the H100: ~0.25
-for flashinfer's GQA decode, ~0.45 for its fa3 MLA decode at 16 heads, ~0.8 at 128 (compute-bound); the H200's
-faster HBM makes L2 relatively less of a gain (0.4 / 0.68 / 0.88), as the bandwidth ratio says. A variant of a
-measured op and backend takes the nearest measured one (heads per KV head, then heads, then page size), labelled;
-an op and backend never measured (SGLang's FA3 kernel, FlashMLA) reads shared pages at the distinct price.
+writes <calibration dir>/shared_reads.yaml (with provenance); PerfDB.load reads it. Measured on the H100: 0.17-0.40
+for flashinfer's GQA decode, 0.42-0.54 for its fa3 MLA decode at 16 heads, 0.6-0.83 at 128 (compute-bound), and
+0.26 at 8 requests to 0.75 at 128 for SGLang's FA3 (its saving fades with the batch); the H200's faster HBM makes L2
+relatively less of a gain at every size (0.35-0.56 / 0.63-0.74 / 0.79-0.90), as the bandwidth ratio says. A variant
+of a measured op and backend takes the nearest measured one (heads per KV head, then heads, then page size),
+labelled; an op and backend never measured (FlashMLA, NSA; FA3 on the H200) reads shared pages at the distinct price.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -46,15 +49,46 @@ MAX_READ_COST = 2.0
 
 
 @dataclass(frozen=True)
+class PrefixGroups:
+    """Requests that share their first `prefix_len` KV tokens: the same physical pages, as SGLang's radix cache
+    hands every request that hit one cached prefix (`srt/mem_cache/radix_cache.py`: the matched nodes' KV slots
+    go into each request's `req_to_token` row). `group[i]` names request i's prefix; -1 shares nothing.
+
+    A point carries it as the key `prefix_groups` (JSON `{"prefix_len": P, "group": [...]}`): off-grid samples
+    only, never a table column (the tables time requests with distinct pages)."""
+
+    prefix_len: int
+    group: tuple[int, ...]
+
+    @classmethod
+    def of(cls, point: dict[str, Any]) -> PrefixGroups | None:
+        raw = point.get("prefix_groups")
+        if not raw:
+            return None
+        spec = json.loads(raw) if isinstance(raw, str) else raw
+        return cls(int(spec["prefix_len"]), tuple(int(g) for g in spec["group"]))
+
+    def duplicated_reads(self) -> int:
+        """KV tokens the batch reads that another of its requests also reads: each group's readers beyond the
+        first, times the prefix (what the simulator's RadixCache.duplicated_reads counts)."""
+        members = [g for g in self.group if g >= 0]
+        return (len(members) - len(set(members))) * self.prefix_len
+
+    def to_json(self) -> str:
+        return json.dumps({"prefix_len": self.prefix_len, "group": list(self.group)}, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
 class SharedReadCosts:
     """Read cost of a duplicated KV token relative to a distinct one, per kernel variant (`variant_name`)."""
 
-    read_cost: dict[str, float]
+    read_cost: dict[str, dict[int, float]]  # variant -> batch (requests) -> read cost
     provenance: str
 
-    def cost(self, op: str, key: dict) -> tuple[float, str] | None:
-        """(read cost, the variant measured) for a decode attention key: its own variant, else the nearest
-        measured one of the same op and backend; None when that op and backend were never measured."""
+    def cost(self, op: str, key: dict, batch: float) -> tuple[float, str] | None:
+        """(read cost, the variant measured) for a decode attention key at `batch` requests: its own variant, else
+        the nearest measured one of the same op and backend, at the batch interpolated linearly in log(batch)
+        between the measured ones (the nearest outside them); None when that op and backend were never measured."""
         same = [v for v in map(parse_variant, self.read_cost) if v[:2] == (op, key.get("backend"))]
         if not same:
             return None
@@ -71,7 +105,10 @@ class SharedReadCosts:
 
         nearest = min(same, key=distance)
         name = variant_name(*nearest)
-        return self.read_cost[name], name
+        by_batch = sorted(self.read_cost[name].items())
+        batches = np.log([b for b, _ in by_batch])
+        value = float(np.interp(math.log(max(batch, 1.0)), batches, [c for _, c in by_batch]))
+        return value, name
 
 
 def variant_name(op: str, backend: str, heads: int, kv_heads: int, kv_dtype: str, page: int) -> str:
@@ -107,19 +144,30 @@ def read_costs(directory: Path | None) -> SharedReadCosts | None:
         raise ValueError(f"{path}: format: expected {FORMAT!r}")
     table = data.get("read_cost")
     if not isinstance(table, dict) or not table:
-        raise ValueError(f"{path}: read_cost: expected a mapping of kernel variant to a read cost, e.g. "
-                         f"{{{variant_name('attn_gqa_decode', 'flashinfer', 32, 8, 'bf16', 1)}: 0.25}}")  # fmt: skip
-    costs = {}
-    for name, value in table.items():
+        raise ValueError(f"{path}: read_cost: expected a mapping of kernel variant to read cost by batch, e.g. "
+                         f"{{{variant_name('attn_gqa_decode', 'flashinfer', 32, 8, 'bf16', 1)}: {{16: 0.25}}}}")  # fmt: skip
+    costs: dict[str, dict[int, float]] = {}
+    for name, by_batch in table.items():
         try:
             parse_variant(name)
         except ValueError as exc:
             raise ValueError(f"{path}: read_cost.{name}: {exc}") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_READ_COST:
+        if not isinstance(by_batch, dict) or not by_batch:
             raise ValueError(
-                f"{path}: read_cost.{name}: expected a number in [0, {MAX_READ_COST}], got {value!r}"
+                f"{path}: read_cost.{name}: expected a mapping of batch size to read cost, got {by_batch!r}"
             )
-        costs[str(name)] = float(value)
+        costs[str(name)] = {}
+        for batch, value in by_batch.items():
+            where = f"{path}: read_cost.{name}.{batch}"
+            if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+                raise ValueError(f"{where}: expected a batch size (an integer >= 1) as the key")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 <= value <= MAX_READ_COST
+            ):
+                raise ValueError(f"{where}: expected a number in [0, {MAX_READ_COST}], got {value!r}")
+            costs[str(name)][batch] = float(value)
     return SharedReadCosts(costs, f"{path.name}: {data.get('source', '')}")
 
 
@@ -147,7 +195,6 @@ class Pair:
 
 def pairs(samples: Path, results: Path) -> list[Pair]:
     """The timed pairs of the designed set (ids 2i distinct, 2i + 1 shared), both halves ok."""
-    from simperf.calibrate.backends.common import PrefixGroups
     from simperf.perfdb.offgrid.report import timed_samples
     from simperf.perfdb.schema import OP_SPECS
 
@@ -211,9 +258,10 @@ def samples_of(results: Path) -> Path:
     return named if named.is_absolute() else REPO_ROOT / named
 
 
-def derive(results: list[Path], db: object) -> dict[str, dict[str, float]]:
-    """Per variant, over the pairs of every results file: the median implied read cost, the pairs, and the median /
-    p90 |error| of the shared-pages time at that cost (and priced as distinct pages, as before the model)."""
+def derive(results: list[Path], db: object) -> dict[str, dict]:
+    """Per variant, over the pairs of every results file: the median implied read cost per batch size, the pairs,
+    and the median / p90 |error| of the shared-pages time at those costs (and priced as distinct pages, as before
+    the model)."""
     implied: dict[str, list[tuple[Pair, object, float]]] = {}
     for path in results:
         for pair in pairs(samples_of(path), path):
@@ -222,11 +270,14 @@ def derive(results: list[Path], db: object) -> dict[str, dict[str, float]]:
             implied.setdefault(name, []).append((pair, curve, implied_read_cost(pair, curve)))
     out = {}
     for name, rows in sorted(implied.items()):
-        cost = round(float(np.median([r for *_, r in rows])), 3)
-        errors = np.abs([predicted_shared_us(p, c, cost) / p.shared_us - 1 for p, c, _ in rows])
+        by_batch = {
+            batch: round(float(np.median([r for p, _, r in rows if p.batch == batch])), 3)
+            for batch in sorted({p.batch for p, _, _ in rows})
+        }
+        errors = np.abs([predicted_shared_us(p, c, by_batch[p.batch]) / p.shared_us - 1 for p, c, _ in rows])
         distinct = np.abs([p.distinct_us / p.shared_us - 1 for p, _, _ in rows])
         out[name] = {
-            "read_cost": cost,
+            "read_cost": by_batch,
             "pairs": len(rows),
             "median_error": round(float(np.median(errors)), 4),
             "p90_error": round(float(np.quantile(errors, 0.9)), 4),
@@ -246,7 +297,7 @@ def write_costs(directory: Path, results: list[Path]) -> dict[str, dict[str, flo
         "format": FORMAT,
         "read_cost": {name: d["read_cost"] for name, d in derived.items()},
         "fit": {name: {k: v for k, v in d.items() if k != "read_cost"} for name, d in derived.items()},
-        "source": "median over the designed pairs (one ragged batch with distinct and with shared prefix pages; "
+        "source": "median per batch size over the designed pairs (one ragged batch with distinct and with shared prefix pages; "
         f"{', '.join(r.name for r in results)}) of the read cost at which the table's time ratio between the "
         f"effective and the full KV length equals the measured one; python -m simperf.perfdb.shared_reads "
         f"{directory} {names}",
@@ -272,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{exc}", file=sys.stderr)
         return 2
     for name, d in derived.items():
-        print(f"{name}: read cost {d['read_cost']:.3f} over {d['pairs']} pairs, median |error| "
+        costs = ", ".join(f"{c:.2f}" for c in d["read_cost"].values())
+        print(f"{name}: read cost {costs} (batch {', '.join(map(str, d['read_cost']))}) over {d['pairs']} pairs, median |error| "
               f"{d['median_error']:.1%} (p90 {d['p90_error']:.1%}; as distinct pages "
               f"{d['median_error_as_distinct']:.1%})", file=sys.stderr)  # fmt: skip
     print(f"wrote {args.directory / SHARED_FILE}", file=sys.stderr)

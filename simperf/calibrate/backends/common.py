@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from simperf.calibrate.measure import Unsupported
+from simperf.perfdb.shared_reads import PrefixGroups
 
 T = TypeVar("T")
 
@@ -54,36 +54,6 @@ def workspace(ctx: Any, name: str = "float_workspace", nbytes: int = WORKSPACE_B
         buf = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
         ctx.cache[name] = buf
     return buf
-
-
-@dataclass(frozen=True)
-class PrefixGroups:
-    """Requests that share their first `prefix_len` KV tokens: the same physical pages, as SGLang's radix cache
-    hands every request that hit one cached prefix (`srt/mem_cache/radix_cache.py`: the matched nodes' KV slots
-    go into each request's `req_to_token` row). `group[i]` names request i's prefix; -1 shares nothing.
-
-    A point carries it as the key `prefix_groups` (JSON `{"prefix_len": P, "group": [...]}`): off-grid samples
-    only, never a table column (the tables time requests with distinct pages)."""
-
-    prefix_len: int
-    group: tuple[int, ...]
-
-    @classmethod
-    def of(cls, point: dict[str, Any]) -> PrefixGroups | None:
-        raw = point.get("prefix_groups")
-        if not raw:
-            return None
-        spec = json.loads(raw) if isinstance(raw, str) else raw
-        return cls(int(spec["prefix_len"]), tuple(int(g) for g in spec["group"]))
-
-    def duplicated_reads(self) -> int:
-        """KV tokens the batch reads that another of its requests also reads: each group's readers beyond the
-        first, times the prefix (what the simulator's RadixCache.duplicated_reads counts)."""
-        members = [g for g in self.group if g >= 0]
-        return (len(members) - len(set(members))) * self.prefix_len
-
-    def to_json(self) -> str:
-        return json.dumps({"prefix_len": self.prefix_len, "group": list(self.group)}, separators=(",", ":"))
 
 
 def page_lists(

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from simperf.calibrate.backends.common import PrefixGroups
 from simperf.models.ops import AttentionGroup, extend_group, straggler_axes
 from simperf.perfdb import ctastream, shared_reads, workplan
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.schema import OP_SPECS
+from simperf.perfdb.shared_reads import PrefixGroups
 
 EXTEND_OPS = ("attn_mha_prefill", "attn_mla_extend")
 DECODE_OPS = ("attn_mla_decode", "attn_gqa_decode", "attn_nsa_decode")
@@ -76,10 +76,10 @@ def _shared_prefix(db: PerfDB, point: dict[str, Any], curve: Any) -> Prediction 
     it: at the effective KV length of perfdb/shared_reads.py; None for any other call, or where the kernel's
     read cost was never measured on this GPU (then the distinct price stands, as in the simulator)."""
     spec = PrefixGroups.of(point)
-    found = db.shared_reads.cost(point["op"], curve.key) if spec and db.shared_reads else None
+    axes = call_axes(point)
+    found = db.shared_reads.cost(point["op"], curve.key, axes["batch"]) if spec and db.shared_reads else None
     if found is None:
         return None
-    axes = call_axes(point)
     read_cost, variant = found
     axes["kv_len"] = shared_reads.effective_kv(
         axes["kv_len"], spec.duplicated_reads() / axes["batch"], read_cost

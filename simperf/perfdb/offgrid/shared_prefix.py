@@ -19,9 +19,9 @@ import json
 import random
 from typing import Any
 
-from simperf.calibrate.backends.common import PrefixGroups
 from simperf.calibrate.grid import MLA_DIMS
 from simperf.calibrate.points import make_point
+from simperf.perfdb.shared_reads import PrefixGroups
 
 SEED = 20261127
 # (op, backend, q heads, kv heads): the GQA layouts of the corpus' dense and MoE models at TP1 (Llama-3.1-8B and
