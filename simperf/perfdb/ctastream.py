@@ -39,6 +39,7 @@ import yaml
 
 from simperf.perfdb import workplan
 from simperf.perfdb.keys import gqa_tensor_cores
+from simperf.perfdb.sidecar import read_sidecar, variant_entries
 
 STREAM_FILE = "cta_stream.yaml"
 KERNEL_KINDS = ("tensor_core", "cuda_core")
@@ -81,25 +82,13 @@ def parse_variant(name: str) -> tuple[str, str, int]:
 
 
 def read_rates(directory: Path | None) -> CtaStreamRates | None:
-    path = Path(directory) / STREAM_FILE if directory is not None else None
-    if path is None or not path.is_file():
+    found = read_sidecar(directory, STREAM_FILE, FORMAT)
+    if found is None:
         return None
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{path}: format: expected {FORMAT!r}")
-    table = data.get("gb_per_s")
-    if not isinstance(table, dict) or not table:
-        raise ValueError(f"{path}: gb_per_s: expected a mapping of kernel variant to GB/s, e.g. "
-                         f"{{{variant_name('tensor_core', 'bf16', 1)}: 37.3}}")  # fmt: skip
+    path, data = found
+    example = f"{variant_name('tensor_core', 'bf16', 1)}: 37.3"
     rates = {}
-    for name, value in table.items():
-        try:
-            parse_variant(name)
-        except ValueError as exc:
-            raise ValueError(f"{path}: gb_per_s.{name}: {exc}") from None
+    for name, value in variant_entries(path, data, "gb_per_s", parse_variant, "GB/s", example):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{path}: gb_per_s.{name}: expected a positive number of GB/s, got {value!r}")
         rates[str(name)] = float(value) * 1e9

@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 import yaml
 
+from simperf.perfdb.sidecar import read_sidecar, variant_entries
+
 SHARED_FILE = "shared_reads.yaml"
 FORMAT = "simperf-shared-reads/1"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -133,25 +135,15 @@ def _variant_of(op: str, key: dict) -> tuple[str, str, int, int, str, int]:
 
 
 def read_costs(directory: Path | None) -> SharedReadCosts | None:
-    path = Path(directory) / SHARED_FILE if directory is not None else None
-    if path is None or not path.is_file():
+    found = read_sidecar(directory, SHARED_FILE, FORMAT)
+    if found is None:
         return None
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{path}: format: expected {FORMAT!r}")
-    table = data.get("read_cost")
-    if not isinstance(table, dict) or not table:
-        raise ValueError(f"{path}: read_cost: expected a mapping of kernel variant to read cost by batch, e.g. "
-                         f"{{{variant_name('attn_gqa_decode', 'flashinfer', 32, 8, 'bf16', 1)}: {{16: 0.25}}}}")  # fmt: skip
+    path, data = found
+    example = f"{variant_name('attn_gqa_decode', 'flashinfer', 32, 8, 'bf16', 1)}: {{16: 0.25}}"
     costs: dict[str, dict[int, float]] = {}
-    for name, by_batch in table.items():
-        try:
-            parse_variant(name)
-        except ValueError as exc:
-            raise ValueError(f"{path}: read_cost.{name}: {exc}") from None
+    for name, by_batch in variant_entries(
+        path, data, "read_cost", parse_variant, "read cost by batch", example
+    ):
         if not isinstance(by_batch, dict) or not by_batch:
             raise ValueError(
                 f"{path}: read_cost.{name}: expected a mapping of batch size to read cost, got {by_batch!r}"
