@@ -9,6 +9,8 @@
 #   METRICS=0 starts the server without --enable-metrics and the per-request export (SGLang's default)
 #   OUTPUT_LEN=N outputs per request (default 512; a few tokens make a run its first burst: the receive phase)
 #   SPY_FORMAT=speedscope keeps py-spy's samples in time order (default raw: collapsed stacks), SPY_RATE=Hz (200)
+#   SERVER_ARGS="..." adds launch_server flags (e.g. --gc-warning-threshold-secs 0.005: SGLang logs every longer
+#   garbage collection of the API server); FREEZE_GC_AFTER=N calls the server's /freeze_gc after the N-th load
 # Writes $OUT/paced.tgz: per load bench-cC.jsonl (per-request details), cpu-cC.csv (+ .names), py-spy's collapsed
 # stacks api-cC.txt and client-cC.txt, the server's log, host facts and the exact commands (cmd.txt).
 set -uo pipefail
@@ -27,7 +29,7 @@ fi
 metrics=(--export-metrics-to-file-dir "$dest/export" --enable-metrics --export-metrics-to-file)
 [ "${METRICS:-1}" = 0 ] && metrics=()
 server=(python3 -m sglang.launch_server --model-path "$m" --tokenizer-path "$m" --host 127.0.0.1 --port 30000
-        --load-format dummy "${metrics[@]}" --attention-backend flashinfer --cuda-graph-max-bs 512)
+        --load-format dummy "${metrics[@]}" --attention-backend flashinfer --cuda-graph-max-bs 512 ${SERVER_ARGS:-})
 source groundtruth/start_server.sh
 start_server "$dest" "$budget" "$t0" SGLANG_LOG_MS=1 SGLANG_RECORD_STEP_TIME=1 SGLANG_LOG_FORWARD_ITERS=1 -- "${server[@]}"
 pid=$server_pid
@@ -60,6 +62,11 @@ for load in $loads; do
   echo "c$c: rc=$? after $(( $(date +%s) - t0 )) s"; tail -25 "$dest/client-c$c.log" | grep -E 'throughput|TTFT|TPOT|ITL' | head -8
   [ -n "$apispy" ] && { kill -INT $apispy; wait $apispy; }
   touch /tmp/sampler.stop; wait $sampler
+  done_loads=$(( ${done_loads:-0} + 1 ))
+  if [ "${FREEZE_GC_AFTER:-0}" = "$done_loads" ]; then
+    python3 -c "import urllib.request as u; print(u.urlopen(u.Request('http://127.0.0.1:30000/freeze_gc', method='POST')).read()[:200])" \
+      2>&1 | tee -a "$dest/cmd.txt"; echo "freeze_gc after load $done_loads" >> "$dest/cmd.txt"
+  fi
 done
 sleep 2; kill -- -$pid 2>/dev/null
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simperf.accuracy.burst import bursts, longest_same_stack
+from simperf.accuracy.burst import bursts, long_collections, longest_same_stack
 
 EXPERIMENT = Path(__file__).resolve().parents[1] / "groundtruth" / "experiments" / "api-server-burst-h100"
 
@@ -49,3 +49,31 @@ def test_a_burst_needs_more_than_its_warm_up_request(tmp_path):
         w.writerows([[128, 0.0], [128, 2.0], [128, 2.0003], [128, 2.0203], [6, 2.03], [128, 2.0206]])
     (burst,) = bursts(path)
     assert burst.requests == 4 and burst.pauses_ms == pytest.approx((20.0,)) and burst.pause_after == (1,)
+
+
+GC_RUN = EXPERIMENT.parent / "api-server-gc-h100"
+
+
+def test_the_api_server_logged_one_full_collection_of_half_a_second_and_none_after_freezing():
+    collections = long_collections(GC_RUN / "server.log")
+    full = [c for c in collections if c.generation == 2]
+    assert (
+        len(full) == 1
+        and full[0].seconds == pytest.approx(0.522, abs=0.001)
+        and full[0].gen2_objects == 768521
+    )
+    frozen_at = next(
+        line[1:24]
+        for line in (GC_RUN / "server.log").read_text().splitlines()
+        if "Freezing GC in Tokenizer" in line
+    )
+    assert all(c.at < frozen_at for c in collections)  # none longer than 5 ms after /freeze_gc
+
+
+def test_pauses_without_a_collection_remain_after_freezing():
+    before_256, before_512, after = bursts(GC_RUN / "requests.csv")
+    assert (before_256.requests, before_512.requests, after.requests) == (256, 512, 255)
+    assert [round(p, 1) for p in before_256.pauses_ms] == [117.4, 45.5]
+    assert [round(p, 1) for p in after.pauses_ms] == [24.3, 71.1]
+    samples, frame = longest_same_stack(GC_RUN / "api-c512.txt")  # the 0.52 s collection, while connecting
+    assert samples == 276 and frame.startswith("ConnectionState.__init__")

@@ -3,14 +3,17 @@
 Read from `groundtruth/experiments/api-server-burst-h100/` (groundtruth/profile_paced.sh with OUTPUT_LEN=8 and
 SPY_FORMAT=speedscope: one burst of C requests of 128 prompt tokens and 8 outputs per load, so a run is little more
 than its receive phase): the server's per-request export (`requests.csv`, reduce_paced.py) and py-spy's samples of
-the API server in time order (`api-cC.txt`, speedscope JSON). docs/overheads.md states what they show; the tests
-recompute it. Nothing here is a cost the simulator charges.
+the API server in time order (`api-cC.txt`, speedscope JSON); and `api-server-gc-h100/`, the same with SGLang's
+`--gc-warning-threshold-secs 0.005` (its log names every collection longer than 5 ms) and `/freeze_gc` called after
+the second load. docs/overheads.md states what they show; the tests recompute it. Nothing here is a cost the
+simulator charges.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,3 +79,28 @@ def longest_same_stack(speedscope: Path) -> tuple[int, str]:
         return best, ""
     frame = frames[best_stack[-1]]
     return best, f"{frame['name']} ({Path(frame.get('file', '')).name}:{frame.get('line', '')})"
+
+
+# SGLang 0.5.17 utils/common.py configure_gc_warning (--gc-warning-threshold-secs): one line per longer collection
+_LONG_GC = re.compile(
+    r"^\[(?P<at>[^\]]+)\] LONG GARBAGE COLLECTION DETECTED \| Generation (?P<gen>\d) \| Duration: (?P<s>[\d.]+)s"
+    r" \| # Objects: gen0=\d+, gen1=\d+, gen2=(?P<objects>\d+)"
+)
+
+
+@dataclass(frozen=True)
+class Collection:
+    at: str  # the log line's time stamp
+    generation: int
+    seconds: float
+    gen2_objects: int  # objects in the oldest generation when it ended
+
+
+def long_collections(server_log: Path) -> list[Collection]:
+    """The garbage collections SGLang logged as longer than --gc-warning-threshold-secs, in order."""
+    out = []
+    for line in Path(server_log).read_text().splitlines():
+        m = _LONG_GC.match(line)
+        if m:
+            out.append(Collection(m["at"], int(m["gen"]), float(m["s"]), int(m["objects"])))
+    return out
