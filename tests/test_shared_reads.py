@@ -244,3 +244,16 @@ def test_the_cache_counts_readers_beyond_the_first():
     cache.remove_reader(b)
     with pytest.raises(RuntimeError, match="removed twice"):
         cache.remove_reader(b)
+
+
+def test_the_command_refuses_another_gpus_times_and_writes_nothing(tmp_path, capsys):
+    import shutil
+
+    directory = tmp_path / "h200"
+    shutil.copytree(ROOT / "calibration" / "h200", directory)
+    before = (directory / shared_reads.SHARED_FILE).read_text()
+    code = shared_reads.main([str(directory), str(RESULTS["h100"][0])])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "timed on h100" in err and "\n" not in err
+    assert (directory / shared_reads.SHARED_FILE).read_text() == before
+    assert shared_reads.main([str(directory), str(tmp_path / "missing.jsonl")]) == 2

@@ -281,8 +281,14 @@ def derive(results: list[Path], db: object) -> dict[str, dict]:
 def write_costs(directory: Path, results: list[Path]) -> dict[str, dict[str, float]]:
     from simperf.perfdb.check import resolve_gpu
     from simperf.perfdb.db import PerfDB
+    from simperf.perfdb.offgrid.io import read_results
 
-    db = PerfDB.load(directory, resolve_gpu(directory))
+    gpu = resolve_gpu(directory)
+    for path in results:
+        timed_on = read_results(path)[0].get("gpu")
+        if timed_on != gpu.key:
+            raise ValueError(f"{path}: timed on {timed_on}, but {directory} holds {gpu.key} tables")
+    db = PerfDB.load(directory, gpu)
     derived = derive(results, db)
     names = " ".join(str(r) for r in results)
     data = {
