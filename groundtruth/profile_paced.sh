@@ -7,7 +7,8 @@
 # usage (repository root, GPU host, SGLang kit carried): bash groundtruth/profile_paced.sh SECONDS [LOAD...]
 #   LOAD: CONCURRENCY:PROMPTS (default 256:512 512:512 128:256 64:128), run in that order while time is left
 #   METRICS=0 starts the server without --enable-metrics and the per-request export (SGLang's default)
-#   OUTPUT_LEN=N outputs per request (default 512; a few tokens make a run its first burst: the receive phase)
+#   OUTPUT_LEN=N outputs per request (default 512; a few tokens make a run its first burst: the receive phase),
+#   INPUT_LEN=N prompt tokens (default 128)
 #   SPY_FORMAT=speedscope keeps py-spy's samples in time order (default raw: collapsed stacks), SPY_RATE=Hz (200)
 #   SERVER_ARGS="..." adds launch_server flags (e.g. --gc-warning-threshold-secs 0.005: SGLang logs every longer
 #   garbage collection of the API server); FREEZE_GC_AFTER=N calls the server's /freeze_gc after the N-th load
@@ -42,7 +43,7 @@ for load in $loads; do
   [ $left -gt $(( 40 + n / 8 )) ] || { echo "skip c$c: $left s left"; continue; }
   bench=(python3 -m sglang.bench_serving --backend sglang --host 127.0.0.1 --port 30000 --model "$m" --tokenizer "$m"
          --dataset-path "$prompts" --dataset-name random --random-range-ratio 1 --seed 1 --tokenize-prompt
-         --flush-cache --disable-tqdm --cache-report --random-input-len 128 --random-output-len ${OUTPUT_LEN:-512}
+         --flush-cache --disable-tqdm --cache-report --random-input-len ${INPUT_LEN:-128} --random-output-len ${OUTPUT_LEN:-512}
          --num-prompts "$n" --max-concurrency "$c" --output-file "$dest/bench-c$c.jsonl" --output-details)
   echo "${bench[*]}" >> "$dest/cmd.txt"
   rm -f /tmp/sampler.stop

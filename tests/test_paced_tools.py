@@ -109,3 +109,14 @@ def test_the_reduction_keeps_the_summary_and_the_four_processes(tmp_path):
     api = [(float(r["t_s"]), float(r["cpu_s"])) for r in rows if r["process"] == "api"]
     assert [t for t, _ in api] == [0.0, 0.05, 0.1]  # one sample in five kept
     assert api[-1][1] == pytest.approx(0.05)  # 100 ms at half a core
+
+
+def test_a_chunk_of_a_1k_output_costs_the_api_server_twice_a_512_one():
+    """docs/overheads.md: 124.7 us of API-server CPU per chunk at 1,024 outputs (128 streams) against 64.9 at 512."""
+    from simperf.accuracy.hostcosts import api_server_cpu_us_per_chunk
+
+    experiments = GROUNDTRUTH / "experiments"
+    long = api_server_cpu_us_per_chunk(experiments / "api-server-cpu-1k-h100" / "bench-c128")
+    short = api_server_cpu_us_per_chunk(experiments / "api-server-cpu-h100" / "plain" / "bench-c128")
+    assert long == pytest.approx(124.7, abs=0.1) and short == pytest.approx(64.9, abs=0.1)
+    assert long / short == pytest.approx(1.92, abs=0.01)
