@@ -141,3 +141,14 @@ def test_the_designed_straggler_set_is_what_the_generator_writes(tmp_path):
     fresh = tmp_path / "stragglers.jsonl"
     assert main(["generate", str(fresh), "--stragglers"]) == 0
     assert fresh.read_text() == (ROOT / "calibration" / "offgrid" / "straggler-dev.jsonl").read_text()
+
+
+def test_results_read_with_another_set_are_refused_not_paired_by_id():
+    """A results file names the set it timed; read against another set its ids would price other calls."""
+    from simperf.perfdb.offgrid.report import timed_samples
+
+    offgrid = Path(__file__).resolve().parents[1] / "calibration" / "offgrid"
+    with pytest.raises(ValueError, match="timed the set shared-prefix.jsonl, not samples.jsonl"):
+        timed_samples(offgrid / "samples.jsonl", offgrid / "shared-prefix-h100-results.jsonl")
+    gpu, pairs = timed_samples(offgrid / "shared-prefix.jsonl", offgrid / "shared-prefix-h100-results.jsonl")
+    assert gpu == "h100" and len(pairs) == 1368

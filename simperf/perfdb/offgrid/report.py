@@ -40,9 +40,16 @@ _ROW_SCHEMA = {
 
 
 def timed_samples(samples_path: Path, results_path: Path) -> tuple[str, list[tuple[dict, dict]]]:
-    """(GPU of the results, [(sample, ok result)]); samples without an ok time are left out (counted apart)."""
+    """(GPU of the results, [(sample, ok result)]); samples without an ok time are left out (counted apart).
+    A results file names the set it timed: read with another set, its ids would pair with other calls (a one-line
+    ValueError instead)."""
     _, samples = read_samples(samples_path)
     header, results = read_results(results_path)
+    timed = Path(str(header.get("samples") or "")).name
+    if timed and timed != Path(samples_path).name:
+        raise ValueError(
+            f"{results_path}: timed the set {timed}, not {Path(samples_path).name} (pass that set as --samples)"
+        )
     pairs = [
         (s, results[s["id"]])
         for s in samples
