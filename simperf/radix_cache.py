@@ -57,9 +57,8 @@ class _Node:
         self.children: dict[int, _Node] = {}
         self.tokens = tokens
         self.lock = 0
-        self.readers = (
-            0  # decoding requests whose attention reads this block (add_reader), a subset of `lock`
-        )
+        # decoding requests whose attention reads this block (add_reader), a subset of `lock`
+        self.readers = 0
         self.last_access = now
         self.alive = True
 

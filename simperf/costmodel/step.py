@@ -603,9 +603,9 @@ class SGLangStepCost:
 
     def shared_read_cost(self, op: OpCall) -> tuple[float, str] | None:
         """(read cost of a duplicated shared-prefix token at the op's batch, the kernel variant it was measured on)
-        for a decode attention op; None where this kernel's sharing was never measured on this GPU (perfdb/shared_reads.py). The
-        kernel is the one SGLang runs (the op's preferred key), whichever key's table prices it: a proxy's sharing
-        says nothing about the kernel's."""
+        for a decode attention op; None where this kernel's sharing was never measured on this GPU
+        (perfdb/shared_reads.py). The kernel is the one SGLang runs (the op's preferred key), whichever key's table
+        prices it: a proxy's sharing says nothing about the kernel's."""
         costs = self.db.shared_reads
         if costs is None:
             return None

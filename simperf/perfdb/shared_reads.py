@@ -295,7 +295,8 @@ def write_costs(directory: Path, results: list[Path]) -> dict[str, dict[str, flo
         "format": FORMAT,
         "read_cost": {name: d["read_cost"] for name, d in derived.items()},
         "fit": {name: {k: v for k, v in d.items() if k != "read_cost"} for name, d in derived.items()},
-        "source": "median per batch size over the designed pairs (one ragged batch with distinct and with shared prefix pages; "
+        "source": "median per batch size over the designed pairs (one ragged batch with distinct and with shared "
+        "prefix pages; "
         f"{', '.join(r.name for r in results)}) of the read cost at which the table's time ratio between the "
         f"effective and the full KV length equals the measured one; python -m simperf.perfdb.shared_reads "
         f"{directory} {names}",
@@ -322,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for name, d in derived.items():
         costs = ", ".join(f"{c:.2f}" for c in d["read_cost"].values())
-        print(f"{name}: read cost {costs} (batch {', '.join(map(str, d['read_cost']))}) over {d['pairs']} pairs, median |error| "
+        batches = ", ".join(map(str, d["read_cost"]))
+        print(f"{name}: read cost {costs} (batch {batches}) over {d['pairs']} pairs, median |error| "
               f"{d['median_error']:.1%} (p90 {d['p90_error']:.1%}; as distinct pages "
               f"{d['median_error_as_distinct']:.1%})", file=sys.stderr)  # fmt: skip
     print(f"wrote {args.directory / SHARED_FILE}", file=sys.stderr)
