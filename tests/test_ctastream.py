@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from sidecars import assert_one_line_error
 
 from simperf.perfdb import ctastream, workplan
 from simperf.perfdb.check import resolve_gpu
@@ -161,7 +162,4 @@ def test_a_straggler_launched_last_costs_the_rest_plus_its_bytes_at_the_lone_rat
     ],
 )
 def test_a_bad_rates_file_is_one_line_naming_the_field(tmp_path, text, message):
-    (tmp_path / ctastream.STREAM_FILE).write_text(text)
-    with pytest.raises(ValueError, match=message) as info:
-        ctastream.read_rates(tmp_path)
-    assert str(tmp_path / ctastream.STREAM_FILE) in str(info.value) and "\n" not in str(info.value)
+    assert_one_line_error(ctastream.read_rates, tmp_path, ctastream.STREAM_FILE, text, message)

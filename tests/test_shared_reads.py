@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import yaml
 from realcost import real_cost, real_setup
+from sidecars import assert_one_line_error
 
 from simperf.perfdb import shared_reads
 from simperf.perfdb.check import resolve_gpu
@@ -116,10 +117,7 @@ def test_a_variant_takes_the_nearest_measured_one_of_its_kernel():
     ],
 )
 def test_a_bad_read_cost_file_is_one_line_naming_the_field(tmp_path, text, message):
-    (tmp_path / shared_reads.SHARED_FILE).write_text(text)
-    with pytest.raises(ValueError, match=message) as info:
-        shared_reads.read_costs(tmp_path)
-    assert str(tmp_path / shared_reads.SHARED_FILE) in str(info.value) and "\n" not in str(info.value)
+    assert_one_line_error(shared_reads.read_costs, tmp_path, shared_reads.SHARED_FILE, text, message)
 
 
 # ---- the cost model ------------------------------------------------------------------------------------------
