@@ -67,3 +67,33 @@ def test_no_bare_roofline_where_the_op_has_a_table(path):
         )
     if resolved == 0:
         pytest.skip(f"{path.name} does not resolve (checked by the scenario tests)")
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[str(p.relative_to(ROOT / "scenarios")) for p in SCENARIOS])
+def test_shared_prefix_reads_price_every_shipped_decode_and_never_add_time(path):
+    """StepCostModel.decode_steps' postcondition on every shipped scenario's decode (sparse NSA ops included, which
+    have no read cost): a step with shared prefix reads costs no more than without, on both decode paths."""
+    resolved = 0
+    for scenario in _servers(path):
+        try:
+            serving, arch, gpu = resolve(scenario)
+        except ValueError:
+            continue
+        resolved += 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            db, _ = open_perfdb(scenario, gpu)
+        cost = SGLangStepCost(arch, serving, db, scenario.overheads)
+        for bs in sorted({1, 8, max(1, min(64, cost.serving.max_running_requests))}):
+            kv = np.array([2048.0 * bs])
+            plain = cost.decode_steps(bs, bs, kv, True).sum()
+            shared = cost.decode_steps(bs, bs, kv, True, 1024.0 * (bs - 1)).sum()
+            assert 0 < shared <= plain + 1e-9, f"{path.name} at batch {bs}"
+            totals, _ = cost.decode_totals(bs, bs, [float(kv[0])], True, 1024.0 * (bs - 1))
+            assert totals[0] == pytest.approx(shared, rel=1e-12)
+            assert (
+                sum(r.total_us for r in cost.breakdown_decode(bs, bs, int(kv[0]), True, 1024.0 * (bs - 1)))
+                > 0
+            )
+    if resolved == 0:
+        pytest.skip(f"{path.name} does not resolve (checked by the scenario tests)")

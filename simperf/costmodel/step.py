@@ -607,7 +607,7 @@ class SGLangStepCost:
         (perfdb/shared_reads.py). The kernel is the one SGLang runs (the op's preferred key), whichever key's table
         prices it: a proxy's sharing says nothing about the kernel's."""
         costs = self.db.shared_reads
-        if costs is None:
+        if costs is None or "batch" not in op.axes:  # a sparse (NSA) decode op prices rows, not requests
             return None
         return costs.cost(op.op, op.key, float(np.asarray(op.axes["batch"]).reshape(-1)[0]))
 
