@@ -123,9 +123,10 @@ def parse_variant(name: str) -> tuple[str, str, int, int, str, int]:
     try:
         op, backend, heads, kv_dtype, page = parts
         q, kv = heads.removesuffix("kv").split("q")
-        assert page.startswith("page")
+        if not page.startswith("page"):
+            raise ValueError(page)
         return op, backend, int(q), int(kv), kv_dtype, int(page[4:])
-    except (ValueError, AssertionError):
+    except ValueError:
         raise ValueError("expected OP/BACKEND/<H>q<K>kv/KV_DTYPE/pageN") from None
 
 
@@ -185,12 +186,15 @@ class Pair:
     shared_us: float
 
 
-def pairs(samples: Path, results: Path) -> list[Pair]:
-    """The timed pairs of the designed set (ids 2i distinct, 2i + 1 shared), both halves ok."""
+def pairs(samples: Path, results: Path, gpu: str) -> list[Pair]:
+    """The timed pairs of the designed set (ids 2i distinct, 2i + 1 shared), both halves ok; ValueError when the
+    results were timed on another GPU than `gpu` (its tables would be priced with them)."""
     from simperf.perfdb.offgrid.report import timed_samples
     from simperf.perfdb.schema import OP_SPECS
 
-    _, timed = timed_samples(samples, results)
+    timed_on, timed = timed_samples(samples, results)
+    if timed_on != gpu:
+        raise ValueError(f"{results}: timed on {timed_on}, but the tables are {gpu}'s")
     by_id = {int(s["id"]): (s, r) for s, r in timed}
     out = []
     for i in sorted(by_id):
@@ -256,7 +260,7 @@ def derive(results: list[Path], db: object) -> dict[str, dict]:
     the model)."""
     implied: dict[str, list[tuple[Pair, object, float]]] = {}
     for path in results:
-        for pair in pairs(samples_of(path), path):
+        for pair in pairs(samples_of(path), path, db.gpu.key):  # type: ignore[attr-defined]
             curve = db.curve(pair.op, pair.key)  # type: ignore[attr-defined]
             name = variant_name(*_variant_of(pair.op, pair.key))
             implied.setdefault(name, []).append((pair, curve, implied_read_cost(pair, curve)))
@@ -281,14 +285,8 @@ def derive(results: list[Path], db: object) -> dict[str, dict]:
 def write_costs(directory: Path, results: list[Path]) -> dict[str, dict[str, float]]:
     from simperf.perfdb.check import resolve_gpu
     from simperf.perfdb.db import PerfDB
-    from simperf.perfdb.offgrid.io import read_results
 
-    gpu = resolve_gpu(directory)
-    for path in results:
-        timed_on = read_results(path)[0].get("gpu")
-        if timed_on != gpu.key:
-            raise ValueError(f"{path}: timed on {timed_on}, but {directory} holds {gpu.key} tables")
-    db = PerfDB.load(directory, gpu)
+    db = PerfDB.load(directory, resolve_gpu(directory))
     derived = derive(results, db)
     names = " ".join(str(r) for r in results)
     data = {

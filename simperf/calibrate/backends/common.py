@@ -93,6 +93,14 @@ def distinct_pages(lens: list[int], page_size: int, shared: PrefixGroups | None)
     return pages - shared.duplicated_reads() // page_size
 
 
+def shared_page_lists(lens: list[int], page_size: int, shared: PrefixGroups) -> tuple[list[list[int]], int]:
+    """page_lists over a free list drawn at random from exactly the distinct pages (ids 0..distinct - 1)."""
+    import torch
+
+    free = torch.randperm(distinct_pages(lens, page_size, shared)).tolist()
+    return page_lists(lens, page_size, shared, free)
+
+
 def paged_layout(
     lens: list[int], page_size: int, shared: PrefixGroups | None = None
 ) -> tuple[Any, Any, Any, int]:
@@ -111,9 +119,7 @@ def paged_layout(
         total = sum(pages)
         indices = torch.randperm(total, device="cuda").to(torch.int32)
     else:
-        lists, total = page_lists(
-            lens, page_size, shared, torch.randperm(distinct_pages(lens, page_size, shared)).tolist()
-        )
+        lists, total = shared_page_lists(lens, page_size, shared)
         indices = torch.tensor([p for row in lists for p in row], dtype=torch.int32, device="cuda")
     last = torch.tensor(
         [n - (p - 1) * page_size for n, p in zip(lens, pages, strict=True)], dtype=torch.int32

@@ -34,11 +34,10 @@ from typing import Any
 
 from simperf.calibrate.backends.common import (
     PrefixGroups,
-    distinct_pages,
     indptr,
     kv_lengths,
-    page_lists,
     q_lengths,
+    shared_page_lists,
     torch_dtype,
 )
 from simperf.calibrate.measure import Measurement, Unsupported
@@ -126,9 +125,7 @@ def _paged_cache(
     width = max(math.ceil(width_tokens / page), max(pages))
     table = torch.zeros(len(lens), width, dtype=torch.int32, device="cuda")
     if shared is not None:
-        rows, total = page_lists(
-            lens, page, shared, torch.randperm(distinct_pages(lens, page, shared)).tolist()
-        )
+        rows, total = shared_page_lists(lens, page, shared)
         for i, row in enumerate(rows):
             table[i, : len(row)] = torch.tensor(row, dtype=torch.int32, device="cuda") + 1
         return table, total + 1

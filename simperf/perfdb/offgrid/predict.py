@@ -76,8 +76,10 @@ def _shared_prefix(db: PerfDB, point: dict[str, Any], curve: Any) -> Prediction 
     it: at the effective KV length of perfdb/shared_reads.py; None for any other call, or where the kernel's
     read cost was never measured on this GPU (then the distinct price stands, as in the simulator)."""
     spec = PrefixGroups.of(point)
+    if spec is None or db.shared_reads is None:
+        return None
     axes = call_axes(point)
-    found = db.shared_reads.cost(point["op"], curve.key, axes["batch"]) if spec and db.shared_reads else None
+    found = db.shared_reads.cost(point["op"], curve.key, axes["batch"])
     if found is None:
         return None
     read_cost, variant = found

@@ -15,7 +15,6 @@ grouped. A pair shares an `id // 2`: even ids distinct, odd ids shared.
 
 from __future__ import annotations
 
-import json
 import random
 from typing import Any
 
@@ -110,11 +109,3 @@ def set_header(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "ragged_share": {"decode": 1.0},
         "generator": f"{__name__}.generate",
     }
-
-
-def shared_spec(sample: dict[str, Any]) -> PrefixGroups | None:
-    return PrefixGroups.of(sample["point"])
-
-
-def lens_of(sample: dict[str, Any]) -> list[int]:
-    return [int(v) for v in json.loads(sample["point"]["kv_lens"])]
