@@ -130,9 +130,8 @@ class SimStats:
     extend_tokens: int = 0  # new tokens over all extend batches (rank 0's view under DP)
     decode_rows: int = 0  # Σ batch size over decode iterations
     decode_kv_tokens: float = 0.0  # Σ KV tokens read over decode iterations (per rank)
-    decode_shared_reads: float = (
-        0.0  # Σ of those that another running request also reads (shared prefix pages)
-    )
+    # Σ of those that another running request also reads (shared prefix pages)
+    decode_shared_reads: float = 0.0
     frontend_max_wait_s: float = 0.0  # longest a batch's chunks waited for the API server (sim/frontend.py)
 
     def source_shares(self) -> dict[str, float]:

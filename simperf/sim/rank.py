@@ -86,9 +86,6 @@ class RankState:
         # radix cache (docs/serving-model.md §1.9): cached tokens share the pool with requests' private KV; `used` counts the
         # private part, the cache its own, and unlocked cached tokens count as free for admission
         self.cache: RadixCache | None = None
-        # the lease each running request reads its cached prefix through (RadixCache.add_reader): the decode
-        # batch's duplicated prefix reads, priced at the measured L2 read cost (shared_prefix_reads)
-        self._reading: dict[int, Lease] = {}
         self.policy: SchedulePolicy = make_policy("fcfs", None)
         spec = serving.speculative
         self.tokens_per_step = sampler.mean if sampler is not None else 1.0
@@ -129,14 +126,19 @@ class RankState:
             self._long.add(r)
         self._start_reading(r)
 
-    def _start_reading(self, r: int) -> None:
+    def _read_lease(self, r: int) -> Lease | None:
+        """The lease a running request reads its cached prefix through (RadixCache.add_reader), if it holds one:
+        its current lease, since cache_unfinished stops reading the old one before swapping it."""
         lease = self.t.lease[r]
-        if self.cache is not None and lease is not None and lease.tokens > 0:
-            self.cache.add_reader(lease)
-            self._reading[r] = lease
+        return lease if self.cache is not None and lease is not None and lease.tokens > 0 else None
+
+    def _start_reading(self, r: int) -> None:
+        lease = self._read_lease(r)
+        if lease is not None:
+            self.cache.add_reader(lease)  # type: ignore[union-attr]
 
     def _stop_reading(self, r: int) -> None:
-        lease = self._reading.pop(r, None)
+        lease = self._read_lease(r)
         if lease is not None:
             self.cache.remove_reader(lease)  # type: ignore[union-attr]
 
