@@ -61,8 +61,11 @@ def distributed_init_extra_mib(tp: int) -> float:
 
 # srt/server_args.py (0.5.17), the same function's mem_fraction_static: reserved MB = base + per activation token x max(C, min tokens)
 # + TP slack per 8 ranks + graph reserve, at least the floor on GPUs above 60 GiB; graph reserve
-# (ServerArgs.reserve_for_graph_mb) = 2 MB per decode graph batch, + 3 (and 1.5 more above 300) x max_bs x DP under
-# DP attention, + 1536 MB for MLA prefill graphs.
+# (ServerArgs.reserve_for_graph_mb) = 2 MB per decode graph batch (decode graphs on), + 3 (and 1.5 more above 300)
+# x max_bs x DP under DP attention, and, where the prefill CUDA graph is on when the rule runs
+# (_handle_cuda_graph_config has already turned it off for MLA other than DSA, DP attention, PD; see
+# prefill_cuda_graph_off_reason), 8 MB per captured prefill size (prefill_graph_capture_sizes) or, for an MLA
+# backend, 1536 MB. Checked against every ground-truth server's logged mem_fraction_static (tests).
 RESERVED_BASE_MB = 512
 RESERVED_MB_PER_ACTIVATION_TOKEN = 1.5
 MIN_ACTIVATION_TOKENS = 2048
@@ -74,6 +77,29 @@ DP_GRAPH_RESERVE_MB_PER_BS = 3
 DP_GRAPH_RESERVE_LARGE_BS = 300
 DP_GRAPH_RESERVE_MB_PER_LARGE_BS = 1.5
 MLA_PREFILL_GRAPH_RESERVE_MB = 1536
+PREFILL_GRAPH_RESERVE_MB_PER_SIZE = 8
+# ServerArgs (0.5.17): the prefill graph's max_bs is the chunked-prefill size, or 2048 for an MLA backend
+MLA_PREFILL_GRAPH_MAX_TOKENS = 2048
+# SGLang <= 0.5.5 (server_args.py, the same rule): EAGLE / MTP draft models and their graphs reserve 2048 MB more
+# (STANDALONE 6144, NGRAM none); 0.5.17 counts the draft's weights as loaded instead.
+SPECULATIVE_RESERVE_MB_UNTIL = (0, 5, 5)
+SPECULATIVE_RESERVE_MB = 2048
+
+
+def prefill_graph_capture_sizes(max_tokens: int) -> list[int]:
+    """The token counts SGLang 0.5.17 captures prefill CUDA graphs at, up to `max_tokens`
+    (ServerArgs._generate_prefill_cuda_graph_batch_sizes): 4-32 by 4, 48-256 by 16, 288-512 by 32, 576-1024 by 64,
+    1280-4096 by 256, then by 512."""
+    sizes = (
+        list(range(4, 33, 4))
+        + list(range(48, 257, 16))
+        + list(range(288, 513, 32))
+        + list(range(576, 1025, 64))
+        + list(range(1280, 4097, 256))
+        + list(range(4608, max_tokens + 1, 512))
+    )
+    return [n for n in sizes if n <= max_tokens]
+
 
 # ---- max_running_requests (docs/serving-model.md §1.12, §3) --------------------------------------------------------
 # srt/mem_cache/kv_cache_configurator.py (0.5.17, KVCacheConfigurator.resolve_max_num_reqs):

@@ -26,6 +26,7 @@ SINGLE_H100_HOST_PLANS = frozenset(
         "h100-fp8.yaml",
         "h100-extend-host.yaml",
         "streaming.yaml",
+        "h100-tight.yaml",  # the same lent single-H100 kind (2026-11-27, fifteenth session)
     }
 )
 H200_HOST_PLANS = frozenset({"h200.yaml", "h200-host.yaml"})

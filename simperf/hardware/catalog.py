@@ -34,6 +34,9 @@ class GpuSpec:
     # Ceilings measured on real parts; None where not measured. The roofline prefers them to datasheet peaks.
     measured_copy_bytes_per_s: float | None = None
     measured_bf16_flops: float | None = None
+    # GPU memory in use when a TP-1 SGLang server starts loading weights (CUDA context, allocator, its process
+    # group): total less the server's "Load weight begin. avail mem"; None where no server was started on one
+    pre_load_used_bytes: int | None = None
 
     def peak_for(self, dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype name ("bf16", "fp8_e4m3", "fp4", ...)."""
@@ -71,6 +74,7 @@ def _spec_from_entry(key: str, entry: dict[str, Any]) -> GpuSpec:
             memory_source=str(entry["memory_source"]),
             measured_copy_bytes_per_s=_optional_float(entry.get("measured_copy_bytes_per_s")),
             measured_bf16_flops=_optional_float(entry.get("measured_bf16_flops")),
+            pre_load_used_bytes=_optional_int(entry.get("pre_load_used_bytes")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"hardware catalogue entry {key!r} is malformed: {exc}") from exc
@@ -80,11 +84,20 @@ def _optional_float(value: object) -> float | None:
     return None if value is None else float(value)  # type: ignore[arg-type]
 
 
+def _optional_int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
 @cache
 def _catalogue() -> dict[str, GpuSpec]:
     text = resources.files(__package__).joinpath(_CATALOGUE_FILE).read_text(encoding="utf-8")
     raw = yaml.safe_load(text)
     return {str(key): _spec_from_entry(str(key), entry) for key, entry in raw.items()}
+
+
+def max_measured_pre_load_used_bytes() -> int:
+    """The largest `pre_load_used_bytes` of the catalogue's GPUs that have one (an estimate for those without)."""
+    return max(g.pre_load_used_bytes for g in _catalogue().values() if g.pre_load_used_bytes is not None)
 
 
 def gpu_keys() -> list[str]:

@@ -7,7 +7,7 @@ numbers the server log gives (max_total_tokens) win over derived ones.
 from __future__ import annotations
 
 from simperf import capabilities
-from simperf.hardware.catalog import GpuSpec, get_gpu
+from simperf.hardware.catalog import GpuSpec, get_gpu, max_measured_pre_load_used_bytes
 from simperf.models.arch import ModelArch
 from simperf.models.zoo import load_arch
 from simperf.scenario.backends import check_backends
@@ -28,21 +28,25 @@ from simperf.sglang_defaults import (
     MAX_RUNNING_REQUESTS_PER_CONTEXT,
     MIN_ACTIVATION_TOKENS,
     MIN_NEW_TOKEN_RATIO_FACTOR,
+    MLA_PREFILL_GRAPH_MAX_TOKENS,
     MLA_PREFILL_GRAPH_RESERVE_MB,
     NEW_TOKEN_RATIO_DECAY_STEPS,
+    PREFILL_GRAPH_RESERVE_MB_PER_SIZE,
     RESERVED_BASE_MB,
     RESERVED_FLOOR_ABOVE_GIB,
     RESERVED_FLOOR_MB,
     RESERVED_MB_PER_8_TP_RANKS,
     RESERVED_MB_PER_ACTIVATION_TOKEN,
     SPECULATIVE_MAX_RUNNING_REQUESTS,
+    SPECULATIVE_RESERVE_MB,
+    SPECULATIVE_RESERVE_MB_UNTIL,
     distributed_init_extra_mib,
     prefill_cuda_graph_off_reason,
+    prefill_graph_capture_sizes,
+    version_tuple,
 )
 
 MIB = 1024 * 1024
-# Memory the CUDA context and allocator hold before weights load; SGLang measures this on the machine, we cannot.
-CUDA_CONTEXT_MIB = 600
 
 
 def default_backends(arch: ModelArch, gpu: GpuSpec, kv_dtype: str) -> tuple[str, str]:
@@ -84,25 +88,64 @@ def decode_graph_buckets(max_bs: int, speculative: bool) -> tuple[int, ...]:
 
 
 def default_mem_fraction_static(
-    gpu: GpuSpec, chunk: int, tp: int, max_bs: int, dp: int, mla: bool, prefill_graph: bool
+    gpu: GpuSpec,
+    chunk: int,
+    tp: int,
+    max_bs: int,
+    dp: int,
+    *,
+    decode_graph: bool = True,
+    prefill_graph_mb: float = 0.0,
+    speculative_mb: float = 0.0,
 ) -> float:
-    """docs/serving-model.md §1.12: reserve activations, graphs and the like; the rest is static (weights + KV)."""
+    """docs/serving-model.md §1.12: reserve activations, graphs and the like; the rest is static (weights + KV).
+    prefill_graph_mb: what the prefill CUDA graph reserves (`prefill_graph_reserve_mb`); speculative_mb: what a
+    draft model reserves in versions that reserved for it (`speculative_reserve_mb`)."""
     gpu_mib = gpu.memory_bytes / MIB
-    graph_reserve = GRAPH_RESERVE_MB_PER_BS * max_bs
+    graph_reserve = GRAPH_RESERVE_MB_PER_BS * max_bs if decode_graph else 0.0
     if dp > 1:
         large = DP_GRAPH_RESERVE_MB_PER_LARGE_BS * max_bs * dp if max_bs > DP_GRAPH_RESERVE_LARGE_BS else 0
         graph_reserve += DP_GRAPH_RESERVE_MB_PER_BS * max_bs * dp + large
-    if prefill_graph and mla:
-        graph_reserve += MLA_PREFILL_GRAPH_RESERVE_MB
     reserved = (
         RESERVED_BASE_MB
         + RESERVED_MB_PER_ACTIVATION_TOKEN * max(chunk, MIN_ACTIVATION_TOKENS)
         + RESERVED_MB_PER_8_TP_RANKS * tp / 8
         + graph_reserve
+        + prefill_graph_mb
     )
     if gpu_mib > RESERVED_FLOOR_ABOVE_GIB * 1024:
         reserved = max(reserved, RESERVED_FLOOR_MB)
+    reserved += speculative_mb  # on top of the floor (SGLang <= 0.5.5 added it after the max)
     return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def prefill_graph_reserve_mb(mla: bool, chunk: int, max_total_tokens: int | None) -> float:
+    """What SGLang 0.5.17 reserves for a prefill CUDA graph that is on (ServerArgs.reserve_for_graph_mb): 1536 MB
+    for an MLA backend, else 8 MB per captured size up to the chunked-prefill size (capped by --max-total-tokens);
+    with chunked prefill off (chunk <= 0) no size is captured."""
+    if mla:
+        return float(MLA_PREFILL_GRAPH_RESERVE_MB)
+    limit = chunk if max_total_tokens is None else min(chunk, max_total_tokens)
+    return float(PREFILL_GRAPH_RESERVE_MB_PER_SIZE * len(prefill_graph_capture_sizes(limit)))
+
+
+def speculative_reserve_mb(algorithm: str | None, sglang_version: str) -> float:
+    """SGLang <= 0.5.5 reserved 2048 MB more for an EAGLE / MTP draft (docs/serving-model.md §1.12)."""
+    if algorithm is None or algorithm == "ngram":
+        return 0.0
+    if version_tuple(sglang_version) > SPECULATIVE_RESERVE_MB_UNTIL:
+        return 0.0
+    return float(SPECULATIVE_RESERVE_MB)
+
+
+def memory_before_weights(gpu: GpuSpec, tp: int) -> tuple[int, str]:
+    """Bytes free on each GPU when SGLang starts loading weights, and where the number comes from: the GPU's
+    memory less what a TP-1 server holds then (the catalogue's `pre_load_used_bytes`, measured on our hosts, or
+    the largest measured value as an estimate for a GPU without one) less a TP group's distributed set-up."""
+    used, source = gpu.pre_load_used_bytes, "measured"
+    if used is None:
+        used, source = max_measured_pre_load_used_bytes(), "estimate: the largest measured GPU's"
+    return int(gpu.memory_bytes - used - distributed_init_extra_mib(tp) * MIB), source
 
 
 def resolve(
@@ -143,10 +186,32 @@ def resolve(
         max_bs = min(max_bs, max(1, s.max_running_requests // s.dp_attention))
 
     mla = arch.is_mla
+    eager_reason = prefill_cuda_graph_off_reason(
+        mla_non_dsa=mla and arch.attention != "dsa",
+        dp_attention=s.dp_attention,
+        disaggregated=field.startswith("disaggregation") if disaggregated is None else disaggregated,
+        disable_cuda_graph=s.disable_cuda_graph,
+    )
     mem_fraction = s.mem_fraction_static
     if mem_fraction is None:
+        # SGLang sizes activations by the whole chunk (before DP splits it), or by max_prefill_tokens without one
+        full_chunk = chunk * s.dp_attention
+        activation_tokens = full_chunk if full_chunk > 0 else s.max_prefill_tokens
+        prefill_graph_mb = 0.0
+        if eager_reason is None:
+            prefill_chunk = full_chunk if not mla else MLA_PREFILL_GRAPH_MAX_TOKENS
+            prefill_graph_mb = prefill_graph_reserve_mb(mla, prefill_chunk, s.max_total_tokens)
         mem_fraction = default_mem_fraction_static(
-            gpu, max(chunk, 0) * s.dp_attention, s.tp, max_bs, s.dp_attention, mla, prefill_graph=mla
+            gpu,
+            activation_tokens,
+            s.tp,
+            max_bs,
+            s.dp_attention,
+            decode_graph=graphs_on,
+            prefill_graph_mb=prefill_graph_mb,
+            speculative_mb=speculative_reserve_mb(
+                s.speculative.algorithm if s.speculative else None, s.sglang_version
+            ),
         )
         notes.append(f"mem_fraction_static={mem_fraction} by SGLang's reservation rule")
 
@@ -155,7 +220,7 @@ def resolve(
         max_total_tokens = s.max_total_tokens
         notes.append("max_total_tokens given by the user (server log)")
     else:
-        pre_load = gpu.memory_bytes - (CUDA_CONTEXT_MIB + distributed_init_extra_mib(s.tp)) * MIB
+        pre_load, pre_load_source = memory_before_weights(gpu, s.tp)
         weights = arch.weight_bytes_per_rank(layout, weight_dtype)
         rest = pre_load * mem_fraction - weights
         if rest <= 0:
@@ -166,9 +231,9 @@ def resolve(
             )
         max_total_tokens = int(rest // kv_bytes) // page_size * page_size
         notes.append(
-            f"KV pool {max_total_tokens} tokens/rank = ({pre_load / 1e9:.1f} GB x {mem_fraction} - weights "
-            f"{weights / 1e9:.1f} GB) / {kv_bytes} B per token (estimated; give serving.max_total_tokens from the "
-            f"server log to override)"
+            f"KV pool {max_total_tokens} tokens/rank = ({pre_load / 1e9:.2f} GB free before the weights "
+            f"({pre_load_source}) x {mem_fraction} - weights {weights / 1e9:.2f} GB) / {kv_bytes} B per token "
+            f"(estimated; give serving.max_total_tokens from the server log to override)"
         )
     if max_total_tokens < page_size * 2:
         raise ValueError(f"KV pool of {max_total_tokens} tokens per rank is too small to serve anything")
@@ -201,12 +266,6 @@ def resolve(
             sp.accept_length.mean if sp.accept_length else None,
         )
 
-    eager_reason = prefill_cuda_graph_off_reason(
-        mla_non_dsa=mla and arch.attention != "dsa",
-        dp_attention=s.dp_attention,
-        disaggregated=field.startswith("disaggregation") if disaggregated is None else disaggregated,
-        disable_cuda_graph=s.disable_cuda_graph,
-    )
     if eager_reason is not None:
         notes.append(f"extends run eagerly, without SGLang's prefill CUDA graph ({eager_reason})")
 
