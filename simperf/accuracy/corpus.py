@@ -25,7 +25,7 @@ from typing import Any
 
 from simperf.accuracy.stats import Summary, signed_error, summarize_errors
 from simperf.groundtruth.decompose import SERVICE_RUNS
-from simperf.groundtruth.hosts import host_speed_of
+from simperf.groundtruth.hosts import feeds_defaults, host_speed_of
 from simperf.scenario.models import Scenario
 
 # launch_server flags (SGLang 0.5.x spelling) -> scenario `serving` keys
@@ -131,6 +131,8 @@ class RunResult:
     wall_s: float
     # the prediction warns that SGLang's API server, not the GPU, sets the pace
     api_server_paced: bool = False
+    # False: recorded by a check-only plan after its prediction was committed (groundtruth/hosts.py)
+    feeds_defaults: bool = True
 
 
 @dataclass
@@ -330,6 +332,7 @@ def predict_run(run_dir: Path) -> RunResult:
         measured_share=float(extra["measured_share"]),
         wall_s=time.perf_counter() - t0,
         api_server_paced=API_SERVER_PACED in prediction.notes,
+        feeds_defaults=feeds_defaults(run_dir),
     )
 
 
@@ -389,10 +392,12 @@ def markdown(report: CorpusReport) -> str:
             f"| KV pool tokens (max_total_num_tokens) | {len(kv)} | {100 * kv_sorted[len(kv) // 2]:.1f}% | "
             f"{100 * kv_sorted[int(0.9 * (len(kv) - 1))]:.1f}% | {_pct(sorted(kv)[len(kv) // 2])} |"
         )
-    held_out = [r for r in report.runs if not r.run.split("/")[-1].startswith(SERVICE_RUNS)]
+    held_out = [
+        r for r in report.runs if not r.run.split("/")[-1].startswith(SERVICE_RUNS) or not r.feeds_defaults
+    ]
     lines += [
         "",
-        f"The {len(held_out)} runs no host cost was measured on (all but the concurrency-1 runs):",
+        f"The {len(held_out)} runs no host cost was measured on (all but the concurrency-1 runs that fed one):",
         "",
         "| metric | runs | median abs error | p90 abs error | median signed |",
         "|---|---:|---:|---:|---:|",
@@ -402,6 +407,21 @@ def markdown(report: CorpusReport) -> str:
             f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
             f"{_pct(s.median_signed)} |"
         )
+    after = [r for r in report.runs if not r.feeds_defaults]
+    if after:
+        lines += [
+            "",
+            f"The {len(after)} runs recorded after their prediction was committed (check-only plans, "
+            "groundtruth/hosts.py):",
+            "",
+            "| metric | runs | median abs error | p90 abs error | median signed |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for s in report.summaries(lambda r: "recorded after the prediction", after):
+            lines.append(
+                f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
+                f"{_pct(s.median_signed)} |"
+            )
     for title, key in (
         ("diagnosed cause (docs/accuracy.md explains each)", diagnosed_group),
         ("model × GPU", lambda r: f"{r.model} on {r.gpu}"),

@@ -418,7 +418,7 @@ def tokenize_us_per_prompt_token(corpus: Path) -> HostCost:
         text, ids = [], []
         for run in sorted(r.parent for r in server.glob("*/requests.parquet")):
             stages = run_stages(run)
-            if stages is None:
+            if stages is None or not stages.feeds_defaults:
                 continue
             tokens = _median_of(run, "input_len")
             (text if sends_text(run) else ids).append((stages.stages_ms["api_server"], tokens))
@@ -522,12 +522,13 @@ def first_burst_costs(corpus: Path) -> dict[str, HostCost]:
     import polars as pl
 
     from simperf.accuracy.corpus import bench_flags, run_dirs, sends_text
+    from simperf.groundtruth.hosts import feeds_defaults
 
     setup, burst, receive = [], [], []
     for run in run_dirs(corpus):
         flags = bench_flags((run / "bench_cmd.txt").read_text(encoding="utf-8"))
         concurrency = int(flags.get("max-concurrency", 0) or 0)
-        if concurrency < FIRST_BURST_MIN_CONCURRENCY or sends_text(run):
+        if concurrency < FIRST_BURST_MIN_CONCURRENCY or sends_text(run) or not feeds_defaults(run):
             continue
         df = pl.read_parquet(run / "requests.parquet", columns=["client_send_s", "server_received_s"])
         first = df.sort("client_send_s").head(concurrency)

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from simperf.groundtruth.hosts import host_speed_of
+from simperf.groundtruth.hosts import feeds_defaults, host_speed_of
 
 STAGES = ("http_in", "api_server", "to_scheduler", "queue", "prefill", "out", "to_client")
 # Runs the service times come from: one request at a time, on an idle scheduler, prompts short enough that the
@@ -45,6 +45,7 @@ class RunStages:
     stages_ms: dict[str, float]
     attention_backend: str = ""  # the server's resolved --attention-backend (server_facts.json)
     host_speed: float | None = None  # hardware.host_speed of the host it ran on (groundtruth/hosts.py)
+    feeds_defaults: bool = True  # False: a check-only plan's run (groundtruth/hosts.py, CHECK_ONLY_PLANS)
 
 
 def _stage_arrays(path: Path) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -88,6 +89,7 @@ def run_stages(run_dir: Path) -> RunStages | None:
         stages_ms={k: float(np.nanmedian(v[ok])) for k, v in stages.items()},
         attention_backend=_attention_backend(run_dir.parent),
         host_speed=host_speed_of(run_dir),
+        feeds_defaults=feeds_defaults(run_dir),
     )
 
 
@@ -126,8 +128,8 @@ def service_times(stages: list[RunStages]) -> ServiceTimes:
     """Per-request host costs at concurrency 1, on the host most concurrency-1 runs came from (they are host CPU
     time: hosts differ, groundtruth/hosts.py). The ingress runs exclude servers whose c1 requests met a busy
     scheduler (the finished request's overlapped extra iteration longer than the HTTP path: a `to_scheduler`
-    above 5 ms), since the simulator models that wait itself."""
-    c1 = [s for s in stages if s.run.split("/")[-1].startswith(SERVICE_RUNS)]
+    above 5 ms), since the simulator models that wait itself; a check-only plan's runs never count."""
+    c1 = [s for s in stages if s.run.split("/")[-1].startswith(SERVICE_RUNS) and s.feeds_defaults]
     speeds = [s.host_speed for s in c1]
     host = max(set(speeds), key=speeds.count) if speeds else None
     c1 = [s for s in c1 if s.host_speed == host]

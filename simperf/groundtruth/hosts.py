@@ -33,11 +33,24 @@ H200_HOST_PLANS = frozenset({"h200.yaml", "h200-host.yaml"})
 TENSOR_PARALLEL_HOST_PLANS = frozenset({"h100-tp2.yaml", "h100-tp4.yaml"})
 
 
-def host_speed_of(run_dir: Path) -> float | None:
-    """hardware.host_speed of the host a recorded run ran on; None (the GPU kind's default) for a plan not listed."""
+# plans recorded to check a prediction committed before them: their runs are compared, never measured from
+CHECK_ONLY_PLANS = frozenset({"h100-tight.yaml"})
+
+
+def _plan_name(run_dir: Path) -> str:
     status = run_dir / "run.json"
     plan = json.loads(status.read_text(encoding="utf-8")).get("plan") if status.exists() else None
-    name = Path(str(plan or "")).name
+    return Path(str(plan or "")).name
+
+
+def feeds_defaults(run_dir: Path) -> bool:
+    """Whether a recorded run may feed a measured default (False for a check-only plan's runs)."""
+    return _plan_name(run_dir) not in CHECK_ONLY_PLANS
+
+
+def host_speed_of(run_dir: Path) -> float | None:
+    """hardware.host_speed of the host a recorded run ran on; None (the GPU kind's default) for a plan not listed."""
+    name = _plan_name(run_dir)
     if name in SINGLE_H100_HOST_PLANS:
         return SINGLE_H100_HOST_SPEED
     if name in H200_HOST_PLANS or name in TENSOR_PARALLEL_HOST_PLANS:
