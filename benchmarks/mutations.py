@@ -43,6 +43,7 @@ GUARDS = (
     "tests/test_groundtruth_corpus.py",
     "tests/test_ctastream.py",
     "tests/test_shared_reads.py",
+    "tests/test_calibrate_runner.py",
 )
 
 
@@ -283,6 +284,27 @@ MUTATIONS = (
         "simperf/costmodel/overhead.py",
         "            overheads.decode_graph_gap_us_per_kernel,\n",
         "            overheads.decode_graph_gap_us_per_kernel * 1.01,\n",
+    ),
+    Mutation(
+        "kv-prefill-graph-reserve",
+        "KV pool (sglang_defaults.py): SGLang's reservation per captured prefill graph size +1%",
+        "simperf/sglang_defaults.py",
+        "PREFILL_GRAPH_RESERVE_MB_PER_SIZE = 8\n",
+        "PREFILL_GRAPH_RESERVE_MB_PER_SIZE = 8 * 1.01\n",
+    ),
+    Mutation(
+        "kv-pre-load-used",
+        "KV pool (scenario/resolve.py): the memory in use before the weights load +1%",
+        "simperf/scenario/resolve.py",
+        '    used, source = gpu.pre_load_used_bytes, "measured"\n',
+        '    used, source = gpu.pre_load_used_bytes and int(gpu.pre_load_used_bytes * 1.01), "measured"\n',
+    ),
+    Mutation(
+        "gemm-heaviest-first",
+        "calibration order (calibrate/runner.py): GEMMs timed heaviest first",
+        "simperf/calibrate/runner.py",
+        "        group.sort(key=gemm_work)  # stable: every other op keeps the grid's order\n",
+        "        group.sort(key=gemm_work, reverse=True)\n",
     ),
     Mutation(
         "cta-stream-rate",

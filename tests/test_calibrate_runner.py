@@ -209,3 +209,35 @@ def test_collectives_need_two_gpus():
     assert MESSAGE_BYTES[0] == 1024 and MESSAGE_BYTES[-1] == 1024**3
     assert all(p["group_size"] == 2 and p["backend"] == "nccl" for p in pts)
     json.dumps(pts)
+
+
+def test_gemm_points_are_timed_lightest_first_and_other_ops_keep_the_grid_order():
+    """A large GEMM leaves the GPU power-capped; a memory-bound m = 1 point timed next ran at a lower SM clock and
+    up to 23% slow (docs/perfdb.md). The runner times each group's GEMMs in increasing multiply-adds."""
+    from simperf.calibrate.points import make_point
+    from simperf.calibrate.runner import _group_points
+
+    grid = [
+        make_point("gemm", "torch", dtype="bf16", n=n, k=k, m=m)
+        for n, k in ((51200, 5120), (1024, 1024))
+        for m in (1, 8, 8192)
+    ]
+    timed = [(p["m"], p["n"]) for group in _group_points(grid).values() for p in group]
+    assert timed == [(1, 1024), (8, 1024), (1, 51200), (8, 51200), (8192, 1024), (8192, 51200)]
+    norms = [make_point("elementwise", "flashinfer", variant="rmsnorm", dtype="bf16", n=n, m=m)
+             for n, m in ((4096, 8), (1024, 1), (8192, 2))]  # fmt: skip
+    assert [p["n"] for g in _group_points(norms).values() for p in g] == [4096, 1024, 8192]
+
+
+def test_measuring_into_another_gpus_directory_is_refused_before_anything_is_written(tmp_path):
+    """An H100 run given --out calibration/h200 replaced H200 rows in place (a lent 'nvidia-h200' call that ran on
+    an H100): the runner now refuses, naming both GPUs, and the directory is untouched."""
+    from simperf.calibrate.preflight import CalibrateError
+    from simperf.calibrate.runner import check_same_gpu
+
+    (tmp_path / "device.json").write_text(json.dumps({"device": {"gpu": "h200"}}))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(CalibrateError, match="holds h200 tables .* this GPU is h100"):
+        check_same_gpu(tmp_path, "h100")
+    check_same_gpu(tmp_path, "h200")  # its own GPU: fine
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

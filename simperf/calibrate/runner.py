@@ -292,6 +292,7 @@ def run(options: RunOptions) -> int:
     out_dir = Path(options.out) if options.out else Path("calibration") / gpu_key
     if not options.dry_run:  # a dry run writes nothing, not even the directory
         check_output_dir(out_dir, "--out")
+        check_same_gpu(out_dir, gpu_key)
         out_dir.mkdir(parents=True, exist_ok=True)
         compacted = compact(out_dir)  # a previous run may have been killed before compacting
         if compacted:
@@ -363,12 +364,25 @@ def run(options: RunOptions) -> int:
     return 0
 
 
+def gemm_work(point: Point) -> int:
+    """Multiply-adds of a GEMM or batched-GEMM point (0 for other ops): the order its group is timed in."""
+    if point["op"] not in ("gemm", "bmm"):
+        return 0
+    return int(point.get("batch") or 1) * int(point["m"]) * int(point["n"]) * int(point["k"])
+
+
 def _group_points(points: Sequence[Point]) -> dict[str, list[Point]]:
+    """Points per worker group, in the groups' order. GEMMs are timed lightest first: a large GEMM holds the GPU
+    at its power limit, and the SM clock it leaves behind (1185-1500 MHz on the H100, recorded in sm_clock_mhz)
+    slowed the memory-bound m = 1 point timed next by up to 23% (Qwen3-32B's gate_up projection: 210.8 us where
+    three timings on a GPU at its boost clock, as a served decode runs it, gave 187.5; docs/perfdb.md)."""
     order = [g.name for g in WORKER_GROUPS] + ["nccl"]
     grouped: dict[str, list[Point]] = {}
     for point in points:
         name = "nccl" if point["op"] in gridmod.COMM_OPS else group_for(point["op"], point["backend"]).name
         grouped.setdefault(name, []).append(point)
+    for group in grouped.values():
+        group.sort(key=gemm_work)  # stable: every other op keeps the grid's order
     return {name: grouped[name] for name in order if name in grouped}
 
 
@@ -463,6 +477,23 @@ def _warm_up(by_group: dict[str, list[Point]], options: RunOptions, deadline: fl
         for message in pool.map(warm, jobs):
             console.log(f"  warm {message}")
     console.log(f"warm-up done in {time.monotonic() - t0:.0f} s")
+
+
+def check_same_gpu(out_dir: Path, gpu_key: str) -> None:
+    """Refuse to measure into a directory whose device.json names another GPU: its tables would mix two GPUs'
+    rows under one key (an H100 run given --out calibration/h200 replaced H200 rows without a word)."""
+    record = out_dir / "device.json"
+    if not record.exists() or gpu_key in ("", "unknown", CPU_STAND_IN):
+        return
+    try:
+        theirs = (json.loads(record.read_text(encoding="utf-8")).get("device") or {}).get("gpu")
+    except (OSError, ValueError):
+        return
+    if theirs and theirs != gpu_key:
+        raise CalibrateError(
+            f"--out {out_dir}: holds {theirs} tables (device.json) and this GPU is {gpu_key}; measuring into it "
+            f"would mix two GPUs in one table: give --out calibration/{gpu_key} or a new directory"
+        )
 
 
 def _write_ceilings(out_dir: Path, probe: dict[str, Any], console: Console) -> None:

@@ -5,6 +5,7 @@
     python -m simperf.perfdb.offgrid generate calibration/offgrid/straggler-dev.jsonl --stragglers
     python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix.jsonl --shared-prefix
     python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix-fa3.jsonl --shared-prefix sgl_fa3
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/gemm-recheck.jsonl --recheck-gemm
     python -m simperf.perfdb.offgrid time calibration/offgrid/samples.jsonl --out results.jsonl [--time-budget-s S]
     python -m simperf.perfdb.offgrid docs [--check]     # regenerate the numbers in docs/accuracy.md, docs/perfdb.md
 
@@ -31,6 +32,15 @@ def _generate(args: argparse.Namespace) -> int:
         samples = shared_prefix.generate(shared_prefix.SETS[args.shared_prefix])
         write_samples(args.path, shared_prefix.set_header(samples), samples)
         print(f"{args.path}: {len(samples)} designed shared-prefix decode batches (pairs)", file=sys.stderr)
+        return 0
+    if args.recheck_gemm:
+        from simperf.perfdb.db import shipped_calibration_dir
+        from simperf.perfdb.offgrid import recheck
+
+        dirs = [d for d in (shipped_calibration_dir(g) for g in ("h100", "h200")) if d is not None]
+        samples = recheck.generate_gemm_recheck(dirs)
+        write_samples(args.path, recheck.set_header(samples), samples)
+        print(f"{args.path}: {len(samples)} bf16 GEMM grid points to time again", file=sys.stderr)
         return 0
     if args.stragglers:
         from simperf.perfdb.offgrid.samples import generate_stragglers
@@ -74,7 +84,7 @@ def _time(args: argparse.Namespace) -> int:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
-    return time_samples(args.samples, args.out, args.time_budget_s)
+    return time_samples(args.samples, args.out, args.time_budget_s, retime=args.retime)
 
 
 def _docs(args: argparse.Namespace) -> int:
@@ -104,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the designed GQA decode batches with one long request (a development set, no seed)",
     )
     gen.add_argument(
+        "--recheck-gemm",
+        action="store_true",
+        help="every bf16 GEMM grid key of the shipped tables at m = 1 and 8, to time again (a designed set)",
+    )
+    gen.add_argument(
         "--shared-prefix",
         nargs="?",
         const="flashinfer",
@@ -115,6 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     tim.add_argument("samples", type=Path)
     tim.add_argument("--out", type=Path, required=True, help="results file (appended; rerun continues)")
     tim.add_argument("--time-budget-s", type=float, help="stop starting samples after this many seconds")
+    tim.add_argument(
+        "--retime",
+        choices=("decode", "extend", "gemm", "moe", "elementwise"),
+        help="time this category's samples again even where done (appended; the last row of an id is read)",
+    )
     doc = sub.add_parser(
         "docs", help="regenerate the tables' numbers in docs/accuracy.md and docs/perfdb.md (CPU)"
     )

@@ -27,6 +27,7 @@ from simperf.calibrate.runner import (
     WorkerProcess,
     _progress,
     _warm_up,
+    gemm_work,
     probe_device,
     provenance_from_probe,
 )
@@ -53,10 +54,13 @@ def done_ids(results: Path) -> set[int]:
 
 
 def _by_group(samples: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Samples per worker group, GEMMs lightest first as the tables are timed (calibrate.runner.gemm_work)."""
     grouped: dict[str, list[dict[str, Any]]] = {}
     for sample in samples:
         point = sample["point"]
         grouped.setdefault(group_for(point["op"], point["backend"]).name, []).append(sample)
+    for group in grouped.values():
+        group.sort(key=lambda sample: gemm_work(sample["point"]))
     order = [g.name for g in WORKER_GROUPS]
     return {name: grouped[name] for name in order if name in grouped}
 
@@ -110,13 +114,15 @@ def time_samples(
     time_budget_s: float | None = None,
     console: Console | None = None,
     cpu: bool = False,
+    retime: str | None = None,
 ) -> int:
     """Time every sample of `samples_path` not yet in `results_path`; returns a process exit code. `cpu`: no GPU
-    to probe (the tests' fake backend)."""
+    to probe (the tests' fake backend). `retime`: a category ("gemm", ...) whose samples are timed again even if
+    done; the new rows are appended, and a results file's last row of an id is the one read."""
     console = console or Console(stderr=True)
     header, samples = read_samples(samples_path)
     done = done_ids(results_path)
-    pending = [s for s in samples if int(s["id"]) not in done]
+    pending = [s for s in samples if int(s["id"]) not in done or s.get("category") == retime]
     probe = _cpu_probe() if cpu else probe_device()
     journal = FsyncedJsonLines(results_path)
     if not results_path.exists() or results_path.stat().st_size == 0:

@@ -1,0 +1,69 @@
+"""A designed set that times table grid points again, as they are: how far one measurement of a point repeats.
+
+The dense bf16 GEMM tables hold one measurement per (m, n, k), and some points were taken while the GPU ran at a
+lower SM clock (the tables record it: 1185-1980 MHz on the H100). At m = 1 a third of the H100's (n, k) keys came
+out more than 3% slower than at m = 8, which a memory-bound GEMM reading the same weights cannot be unless cuBLAS
+runs another kernel there; Qwen3-32B's gate_up projection (n = 51200, k = 5120) is one, 210.8 us at m = 1 (p10
+198, p90 229, at 1185 MHz) against 187.9 us at m = 8. This set re-times every bf16 GEMM key of the shipped tables
+at m = 1 and m = 8 (m = 1 first), so that `simperf perfdb check DIR --offgrid RESULTS --samples SET` says how far
+each table point is from a second measurement taken with the same protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from simperf.calibrate.points import make_point
+
+RECHECK_M = (1, 8)
+
+
+def gemm_keys(directories: Sequence[Path]) -> list[tuple[int, int]]:
+    """(n, k) of every ok bf16 `torch` GEMM grid row in these calibration directories, sorted."""
+    keys: set[tuple[int, int]] = set()
+    for directory in directories:
+        path = Path(directory) / "gemm.parquet"
+        if not path.exists():
+            continue
+        rows = pl.read_parquet(path).filter(
+            (pl.col("status") == "ok")
+            & (pl.col("op") == "gemm")
+            & (pl.col("dtype") == "bf16")
+            & (pl.col("sample").is_null() | (pl.col("sample") == "grid"))
+        )
+        keys.update(zip(rows["n"].to_list(), rows["k"].to_list(), strict=True))
+    return sorted(keys)
+
+
+def generate_gemm_recheck(directories: Sequence[Path]) -> list[dict[str, Any]]:
+    """One sample per (m, n, k) with m in RECHECK_M, all m = 1 samples first (a timing budget that runs out
+    still covers every key at m = 1)."""
+    samples: list[dict[str, Any]] = []
+    for m in RECHECK_M:
+        for n, k in gemm_keys(directories):
+            point = make_point("gemm", "torch", dtype="bf16", n=n, k=k, m=m, sample="heldout")
+            note = f"grid point re-timed (m={m}, n={n}, k={k})"
+            samples.append(
+                {
+                    "id": len(samples),
+                    "category": "gemm",
+                    "ragged": False,
+                    "model": None,
+                    "note": note,
+                    "point": point,
+                }
+            )
+    return samples
+
+
+def set_header(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "seed": None,
+        "counts": {"gemm": len(samples)},
+        "ragged_share": {},
+        "generator": "simperf.perfdb.offgrid.recheck.generate_gemm_recheck",
+    }
