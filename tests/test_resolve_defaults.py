@@ -64,3 +64,28 @@ def test_decode_graph_buckets_follow_sglang_list():
     assert decode_graph_buckets(100, speculative=False)[-1] == 100
     spec = decode_graph_buckets(48, speculative=True)
     assert spec[:8] == (1, 2, 3, 4, 5, 6, 7, 8) and spec[-1] == 48
+
+
+def _mem_fraction(s) -> float:
+    note = next(n for n in s.notes if n.startswith("mem_fraction_static="))
+    return float(note.split("=")[1].split()[0])
+
+
+def test_the_reservation_follows_what_the_prefill_graph_and_the_version_reserve():
+    """SGLang 0.5.17 reserves 8 MB per captured prefill-graph size while the graph is on (464 MB at C = 8192: 0.83
+    on an H100 where 0.835 without it); below the 10 GiB floor it does not show; SGLang <= 0.5.5 reserved 2048 MB
+    more for an EAGLE draft (docs/serving-model.md §1.12)."""
+    dense = dict(model="qwen3-8b", gpu="h100", count=1)
+    on, _, _ = resolve(scenario(**dense))
+    no_chunk, _, _ = resolve(scenario(**dense, chunked_prefill_size=512))
+    assert _mem_fraction(on) == 0.83  # what every single-H100 server of the corpus logged
+    # a 512-token chunk captures 30 sizes instead of 58, and the activation reserve is the floor of 2048 tokens
+    gpu_mib = 81559
+    assert _mem_fraction(no_chunk) == round(
+        (gpu_mib - max(512 + 1.5 * 2048 + 128 + 512 + 30 * 8, 10240)) / gpu_mib, 3
+    )
+    eagle = {"algorithm": "eagle3", "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}
+    new, _, _ = resolve(scenario(**dense, speculative=eagle))
+    old, _, _ = resolve(scenario(**dense, speculative=eagle, sglang_version="0.5.3"))
+    assert _mem_fraction(new) - _mem_fraction(old) == pytest.approx(round(2048 / gpu_mib, 3), abs=0.0011)
+    assert old.max_total_tokens < new.max_total_tokens
