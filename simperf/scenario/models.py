@@ -388,14 +388,14 @@ class Overheads(_Strict):
     to the scenario's host (on_host, hardware.host_speed)."""
 
     scheduler_us_per_iteration: float = Field(
-        default=997.2,
+        default=995.1,
         ge=0,
         description="CPU time to receive, schedule and launch one iteration (measured with process_us_per_iteration "
-        "as their sum, 1,496 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
-        "of two hosts (1,038 and 1,954 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
+        "as their sum, 1,493 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
+        "of two hosts (1,038 and 1,948 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
     )
     process_us_per_iteration: float = Field(
-        default=498.6,
+        default=497.5,
         ge=0,
         description="CPU time to process one batch's results (append tokens, free KV, stream): a third of the "
         "measured per-iteration CPU time (see scheduler_us_per_iteration)",
