@@ -72,3 +72,15 @@ def test_scaled_from_uses_the_measured_ratio_and_says_so(dirs):
     assert "measured h100/h200 ratio 1.1" in timing.detail
     plain = PerfDB(H100, _read_tables([]), [], None, reference=reference)
     assert "x roofline h100/h200" in plain.lookup("gemm", GEMM, m=48).detail
+
+
+def test_the_shipped_ratios_are_what_the_command_derives_from_the_shipped_tables(monkeypatch):
+    """calibration/h100/scaled_ratios.yaml is derived data: when a table is measured again (the GEMM tables,
+    2026-11-27) it must be derived again, or scaled_from keeps the old tables' ratios without a word."""
+    from pathlib import Path
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # the file names the directories as the command ran
+    fresh = measure_ratios(Path("calibration/h100"), Path("calibration/h200"))
+    assert fresh.to_yaml() == Path("calibration/h100", RATIOS_FILE).read_text(encoding="utf-8"), (
+        "run: python -m simperf.perfdb.ratios calibration/h100 calibration/h200"
+    )
