@@ -79,7 +79,8 @@ def test_the_shipped_ratios_are_what_the_command_derives_from_the_shipped_tables
     2026-11-27) it must be derived again, or scaled_from keeps the old tables' ratios without a word."""
     from pathlib import Path
 
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # the file names the directories as the command ran
+    # the file names the directories as the command was run, from the repository root
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
     fresh = measure_ratios(Path("calibration/h100"), Path("calibration/h200"))
     assert fresh.to_yaml() == Path("calibration/h100", RATIOS_FILE).read_text(encoding="utf-8"), (
         "run: python -m simperf.perfdb.ratios calibration/h100 calibration/h200"
