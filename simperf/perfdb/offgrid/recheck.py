@@ -67,3 +67,40 @@ def set_header(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "ragged_share": {},
         "generator": "simperf.perfdb.offgrid.recheck.generate_gemm_recheck",
     }
+
+
+def table_vs_retimings(table_dir: Path, samples_path: Path, results: Sequence[Path]) -> dict[str, float]:
+    """How far a GEMM table's points are from re-timings of them (`generate_gemm_recheck` results, one file per
+    pass): median and p90 |table / median re-timing - 1|, the share of points the table has slower, and how far the
+    passes agree with each other (median and p90 of max / min - 1 per point). Recomputed by a test for the numbers
+    docs/perfdb.md states."""
+    import numpy as np
+
+    from simperf.perfdb.offgrid.io import read_results, read_samples
+
+    _, samples = read_samples(samples_path)
+    passes = [read_results(path)[1] for path in results]
+    rows = pl.read_parquet(Path(table_dir) / "gemm.parquet").filter(
+        (pl.col("status") == "ok") & (pl.col("op") == "gemm") & (pl.col("dtype") == "bf16")
+        & (pl.col("backend") == "torch") & (pl.col("sample") == "grid")
+    )  # fmt: skip
+    table = {(m, n, k): t for m, n, k, t in rows.select("m", "n", "k", "time_us").iter_rows()}
+    errors, spreads = [], []
+    for sample in samples:
+        times = [p[sample["id"]]["time_us"] for p in passes if sample["id"] in p]
+        point = sample["point"]
+        key = (point["m"], point["n"], point["k"])
+        if not times or key not in table:
+            continue
+        errors.append(table[key] / float(np.median(times)) - 1.0)
+        spreads.append(max(times) / min(times) - 1.0)
+    abs_err = np.abs(errors)
+    return {
+        "points": float(len(errors)),
+        "median": float(np.median(abs_err)),
+        "p90": float(np.percentile(abs_err, 90)),
+        "max": float(abs_err.max()),
+        "table_slower": float(np.mean(np.array(errors) > 0)),
+        "passes_median": float(np.median(spreads)),
+        "passes_p90": float(np.percentile(spreads, 90)),
+    }
