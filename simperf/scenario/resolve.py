@@ -12,7 +12,7 @@ from simperf.models.arch import ModelArch
 from simperf.models.zoo import load_arch
 from simperf.scenario.backends import check_backends
 from simperf.scenario.layout import check_layout
-from simperf.scenario.models import Scenario
+from simperf.scenario.models import Scenario, ServingSpec
 from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
 from simperf.sglang_defaults import (
     CUDA_GRAPH_MAX_BS_TP_THRESHOLD,
@@ -148,6 +148,32 @@ def memory_before_weights(gpu: GpuSpec, tp: int) -> tuple[int, str]:
     return int(gpu.memory_bytes - used - distributed_init_extra_mib(tp) * MIB), source
 
 
+def _default_mem_fraction(
+    s: ServingSpec, gpu: GpuSpec, mla: bool, chunk: int, max_bs: int, decode_graph: bool, prefill_graph: bool
+) -> float:
+    """SGLang's mem_fraction_static for serving arguments `s` (docs/serving-model.md §1.12): activations sized by
+    the whole chunk (before DP splits it), or by max_prefill_tokens without one; the prefill graph's reserve only
+    where the graph is on."""
+    full_chunk = chunk * s.dp_attention
+    activation_tokens = full_chunk if full_chunk > 0 else s.max_prefill_tokens
+    prefill_graph_mb = 0.0
+    if prefill_graph:
+        prefill_chunk = full_chunk if not mla else MLA_PREFILL_GRAPH_MAX_TOKENS
+        prefill_graph_mb = prefill_graph_reserve_mb(mla, prefill_chunk, s.max_total_tokens)
+    return default_mem_fraction_static(
+        gpu,
+        activation_tokens,
+        s.tp,
+        max_bs,
+        s.dp_attention,
+        decode_graph=decode_graph,
+        prefill_graph_mb=prefill_graph_mb,
+        speculative_mb=speculative_reserve_mb(
+            s.speculative.algorithm if s.speculative else None, s.sglang_version
+        ),
+    )
+
+
 def resolve(
     scenario: Scenario, field: str = "serving", disaggregated: bool | None = None
 ) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
@@ -194,25 +220,7 @@ def resolve(
     )
     mem_fraction = s.mem_fraction_static
     if mem_fraction is None:
-        # SGLang sizes activations by the whole chunk (before DP splits it), or by max_prefill_tokens without one
-        full_chunk = chunk * s.dp_attention
-        activation_tokens = full_chunk if full_chunk > 0 else s.max_prefill_tokens
-        prefill_graph_mb = 0.0
-        if eager_reason is None:
-            prefill_chunk = full_chunk if not mla else MLA_PREFILL_GRAPH_MAX_TOKENS
-            prefill_graph_mb = prefill_graph_reserve_mb(mla, prefill_chunk, s.max_total_tokens)
-        mem_fraction = default_mem_fraction_static(
-            gpu,
-            activation_tokens,
-            s.tp,
-            max_bs,
-            s.dp_attention,
-            decode_graph=graphs_on,
-            prefill_graph_mb=prefill_graph_mb,
-            speculative_mb=speculative_reserve_mb(
-                s.speculative.algorithm if s.speculative else None, s.sglang_version
-            ),
-        )
+        mem_fraction = _default_mem_fraction(s, gpu, mla, chunk, max_bs, graphs_on, eager_reason is None)
         notes.append(f"mem_fraction_static={mem_fraction} by SGLang's reservation rule")
 
     kv_bytes = arch.kv_bytes_per_token_per_rank(layout, kv_dtype, decode_backend)
