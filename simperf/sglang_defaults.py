@@ -78,8 +78,6 @@ DP_GRAPH_RESERVE_LARGE_BS = 300
 DP_GRAPH_RESERVE_MB_PER_LARGE_BS = 1.5
 MLA_PREFILL_GRAPH_RESERVE_MB = 1536
 PREFILL_GRAPH_RESERVE_MB_PER_SIZE = 8
-# ServerArgs (0.5.17): the prefill graph's max_bs is the chunked-prefill size, or 2048 for an MLA backend
-MLA_PREFILL_GRAPH_MAX_TOKENS = 2048
 # SGLang <= 0.5.5 (server_args.py, the same rule): EAGLE / MTP draft models and their graphs reserve 2048 MB more
 # (STANDALONE 6144, NGRAM none); 0.5.17 counts the draft's weights as loaded instead.
 SPECULATIVE_RESERVE_MB_UNTIL = (0, 5, 5)

@@ -372,19 +372,27 @@ def diagnosed_group(run: RunResult) -> str:
     return "the rest"
 
 
+def _summary_table(first_column: str, summaries: list[Summary]) -> list[str]:
+    """A markdown table of error summaries, one row per group."""
+    lines = [
+        f"| {first_column} | runs | median abs error | p90 abs error | median signed |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for s in summaries:
+        lines.append(
+            f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
+            f"{_pct(s.median_signed)} |"
+        )
+    return lines
+
+
 def markdown(report: CorpusReport) -> str:
     lines = [
         f"{len(report.runs)} runs predicted, {len(report.skipped)} not "
         "(`simperf accuracy groundtruth/ -o markdown --update-doc docs/accuracy.md`).",
         "",
-        "| metric | runs | median abs error | p90 abs error | median signed |",
-        "|---|---:|---:|---:|---:|",
+        *_summary_table("metric", report.summaries()),
     ]
-    for s in report.summaries():
-        lines.append(
-            f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
-            f"{_pct(s.median_signed)} |"
-        )
     kv = report.kv_errors()
     if kv:
         kv_sorted = sorted(abs(x) for x in kv)
@@ -399,14 +407,8 @@ def markdown(report: CorpusReport) -> str:
         "",
         f"The {len(held_out)} runs no host cost was measured on (all but the concurrency-1 runs that fed one):",
         "",
-        "| metric | runs | median abs error | p90 abs error | median signed |",
-        "|---|---:|---:|---:|---:|",
+        *_summary_table("metric", report.summaries(lambda r: "held-out runs", held_out)),
     ]
-    for s in report.summaries(lambda r: "held-out runs", held_out):
-        lines.append(
-            f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
-            f"{_pct(s.median_signed)} |"
-        )
     after = [r for r in report.runs if not r.feeds_defaults]
     if after:
         lines += [
@@ -414,14 +416,8 @@ def markdown(report: CorpusReport) -> str:
             f"The {len(after)} runs recorded after their prediction was committed (check-only plans, "
             "groundtruth/hosts.py):",
             "",
-            "| metric | runs | median abs error | p90 abs error | median signed |",
-            "|---|---:|---:|---:|---:|",
+            *_summary_table("metric", report.summaries(lambda r: "recorded after the prediction", after)),
         ]
-        for s in report.summaries(lambda r: "recorded after the prediction", after):
-            lines.append(
-                f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
-                f"{_pct(s.median_signed)} |"
-            )
     for title, key in (
         ("diagnosed cause (docs/accuracy.md explains each)", diagnosed_group),
         ("model × GPU", lambda r: f"{r.model} on {r.gpu}"),
@@ -431,14 +427,8 @@ def markdown(report: CorpusReport) -> str:
             "",
             f"By {title} (median TTFT, median TPOT, output throughput):",
             "",
-            "| group | runs | median abs error | p90 abs error | median signed |",
-            "|---|---:|---:|---:|---:|",
+            *_summary_table("group", report.summaries(key)),
         ]
-        for s in report.summaries(key):
-            lines.append(
-                f"| {s.group} | {s.n} | {100 * s.median_ape:.1f}% | {100 * s.p90_ape:.1f}% | "
-                f"{_pct(s.median_signed)} |"
-            )
     lines += [
         "",
         "Per run (measured → predicted):",

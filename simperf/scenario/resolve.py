@@ -28,7 +28,6 @@ from simperf.sglang_defaults import (
     MAX_RUNNING_REQUESTS_PER_CONTEXT,
     MIN_ACTIVATION_TOKENS,
     MIN_NEW_TOKEN_RATIO_FACTOR,
-    MLA_PREFILL_GRAPH_MAX_TOKENS,
     MLA_PREFILL_GRAPH_RESERVE_MB,
     NEW_TOKEN_RATIO_DECAY_STEPS,
     PREFILL_GRAPH_RESERVE_MB_PER_SIZE,
@@ -156,10 +155,7 @@ def _default_mem_fraction(
     where the graph is on."""
     full_chunk = chunk * s.dp_attention
     activation_tokens = full_chunk if full_chunk > 0 else s.max_prefill_tokens
-    prefill_graph_mb = 0.0
-    if prefill_graph:
-        prefill_chunk = full_chunk if not mla else MLA_PREFILL_GRAPH_MAX_TOKENS
-        prefill_graph_mb = prefill_graph_reserve_mb(mla, prefill_chunk, s.max_total_tokens)
+    prefill_graph_mb = prefill_graph_reserve_mb(mla, full_chunk, s.max_total_tokens) if prefill_graph else 0.0
     return default_mem_fraction_static(
         gpu,
         activation_tokens,

@@ -22,19 +22,25 @@ from simperf.calibrate.points import make_point
 RECHECK_M = (1, 8)
 
 
+def _bf16_grid_rows(directory: Path) -> pl.DataFrame:
+    """The ok bf16 `torch` GEMM grid rows of a calibration directory's gemm table (empty without one)."""
+    path = Path(directory) / "gemm.parquet"
+    if not path.exists():
+        return pl.DataFrame({"m": [], "n": [], "k": [], "time_us": []})
+    return pl.read_parquet(path).filter(
+        (pl.col("status") == "ok")
+        & (pl.col("op") == "gemm")
+        & (pl.col("dtype") == "bf16")
+        & (pl.col("backend") == "torch")
+        & (pl.col("sample").is_null() | (pl.col("sample") == "grid"))
+    )
+
+
 def gemm_keys(directories: Sequence[Path]) -> list[tuple[int, int]]:
     """(n, k) of every ok bf16 `torch` GEMM grid row in these calibration directories, sorted."""
     keys: set[tuple[int, int]] = set()
     for directory in directories:
-        path = Path(directory) / "gemm.parquet"
-        if not path.exists():
-            continue
-        rows = pl.read_parquet(path).filter(
-            (pl.col("status") == "ok")
-            & (pl.col("op") == "gemm")
-            & (pl.col("dtype") == "bf16")
-            & (pl.col("sample").is_null() | (pl.col("sample") == "grid"))
-        )
+        rows = _bf16_grid_rows(directory)
         keys.update(zip(rows["n"].to_list(), rows["k"].to_list(), strict=True))
     return sorted(keys)
 
@@ -80,11 +86,8 @@ def table_vs_retimings(table_dir: Path, samples_path: Path, results: Sequence[Pa
 
     _, samples = read_samples(samples_path)
     passes = [read_results(path)[1] for path in results]
-    rows = pl.read_parquet(Path(table_dir) / "gemm.parquet").filter(
-        (pl.col("status") == "ok") & (pl.col("op") == "gemm") & (pl.col("dtype") == "bf16")
-        & (pl.col("backend") == "torch") & (pl.col("sample") == "grid")
-    )  # fmt: skip
-    table = {(m, n, k): t for m, n, k, t in rows.select("m", "n", "k", "time_us").iter_rows()}
+    rows = _bf16_grid_rows(table_dir).select("m", "n", "k", "time_us")
+    table = {(m, n, k): t for m, n, k, t in rows.iter_rows()}
     errors, spreads = [], []
     for sample in samples:
         times = [p[sample["id"]]["time_us"] for p in passes if sample["id"] in p]
