@@ -300,6 +300,13 @@ MUTATIONS = (
         '    used, source = gpu.pre_load_used_bytes and int(gpu.pre_load_used_bytes * 1.01), "measured"\n',
     ),
     Mutation(
+        "eager-rank-factor",
+        "eager extend host time (scenario/models.py): the rank factor +1% where it applies",
+        "simperf/scenario/models.py",
+        "        return getattr(self, field), field\n",
+        "        return getattr(self, field) * 1.01, field\n",
+    ),
+    Mutation(
         "gemm-heaviest-first",
         "calibration order (calibrate/runner.py): GEMMs timed heaviest first",
         "simperf/calibrate/runner.py",

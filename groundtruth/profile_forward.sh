@@ -26,8 +26,8 @@ python3 -m simperf.groundtruth modeldir "$model" /root/gt/work/models/"$model" |
 base=(python3 -m sglang.benchmark.one_batch --model-path /root/gt/work/models/"$model" --load-format dummy
       --batch-size $batch --input-len $lens $lens --output-len $olen "$@")
 left() { echo $(( budget - ($(date +%s) - t0) - 20 )); }
-echo "${base[*]} --result-filename clean.jsonl" > "$dest/cmd.txt"
-echo "SGLANG_TORCH_PROFILER_DIR=$work ${base[*]} --result-filename profiled.jsonl ${pflags[*]}" >> "$dest/cmd.txt"
+[ "${CLEAN:-1}" = 0 ] || echo "${base[*]} --result-filename clean.jsonl" > "$dest/cmd.txt"
+[ "${PROFILE:-1}" = 0 ] || echo "SGLANG_TORCH_PROFILER_DIR=$work ${base[*]} --result-filename profiled.jsonl ${pflags[*]}" >> "$dest/cmd.txt"
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; lscpu | grep -E 'Model name|^CPU\(s\)'; python3 -c 'import sglang, torch; print("sglang", sglang.__version__, "torch", torch.__version__)'; } > "$dest/env.txt" 2>&1
 [ "${CLEAN:-1}" = 0 ] || timeout $(left) "${base[@]}" --result-filename "$work/clean.jsonl" > "$dest/one_batch_clean.log" 2>&1
 echo "clean pass rc=$? after $(( $(date +%s) - t0 )) s"

@@ -100,6 +100,20 @@ def test_eager_extend_and_per_request_host_costs_are_the_one_batch_measurements(
     )
 
 
+def test_the_eager_rank_factors_are_the_four_rank_one_batch_measurements():
+    """Overheads.eager_extend_rank_factor(_dense): one_batch forwards at TP 4 over TP 1 on the same 4-GPU host, per
+    kernel simperf counts at each size, the median over the hosts (groundtruth/forwards/h200x4/)."""
+    from simperf.accuracy.hostcosts import eager_extend_rank_factor
+
+    defaults = Overheads()
+    mla_moe = eager_extend_rank_factor(CORPUS, "mla_moe")
+    assert defaults.eager_extend_rank_factor == pytest.approx(mla_moe.value, abs=0.001), mla_moe.detail
+    dense = eager_extend_rank_factor(CORPUS, "dense")
+    assert defaults.eager_extend_rank_factor_dense == pytest.approx(dense.value, abs=0.001), dense.detail
+    # both hosts saw four ranks run longer per kernel, by more than their run-to-run noise
+    assert all(float(part.rsplit("= ", 1)[1]) > 1.3 for part in mla_moe.detail.split("; ")), mla_moe.detail
+
+
 def test_the_api_server_time_per_chunk_is_the_saturated_runs_measurement():
     from simperf.accuracy.hostcosts import frontend_us_per_chunk
 

@@ -80,3 +80,54 @@ def test_a_dense_model_without_cuda_graphs_prefills_at_the_dense_eager_cost():
     assert not prediction.serving.prefill_cuda_graph
     rows = _host_rows(prediction)
     assert rows["eager_extend_us_per_kernel_dense"]["us"] == Overheads().eager_extend_us_per_kernel_dense
+
+
+@pytest.mark.parametrize(
+    ("model", "tp", "factor_field"),
+    [
+        ("deepseek-v2-lite", 1, None),
+        ("deepseek-v2-lite", 2, None),  # measured at 2 ranks: 0.97, within the host's noise; not applied
+        ("deepseek-v2-lite", 4, "eager_extend_rank_factor"),
+        ("deepseek-v2-lite", 8, "eager_extend_rank_factor"),  # 8 ranks take 4's value (an estimate)
+        ("qwen3-8b", 4, "eager_extend_rank_factor_dense"),
+    ],
+)
+def test_an_eager_extend_on_more_tensor_parallel_ranks_takes_the_measured_rank_factor(
+    model, tp, factor_field
+):
+    """Four ranks launching the same eager forward and meeting at each collective ran 1.5-1.9x (MoE / MLA) and 1.2x
+    (dense) longer per kernel than one on the same host (groundtruth/forwards/h200x4/): the prefill step and the
+    scheduler's CPU for it take that factor, and the breakdown names it."""
+    serving = {"tp": tp} | ({"disable_cuda_graph": True} if model == "qwen3-8b" else {})
+    prediction = predict(
+        _scenario(model, "h200", prompts=1, hardware={"gpu": "h200", "count": tp}, serving=serving)
+    )
+    assert not prediction.serving.prefill_cuda_graph
+    o = (
+        prediction.cost.overheads
+    )  # on this GPU's default host; the factors are ratios, the same on every host
+    assert o.eager_extend_rank_factor == Overheads().eager_extend_rank_factor
+    dense = model == "qwen3-8b"
+    base = o.eager_extend_us_per_kernel_dense if dense else o.eager_extend_us_per_kernel
+    factor = 1.0 if factor_field is None else getattr(o, factor_field)
+    per_kernel_us, label = prediction.cost.extend_host_us_per_kernel
+    assert per_kernel_us == pytest.approx(base * factor)
+    rows = _host_rows(prediction)
+    assert (factor_field in rows) if factor_field else not any("rank_factor" in name for name in rows)
+    prefill = breakdown_tables(prediction)[0]
+    overhead = next(r for r in prefill.rows if r["kind"] == "overhead")
+    assert (factor_field or "rank_factor") in overhead["detail"] or factor_field is None
+    kernels_us = sum(r["total_us"] for r in prefill.rows if r["kind"] != "overhead")
+    # a short prompt's eager extend is the host's: kernels x the per-kernel time, the factor included
+    assert kernels_us + overhead["total_us"] == pytest.approx(overhead["count"] * base * factor)
+
+
+def test_a_graphed_extend_on_four_ranks_keeps_one_ranks_host_time():
+    """The rank factor was measured on eager forwards only; a breakable prefill graph's host time is not grown."""
+    prediction = predict(
+        _scenario("qwen3-8b", "h200", hardware={"gpu": "h200", "count": 4}, serving={"tp": 4})
+    )
+    assert prediction.serving.prefill_cuda_graph
+    one_rank = prediction.cost.overheads.extend_launch_us(prediction.serving.prefill_backend)
+    assert prediction.cost.extend_host_us_per_kernel == one_rank
+    assert not any("rank_factor" in name for name in _host_rows(prediction))

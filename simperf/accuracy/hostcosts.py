@@ -1,6 +1,6 @@
 """The host costs `Overheads` carries, recomputed from the measurements they came from (docs/overheads.md).
 
-Two of them were measured with SGLang's own `sglang.benchmark.one_batch` beside the served runs
+Four of them were measured with SGLang's own `sglang.benchmark.one_batch` beside the served runs
 (groundtruth/forwards/, recorded by groundtruth/profile_forward.sh):
 
 * `eager_extend_us_per_kernel`: DeepSeek-V2-Lite's 1,024-token prefill, which SGLang 0.5.17 runs without a prefill
@@ -8,6 +8,9 @@ Two of them were measured with SGLang's own `sglang.benchmark.one_batch` beside 
   forward (`summary.jsonl`) shows it is the host's time, not the GPU's: the kernels keep the GPU busy a third of it.
 * `eager_extend_us_per_kernel_dense`: the same for a dense model, Qwen3-8B's 128-token prefill with
   `--disable-cuda-graph` (H100), whose profile shows the GPU busy a quarter of it.
+* `eager_extend_rank_factor` (and `_dense`): the same model's one_batch prefill at TP 1 and TP 4 on one 4-GPU host,
+  12-16 forwards a size (groundtruth/profile_tp_prefill.sh): the median latency over the kernels simperf counts at
+  4 ranks over that at 1, per host; the median over the hosts measured (two for DeepSeek-V2-Lite, one for Qwen3-8B).
 * `process_us_per_running_request`: with the overlap scheduler off, a decode iteration of the served Qwen3-0.6B is
   its forward plus the scheduler's own CPU work; one_batch runs the same forward (CUDA-graph replay, sampling)
   without a scheduler. The served iteration less one_batch's, at 1, 128 and 512 running requests, grows by this
@@ -107,6 +110,17 @@ DENSE_SCENARIO = {
     "serving": {"attention_backend": "flashinfer", "disable_cuda_graph": True},
     "workload": {"dataset": {"kind": "fixed", "input_len": DENSE_PREFILL_TOKENS, "output_len": 2}},
 }
+# One model's eager prefill at 1 and at 4 tensor-parallel ranks on the same 4-GPU host (groundtruth/profile_tp_prefill.sh,
+# 12-16 one_batch forwards a size); per model class, one (1 rank, 4 ranks) pair of record directories per host.
+RANK_FORWARDS = Path("forwards/h200x4")
+RANK_PAIRS = {
+    "mla_moe": (
+        ("host-a-deepseek-v2-lite-prefill-tp1", "host-a-deepseek-v2-lite-prefill-tp4"),
+        ("host-b-deepseek-v2-lite-prefill-tp1", "host-b-deepseek-v2-lite-prefill-tp4"),
+    ),
+    "dense": (("host-c-qwen3-8b-prefill-tp1", "host-c-qwen3-8b-prefill-tp4"),),
+}
+RANK_TOKENS = 1024
 Q06_DECODE = Path("forwards/h200/qwen3-0.6b-decode")
 Q06_NO_OVERLAP = Path("h200/qwen3-0.6b-no-overlap")
 Q06_POINTS = {1: "c1-128-512", 128: "c128-128-512", 512: "c512-128-512"}  # running requests -> run
@@ -604,3 +618,68 @@ def hosts_markdown(corpus: Path) -> str:
         check = host_speed_ratio(corpus, *pair)
         lines.append(f"- {label}: **{check.value:.3f}** = {check.detail}")
     return "\n".join(lines) + "\n"
+
+
+def _prefill_latencies_s(forward: Path, tokens: int) -> list[float]:
+    """Every warm one_batch prefill latency of `tokens` in a record: clean.jsonl, or where only the pass's printed
+    lines came back, prefill_latency_s.txt (the warm-up first, then the order of cmd.txt's --input-len)."""
+    clean = forward / "clean.jsonl"
+    if clean.exists():
+        rows = [json.loads(line) for line in clean.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [float(r["prefill_latency"]) for r in rows if int(r["input_len"]) == tokens]
+    printed = forward / "prefill_latency_s.txt"
+    values = [
+        float(v)
+        for line in printed.read_text(encoding="utf-8").splitlines()
+        if not line.startswith("#")
+        for v in line.split()
+    ][1:]
+    command = (forward / "cmd.txt").read_text(encoding="utf-8").split()
+    lens = command[command.index("--input-len") + 1 : command.index("--output-len")]
+    if len(lens) != len(values):
+        raise ValueError(f"{printed}: {len(values)} warm latencies for {len(lens)} input lengths")
+    return [v for n, v in zip(lens, values, strict=True) if int(n) == tokens]
+
+
+def _eager_kernels(scenario, tp: int, tokens: int) -> int:
+    from simperf.models.ops import kernels_per_step
+
+    ranks = scenario.model_copy(
+        update={
+            "serving": scenario.serving.model_copy(update={"tp": tp}),
+            "hardware": scenario.hardware.model_copy(update={"count": tp}),
+        }
+    )
+    cost = step_cost_of(ranks)
+    return kernels_per_step(cost.extend_ops(np.array([tokens]), np.array([0])), cost.arch)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    value: float
+    detail: str
+
+
+def eager_extend_rank_factor(corpus: Path, model_class: str = "mla_moe") -> Ratio:
+    """An eager extend's host time per kernel at 4 tensor-parallel ranks over that at 1 on the same host (per host:
+    median latency over the kernels simperf counts, 4 ranks' over 1's), the median over the hosts measured."""
+    from simperf.accuracy.corpus import scenario_of
+    from simperf.scenario.models import Scenario
+
+    scenario = (
+        scenario_of(corpus / V2_LITE_RUN)
+        if model_class == "mla_moe"
+        else Scenario.model_validate(DENSE_SCENARIO)
+    )
+    k1, k4 = (_eager_kernels(scenario, tp, RANK_TOKENS) for tp in (1, 4))
+    ratios, parts = [], []
+    for one, four in RANK_PAIRS[model_class]:
+        t1, t4 = (
+            float(np.median(_prefill_latencies_s(corpus / RANK_FORWARDS / d, RANK_TOKENS))) * 1e3
+            for d in (one, four)
+        )
+        ratios.append((t4 / k4) / (t1 / k1))
+        parts.append(
+            f"{one.split('-')[1]}: {t4:.1f} ms / {k4} kernels over {t1:.1f} ms / {k1} = {ratios[-1]:.3f}"
+        )
+    return Ratio(float(np.median(ratios)), "; ".join(parts))

@@ -137,7 +137,7 @@ class SGLangStepCost:
         # the model (a dense one's eager value was measured apart from an MoE / MLA one's)
         dense = not (arch.is_moe or arch.is_mla)
         self.extend_host_us_per_kernel = overheads.extend_launch_us(
-            serving.prefill_backend, serving.prefill_cuda_graph, dense
+            serving.prefill_backend, serving.prefill_cuda_graph, dense, serving.layout.tp
         )
         self._chosen: dict[tuple[str, tuple[Key, ...]], tuple[Key, OpCurve]] = {}
         self._decode_rows: dict[int, tuple[np.ndarray, int]] = {}

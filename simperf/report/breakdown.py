@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from simperf.report.tables import Col, TableData, print_tables
-from simperf.scenario.models import MEASURED_OVERHEADS, Overheads
+from simperf.scenario.models import EAGER_RANKS_MEASURED, MEASURED_OVERHEADS, Overheads
 
 
 def representative_steps(prediction) -> tuple[int, int, int, float]:
@@ -81,7 +81,13 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     representative steps and where each number comes from."""
     o: Overheads = prediction.cost.overheads
     serving = prediction.serving
-    field = prediction.cost.extend_host_us_per_kernel[1]
+    per_kernel_us, label = prediction.cost.extend_host_us_per_kernel
+    field = label.split()[0]  # the Overheads field; the label may name a rank factor after it
+    rank_factor, rank_field = (
+        (1.0, None)
+        if serving.prefill_cuda_graph
+        else o.eager_rank_factor(field.endswith("_dense"), serving.layout.tp)
+    )
     overlap = "beside the GPU step (overlap scheduler)" if serving.overlap_schedule else "after the GPU step"
     text = not prediction.scenario.workload.tokenize_prompt
     tokenize = "per text-prompt token, one request at a time on the API server" + (
@@ -126,8 +132,12 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
         ("process_us_per_running_request", f"per request of a batch, {overlap}", o.process_us_per_running_request,
          o.process_us_per_running_request * bs),
         (field, f"per kernel of an extend ({extend_kernels} here): the scheduler's CPU for all of it, the step only "
-         "when the host is slower than its kernels", getattr(o, field), getattr(o, field) * extend_kernels),
+         "when the host is slower than its kernels", getattr(o, field), per_kernel_us * extend_kernels),
     ]  # fmt: skip
+    if rank_field is not None:
+        rows.append((rank_field, f"x the eager extend's per-kernel host time at {serving.layout.tp} TP ranks "
+                     f"(measured at {EAGER_RANKS_MEASURED}; more ranks: the same, an estimate)", rank_factor,
+                     rank_factor))  # fmt: skip
     table = TableData(
         "Host-side costs around the steps (CPU timeline; 'here' = this run's representative decode batch of "
         f"{bs} and prefill of {tokens} tokens)",

@@ -460,6 +460,22 @@ class Overheads(_Strict):
         "Qwen3-8B on an idle H100 with --disable-cuda-graph, 128-token prefill, 28.2 ms where its kernels keep the "
         "GPU busy 7.0 ms (455 launches), over the 437 kernels simperf counts (groundtruth/forwards/)",
     )
+    eager_extend_rank_factor: float = Field(
+        default=1.697,
+        ge=1,
+        description="how much longer an eager extend's host time per kernel runs with 4 or more tensor-parallel "
+        "ranks than with one (MoE / MLA models): every rank is its own process launching the same kernels and "
+        "meeting the others at each collective, so a host-bound forward goes at its slowest rank's pace. Measured "
+        "with SGLang 0.5.17's one_batch on DeepSeek-V2-Lite at TP 1 and 4 on two 4xH200 hosts (1.52 and 1.87; TP 2: "
+        "0.97, not applied), median over the hosts (groundtruth/forwards/h200x4/, docs/overheads.md); 8 ranks "
+        "were not measured and take this value, an estimate",
+    )
+    eager_extend_rank_factor_dense: float = Field(
+        default=1.219,
+        ge=1,
+        description="the same for a dense model: Qwen3-8B at TP 1 and 4 on one 4xH200 host (groundtruth/forwards/"
+        "h200x4/)",
+    )
     process_us_per_running_request: float = Field(
         default=14.5,
         ge=0,
@@ -536,15 +552,30 @@ class Overheads(_Strict):
         receive_us_per_request), which the client and the API server's queue add (sim/client.py); at least 0."""
         return max(self.ingress_us - self.client_burst_us_per_request - self.receive_us_per_request, 0.0)
 
+    def eager_rank_factor(self, dense_model: bool, tp_ranks: int) -> tuple[float, str | None]:
+        """The factor an eager extend's host time per kernel takes at this many tensor-parallel ranks, and its
+        field: from EAGER_RANKS_MEASURED ranks up (more ranks take the measured value, an estimate); 1 below."""
+        if tp_ranks < EAGER_RANKS_MEASURED:
+            return 1.0, None
+        field = "eager_extend_rank_factor_dense" if dense_model else "eager_extend_rank_factor"
+        return getattr(self, field), field
+
     def extend_launch_us(
-        self, attention_backend: str, prefill_graph: bool = True, dense_model: bool = False
+        self, attention_backend: str, prefill_graph: bool = True, dense_model: bool = False, tp_ranks: int = 1
     ) -> tuple[float, str]:
-        """The extend host time per kernel and the field it comes from: without a prefill CUDA graph the eager
-        value (a dense model's or an MoE / MLA model's), with one the value measured for this attention backend."""
+        """The extend host time per kernel and the field it comes from (first word of the label): without a prefill
+        CUDA graph the eager value (a dense model's or an MoE / MLA model's) times its rank factor
+        (eager_rank_factor, named in the label when it applies); with one the value measured for this attention
+        backend (one rank's: how a graphed extend's host time grows with ranks was not measured)."""
         if not prefill_graph:
-            if dense_model:
-                return self.eager_extend_us_per_kernel_dense, "eager_extend_us_per_kernel_dense"
-            return self.eager_extend_us_per_kernel, "eager_extend_us_per_kernel"
+            field = "eager_extend_us_per_kernel_dense" if dense_model else "eager_extend_us_per_kernel"
+            factor, factor_field = self.eager_rank_factor(dense_model, tp_ranks)
+            label = (
+                field
+                if factor_field is None
+                else f"{field} x {factor_field} ({factor:.3g}, {tp_ranks} ranks)"
+            )
+            return getattr(self, field) * factor, label
         if attention_backend == "fa3":
             return self.extend_launch_us_per_kernel_fa3, "extend_launch_us_per_kernel_fa3"
         return self.extend_launch_us_per_kernel, "extend_launch_us_per_kernel"
@@ -660,8 +691,12 @@ OVERHEAD_HOST_SPEED: dict[str, float | None] = {
 }
 # GPU time between kernels and replays (measured on a profiled decode): the same on any host
 GPU_OVERHEADS = frozenset({"decode_graph_gap_us_per_kernel", "decode_between_replays_us"})
-# shares, not times: the same on every host (on_host leaves them)
-SHARE_OVERHEADS = frozenset({"frontend_share_per_open_request"})
+# shares and ratios, not times: the same on every host (on_host leaves them)
+SHARE_OVERHEADS = frozenset(
+    {"frontend_share_per_open_request", "eager_extend_rank_factor", "eager_extend_rank_factor_dense"}
+)
+# the tensor-parallel size the eager rank factors were measured at: applied from there up (8 ranks not measured)
+EAGER_RANKS_MEASURED = 4
 
 # Overheads fields whose defaults were measured on the ground-truth corpus (docs/overheads.md, each recomputed by a
 # test); the others are estimates. Reports label each cost by this (or as the scenario's own value when given).
@@ -675,6 +710,8 @@ MEASURED_OVERHEADS = frozenset(
         "extend_launch_us_per_kernel_fa3",
         "eager_extend_us_per_kernel",
         "eager_extend_us_per_kernel_dense",
+        "eager_extend_rank_factor",
+        "eager_extend_rank_factor_dense",
         "process_us_per_running_request",
         "frontend_us_per_chunk",
         "metrics_us_per_chunk",
