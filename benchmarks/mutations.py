@@ -307,6 +307,13 @@ MUTATIONS = (
         "        return getattr(self, field) * 1.01, field\n",
     ),
     Mutation(
+        "prefix-path-ratio",
+        "extend over a cached prefix (costmodel/prefix_path.py): SGLang's path ratio +1% in the step's pricing",
+        "simperf/costmodel/prefix_path.py",
+        '        return us * self._factor(axes["q_len"], axes["kv_len"]), source\n',
+        '        return us * self._factor(axes["q_len"], axes["kv_len"]) * 1.01, source\n',
+    ),
+    Mutation(
         "gemm-heaviest-first",
         "calibration order (calibrate/runner.py): GEMMs timed heaviest first",
         "simperf/calibrate/runner.py",

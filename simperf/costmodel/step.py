@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from simperf.costmodel import prefix_path
 from simperf.costmodel.api import AddBySource, is_single_fresh_prompt
 from simperf.costmodel.overhead import OVERHEAD_SOURCE, StepOverhead, step_overhead
 from simperf.costmodel.rowtable import RowCostTable
@@ -459,7 +460,12 @@ class SGLangStepCost:
                     distance = self.db.covers(op.op, dict(candidate))
                     if distance is not None and (best is None or distance < best):
                         key, best = candidate, distance
-            hit = (key, self.db.curve(op.op, dict(key)))
+            curve = self.db.curve(op.op, dict(key))
+            if self.db.prefix_path is not None and prefix_path.applies(
+                op.op, dict(key), self.settings.prefill_backend, self.arch.is_mla
+            ):
+                curve = prefix_path.PrefixPathCurve(curve, self.db.prefix_path)
+            hit = (key, curve)
             self._chosen[ck] = hit
         return hit
 

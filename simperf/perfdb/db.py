@@ -45,6 +45,7 @@ from simperf.perfdb.keys import (
     op_spec,
 )
 from simperf.perfdb.nearest import describe_substitution, nearest_key
+from simperf.perfdb.prefix_path import PrefixPathRatios, read_prefix_path
 from simperf.perfdb.ratios import RatioTable, read_ratios
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
 from simperf.perfdb.scaled import ScaledModel, read_scaled_from, reference_directory
@@ -391,6 +392,9 @@ class PerfDB:
         # Not borrowed from a reference: it is a ratio of L2 to HBM time, which differs between GPUs (H100 0.19-0.26,
         # H200 0.35-0.44 for flashinfer's GQA decode at 32q/8kv)
         self.shared_reads: SharedReadCosts | None = None
+        # SGLang's flashinfer extend over a cached prefix (ragged FA3 + paged FA2 + merge) over the tables' one
+        # kernel (prefix_path.py); None: the tables' kernel stands for it
+        self.prefix_path: PrefixPathRatios | None = None
 
     @classmethod
     def load(
@@ -428,6 +432,7 @@ class PerfDB:
         db.vintages = vintages
         db.cta_stream = read_cta_stream(directory) or db.cta_stream
         db.shared_reads = read_shared_reads(directory)
+        db.prefix_path = read_prefix_path(directory, int(float(gpu.sm)))
         return db
 
     @classmethod
@@ -648,6 +653,7 @@ class PerfDB:
             "scaled_ratios": self.ratios.provenance if self.ratios is not None else None,
             "cta_stream": self.cta_stream.provenance if self.cta_stream is not None else None,
             "shared_reads": self.shared_reads.provenance if self.shared_reads is not None else None,
+            "prefix_path": self.prefix_path.provenance if self.prefix_path is not None else None,
         }
         for column in _PROVENANCE_LISTS:
             info[column] = _distinct(rows, column)
