@@ -125,3 +125,18 @@ def serving_overheads(name: str):
 @given(case=workloads)
 def test_scheduler_invariants_hold_with_the_real_cost_model(name, case):
     check_invariants(name, case)
+
+
+def test_a_retracted_requests_re_prefill_token_is_written_only_at_a_send_point():
+    """Invariant 10's case that hypothesis found: with a 6,000-token pool the long prompt is retracted, and at stream
+    interval 3 the token its re-prefill produces is not a send point; the API server wrote a chunk for it anyway."""
+    case = (
+        [2218, 1, 1, 1, 1, 1, 1, 1, 3599, 1, 1],
+        [93, 1, 1, 1, 1, 1, 1, 1, 94, 1, 1],
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25, 0.28125, 0.0, 0.0],
+        None,
+        6000,
+        False,
+        3,
+    )
+    check_invariants("r1-tp8-dp8-h200", case)

@@ -87,13 +87,17 @@ def _record_extend(batch: Batch, rank: RankState, token_reqs: list[int], finishe
     rank_id = rank.rank_id
     batch.token_reqs.extend(token_reqs)
     batch.cpu_reqs = max(batch.cpu_reqs, len(token_reqs))
-    batch.chunks += len(token_reqs)
+    out_done = rank.t.out_done  # each request's output count with this token
+    done = set(finished)
+    interval = rank.stream_interval
+    # the API server writes a chunk for the token when the stream interval says so (output count 1 mod k) or the
+    # request finishes: a fresh prompt's first token always, a retracted request's re-prefill token not always
+    sent = [r for r in token_reqs if interval == 1 or out_done[r] % interval == 1 or r in done]
+    batch.chunks += len(sent)
     # a first chunk carries one token; a retracted request's re-prefill carries all it had streamed
-    out_done = rank.t.out_done
-    batch.streamed += sum(out_done[r] for r in token_reqs)
+    batch.streamed += sum(out_done[r] for r in sent)
     batch.finished.extend((rank_id, r) for r in finished)
     if len(finished) != len(token_reqs):
-        done = set(finished)
         batch.prefilled.extend((rank_id, r) for r in token_reqs if r not in done)
 
 
