@@ -314,6 +314,13 @@ MUTATIONS = (
         '        return us * self._factor(axes["q_len"], axes["kv_len"]) * 1.01, source\n',
     ),
     Mutation(
+        "prefix-linear-interpolation",
+        "extend attention between two measured prefixes (perfdb/db.py): the linear step 1% steeper",
+        "simperf/perfdb/db.py",
+        "        us = us_low + (us_high - us_low) * (prefix - low) / (high - low)\n",
+        "        us = us_low + (us_high - us_low) * (prefix - low) / (high - low) * 1.01\n",
+    ),
+    Mutation(
         "gemm-heaviest-first",
         "calibration order (calibrate/runner.py): GEMMs timed heaviest first",
         "simperf/calibrate/runner.py",

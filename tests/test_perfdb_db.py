@@ -91,7 +91,31 @@ def test_three_axis_full_grid_is_exact_at_grid_points(tmp_path):
     assert np.allclose(us, extend_time(b, q, q + p), rtol=1e-12)
     assert np.all(source == SOURCE_INDEX["measured"])
     mid = curve.timing(batch=3, q_len=100, kv_len=5000)
-    assert mid.source == "interpolated" and mid.detail == "interpolated between 8 points"
+    assert mid.source == "interpolated" and mid.detail.startswith(
+        "linear in the prefix between prefix 4096 ("
+    )
+    assert mid.detail.count("interpolated between 4 points") == 2  # batch x q_len at each of the two prefixes
+
+
+def test_between_two_measured_prefixes_the_time_is_linear_in_the_prefix(tmp_path):
+    """At a measured batch and query length a causal extend's work grows by q_len per prefix token: a time affine
+    in the KV length is reproduced exactly between grid prefixes (log-log across prefix 0 -> 4096 put a prefix
+    of 500 at three quarters of the step, 2.2x the affine value here)."""
+    qs, prefixes = [16, 256, 4096], [0, 4096, 32768]
+    rows = [
+        row("attn_mla_extend", EXTEND_KEY, extend_time(b, q, q + p), batch=b, q_len=q, kv_len=q + p)
+        for b, q, p in itertools.product([1, 2, 8], qs, prefixes)
+    ]
+    write_table(rows, tmp_path / "attn_mla_extend.parquet")
+    curve = PerfDB.load(tmp_path, H200).curve("attn_mla_extend", EXTEND_KEY)
+    for b, q, p in itertools.product([1, 8], [256, 4096], [1, 500, 4095, 20000]):
+        assert curve.timing(batch=b, q_len=q, kv_len=q + p).us == pytest.approx(extend_time(b, q, q + p)), (
+            b,
+            q,
+            p,
+        )
+        us, _ = curve(batch=np.array([b]), q_len=np.array([q]), kv_len=np.array([q + p]))
+        assert float(us[0]) == pytest.approx(extend_time(b, q, q + p))
 
 
 def test_fresh_prefill_between_grid_lengths_rests_on_measured_cells_only(tmp_path):

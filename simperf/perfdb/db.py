@@ -17,6 +17,7 @@ interpolated over. docs/perfdb.md states these rules in prose.
 
 from __future__ import annotations
 
+import bisect
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -160,16 +161,62 @@ def _prefix_arrays(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 class _PrefixGridModel(_GridModel):
-    """A grid over (batch, q_len, prefix + 1), queried with (batch, q_len, kv_len)."""
+    """A grid over (batch, q_len, prefix + 1), queried with (batch, q_len, kv_len). Between two measured prefixes
+    the time is linear in the prefix (interpolated in log-log over batch and q_len at each of the two): at a fixed
+    batch and query length a causal extend's query-key pairs, its work, grow by q_len per prefix token, and
+    log-log interpolation across the grid's first step (prefix 0 to 256 or 1,024) put a prefix of 200 at three
+    quarters of the way (docs/perfdb.md "Interpolation on the grid")."""
+
+    def _between(self, prefix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(inside, low prefix + 1, high prefix + 1, fraction) of queries strictly between two grid prefixes."""
+        values = self.grid.axis_values[2]
+        inside = (prefix > values[0]) & (prefix < values[-1]) & ~np.isin(prefix, values)
+        i = np.clip(np.searchsorted(values, prefix, side="right") - 1, 0, max(len(values) - 2, 0))
+        low = values[i]
+        high = values[np.minimum(i + 1, len(values) - 1)]
+        span = np.where(high > low, high - low, 1.0)
+        return inside, low, high, (prefix - low) / span
 
     def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        return super().evaluate(_prefix_arrays(xs))
+        batch, q_len, prefix = _prefix_arrays(xs)
+        us, source = super().evaluate([batch, q_len, prefix])
+        inside, low, high, frac = self._between(prefix)
+        if inside.any():
+            b, q, f = batch[inside], q_len[inside], frac[inside]
+            us_low, src_low = super().evaluate([b, q, low[inside]])
+            us_high, src_high = super().evaluate([b, q, high[inside]])
+            us[inside] = us_low + (us_high - us_low) * f
+            extrapolated = (src_low == _EXTRAPOLATED) | (src_high == _EXTRAPOLATED)
+            label = self.grid.interpolated_label
+            source[inside] = np.where(extrapolated, _EXTRAPOLATED, label).astype(np.int8)
+        return us, source
 
     def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]:
-        return super().evaluate_scalar(_prefix_scalars(xs))
+        batch, q_len, prefix = _prefix_scalars(xs)
+        values = self.grid.axis_lists[2]
+        if len(values) < 2 or not values[0] < prefix < values[-1] or prefix in values:
+            return super().evaluate_scalar([batch, q_len, prefix])
+        i = bisect.bisect_right(values, prefix) - 1
+        low, high = values[i], values[i + 1]
+        us_low, src_low = super().evaluate_scalar([batch, q_len, low])
+        us_high, src_high = super().evaluate_scalar([batch, q_len, high])
+        us = us_low + (us_high - us_low) * (prefix - low) / (high - low)
+        extrapolated = src_low == _EXTRAPOLATED or src_high == _EXTRAPOLATED
+        return us, _EXTRAPOLATED if extrapolated else self.grid.interpolated_label
 
     def explain(self, xs: Sequence[float]) -> Timing:
-        return super().explain(_prefix_scalars(xs))
+        batch, q_len, prefix = _prefix_scalars(xs)
+        values = self.grid.axis_lists[2]
+        if len(values) < 2 or not values[0] < prefix < values[-1] or prefix in values:
+            return super().explain([batch, q_len, prefix])
+        i = bisect.bisect_right(values, prefix) - 1
+        low, high = super().explain([batch, q_len, values[i]]), super().explain([batch, q_len, values[i + 1]])
+        us, source = self.evaluate_scalar(xs)
+        detail = (
+            f"linear in the prefix between prefix {values[i] - 1:g} ({low.us:.1f} us: {low.detail}) and "
+            f"{values[i + 1] - 1:g} ({high.us:.1f} us: {high.detail})"
+        )
+        return Timing(us, SOURCES[source], detail)
 
 
 class _RooflineModel:

@@ -108,6 +108,11 @@ class Grid:
             for row, offset in zip(bits, self._corner_offsets[:, 0], strict=True)
         ]
 
+    @property
+    def interpolated_label(self) -> int:
+        """The source index of a value between grid points: interpolated, or third_party on a third-party grid."""
+        return self._interpolated_label
+
     # ---- vectorised path -------------------------------------------------------------------------------------
     def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """xs: one flat float64 array per axis, same length -> (us, source index int8)."""
