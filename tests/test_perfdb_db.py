@@ -77,16 +77,23 @@ def extend_time(b, q, kv):
     return 3.0 + b * q * kv * 1e-7
 
 
-def test_three_axis_full_grid_is_exact_at_grid_points(tmp_path):
-    # causal extend ops are gridded over (batch, q_len, prefix + 1): a calibration grid of fixed prefixes
-    qs, prefixes = [16, 256, 4096], [0, 4096, 32768]
+EXTEND_QS, EXTEND_PREFIXES = [16, 256, 4096], [0, 4096, 32768]
+
+
+def extend_grid_curve(tmp_path):
+    """An MLA extend table on a calibration grid of fixed prefixes (causal extend ops are gridded over (batch,
+    q_len, prefix + 1)), its time affine in the KV length."""
     rows = [
         row("attn_mla_extend", EXTEND_KEY, extend_time(b, q, q + p), batch=b, q_len=q, kv_len=q + p)
-        for b, q, p in itertools.product([1, 2, 8], qs, prefixes)
+        for b, q, p in itertools.product([1, 2, 8], EXTEND_QS, EXTEND_PREFIXES)
     ]
     write_table(rows, tmp_path / "attn_mla_extend.parquet")
-    curve = PerfDB.load(tmp_path, H200).curve("attn_mla_extend", EXTEND_KEY)
-    b, q, p = np.meshgrid([1, 2, 8], qs, prefixes, indexing="ij")
+    return PerfDB.load(tmp_path, H200).curve("attn_mla_extend", EXTEND_KEY)
+
+
+def test_three_axis_full_grid_is_exact_at_grid_points(tmp_path):
+    curve = extend_grid_curve(tmp_path)
+    b, q, p = np.meshgrid([1, 2, 8], EXTEND_QS, EXTEND_PREFIXES, indexing="ij")
     us, source = curve(batch=b, q_len=q, kv_len=q + p)
     assert np.allclose(us, extend_time(b, q, q + p), rtol=1e-12)
     assert np.all(source == SOURCE_INDEX["measured"])
@@ -100,14 +107,8 @@ def test_three_axis_full_grid_is_exact_at_grid_points(tmp_path):
 def test_between_two_measured_prefixes_the_time_is_linear_in_the_prefix(tmp_path):
     """At a measured batch and query length a causal extend's work grows by q_len per prefix token: a time affine
     in the KV length is reproduced exactly between grid prefixes (log-log across prefix 0 -> 4096 put a prefix
-    of 500 at three quarters of the step, 2.2x the affine value here)."""
-    qs, prefixes = [16, 256, 4096], [0, 4096, 32768]
-    rows = [
-        row("attn_mla_extend", EXTEND_KEY, extend_time(b, q, q + p), batch=b, q_len=q, kv_len=q + p)
-        for b, q, p in itertools.product([1, 2, 8], qs, prefixes)
-    ]
-    write_table(rows, tmp_path / "attn_mla_extend.parquet")
-    curve = PerfDB.load(tmp_path, H200).curve("attn_mla_extend", EXTEND_KEY)
+    of 500 three quarters of the way up the step)."""
+    curve = extend_grid_curve(tmp_path)
     for b, q, p in itertools.product([1, 8], [256, 4096], [1, 500, 4095, 20000]):
         assert curve.timing(batch=b, q_len=q, kv_len=q + p).us == pytest.approx(extend_time(b, q, q + p)), (
             b,
