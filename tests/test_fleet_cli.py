@@ -78,6 +78,36 @@ def test_compare_lists_each_policy(fleet_file, tmp_path):
     assert all(0 <= r["prefix_hit_rate"] <= 1 for r in rows)
 
 
+def test_compare_shows_its_progress_on_a_terminal_and_keeps_stdout_clean(fleet_file, monkeypatch):
+    """Each policy is a whole fleet simulation (9-17 s for five on a recorded trace): a bar over them on stderr,
+    none with --quiet, and stdout only the JSON."""
+    from rich.console import Console
+
+    import simperf.progress as progress
+
+    terminal = Console(stderr=True, force_terminal=True, width=100)
+    monkeypatch.setattr(progress, "stderr_console", lambda: terminal)
+    args = [
+        "fleet",
+        "compare",
+        str(fleet_file),
+        "--policy",
+        "round_robin",
+        "--policy",
+        "cache_aware",
+        "-o",
+        "json",
+    ]
+    with terminal.capture() as shown:
+        result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert [r["policy"] for r in json.loads(result.stdout)] == ["round_robin", "cache_aware"]
+    assert "fleet compare" in shown.get()
+    with terminal.capture() as shown:
+        result = runner.invoke(app, [*args, "--quiet"])
+    assert result.exit_code == 0 and "fleet compare" not in shown.get()
+
+
 def test_compare_names_a_bad_override_and_a_bad_policy(fleet_file):
     result = runner.invoke(app, ["fleet", "compare", str(fleet_file), "--set", "fleet.router.policy"])
     assert result.exit_code == 2 and "KEY.PATH=VALUE" in result.output

@@ -66,27 +66,37 @@ def compare_command(
         Path | None, typer.Option(help="write hit-rate and per-policy load charts here")
     ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
 ) -> None:
     """Simulate the same fleet and traffic under each router policy; print TTFT, TPOT, cache hits and imbalance."""
     from simperf.fleet.predict import predict_fleet
+    from simperf.progress import bar
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
     base = load_fleet_scenario(scenario, set_ or [])
     rows: list[dict[str, Any]] = []
     predictions = {}
-    for name in policy or ["round_robin", "cache_aware"]:
+    names = policy or ["round_robin", "cache_aware"]
+    routers = {}
+    for name in names:  # every --policy checked before the first fleet is simulated
         try:
-            router = base.fleet.router.model_validate({**base.fleet.router.model_dump(), "policy": name})
+            routers[name] = base.fleet.router.model_validate(
+                {**base.fleet.router.model_dump(), "policy": name}
+            )
         except ValueError as e:
             _fail(f"--policy {name!r}: {str(e).splitlines()[-1].strip()}")
-        sc = base.model_copy(update={"fleet": base.fleet.model_copy(update={"router": router})})
-        try:
-            prediction = predict_fleet(sc)
-        except (ValueError, FileNotFoundError) as e:
-            _fail(f"{scenario}: {e}")
-        predictions[name] = prediction
-        rows.append(_compare_row(name, prediction))
+    # each policy is a whole fleet simulation (seconds each on a recorded trace): a bar over them on stderr
+    with bar("fleet compare", len(names), quiet=quiet, transient=True) as progress:
+        for name in names:
+            sc = base.model_copy(update={"fleet": base.fleet.model_copy(update={"router": routers[name]})})
+            try:
+                prediction = predict_fleet(sc)
+            except (ValueError, FileNotFoundError) as e:
+                _fail(f"{scenario}: {e}")
+            predictions[name] = prediction
+            rows.append(_compare_row(name, prediction))
+            progress.advance(status=name)
     if output == "json":
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
