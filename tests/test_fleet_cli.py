@@ -57,21 +57,23 @@ def test_predict_json_and_rows_agree(fleet_file, tmp_path):
     assert ttft_ms[len(ttft_ms) // 2] == pytest.approx(data["median_ttft_ms"], rel=0.05)
 
 
+def compare_args(fleet_file) -> list[str]:
+    """`simperf fleet compare` of two policies, JSON on stdout."""
+    return [
+        "fleet",
+        "compare",
+        str(fleet_file),
+        "--policy",
+        "round_robin",
+        "--policy",
+        "cache_aware",
+        "-o",
+        "json",
+    ]
+
+
 def test_compare_lists_each_policy(fleet_file, tmp_path):
-    result = runner.invoke(
-        app,
-        [
-            "fleet",
-            "compare",
-            str(fleet_file),
-            "--policy",
-            "round_robin",
-            "--policy",
-            "cache_aware",
-            "-o",
-            "json",
-        ],
-    )
+    result = runner.invoke(app, compare_args(fleet_file))
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [r["policy"] for r in rows] == ["round_robin", "cache_aware"]
@@ -87,17 +89,7 @@ def test_compare_shows_its_progress_on_a_terminal_and_keeps_stdout_clean(fleet_f
 
     terminal = Console(stderr=True, force_terminal=True, width=100)
     monkeypatch.setattr(progress, "stderr_console", lambda: terminal)
-    args = [
-        "fleet",
-        "compare",
-        str(fleet_file),
-        "--policy",
-        "round_robin",
-        "--policy",
-        "cache_aware",
-        "-o",
-        "json",
-    ]
+    args = compare_args(fleet_file)
     with terminal.capture() as shown:
         result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
