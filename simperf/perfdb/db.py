@@ -179,25 +179,35 @@ class _PrefixGridModel(_GridModel):
 
     def evaluate(self, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         batch, q_len, prefix = _prefix_arrays(xs)
-        us, source = super().evaluate([batch, q_len, prefix])
         inside, low, high, frac = self._between(prefix)
-        if inside.any():
-            b, q, f = batch[inside], q_len[inside], frac[inside]
-            us_low, src_low = super().evaluate([b, q, low[inside]])
-            us_high, src_high = super().evaluate([b, q, high[inside]])
-            us[inside] = us_low + (us_high - us_low) * f
-            extrapolated = (src_low == _EXTRAPOLATED) | (src_high == _EXTRAPOLATED)
-            label = self.grid.interpolated_label
-            source[inside] = np.where(extrapolated, _EXTRAPOLATED, label).astype(np.int8)
+        if not inside.any():
+            return super().evaluate([batch, q_len, prefix])
+        us = np.empty(prefix.shape)
+        source = np.empty(prefix.shape, dtype=np.int8)
+        on = ~inside  # on a grid prefix or beyond the grid: the grid's own interpolation
+        if on.any():
+            us[on], source[on] = super().evaluate([batch[on], q_len[on], prefix[on]])
+        b, q = batch[inside], q_len[inside]
+        us_low, src_low = super().evaluate([b, q, low[inside]])
+        us_high, src_high = super().evaluate([b, q, high[inside]])
+        us[inside] = us_low + (us_high - us_low) * frac[inside]
+        extrapolated = (src_low == _EXTRAPOLATED) | (src_high == _EXTRAPOLATED)
+        source[inside] = np.where(extrapolated, _EXTRAPOLATED, self.grid.interpolated_label)
         return us, source
+
+    def _bracket(self, prefix: float) -> int | None:
+        """Index of the grid prefix just below a scalar strictly between two grid prefixes, else None."""
+        values = self.grid.axis_lists[2]
+        if len(values) < 2 or not values[0] < prefix < values[-1] or prefix in values:
+            return None
+        return bisect.bisect_right(values, prefix) - 1
 
     def evaluate_scalar(self, xs: Sequence[float]) -> tuple[float, int]:
         batch, q_len, prefix = _prefix_scalars(xs)
-        values = self.grid.axis_lists[2]
-        if len(values) < 2 or not values[0] < prefix < values[-1] or prefix in values:
+        i = self._bracket(prefix)
+        if i is None:
             return super().evaluate_scalar([batch, q_len, prefix])
-        i = bisect.bisect_right(values, prefix) - 1
-        low, high = values[i], values[i + 1]
+        low, high = self.grid.axis_lists[2][i], self.grid.axis_lists[2][i + 1]
         us_low, src_low = super().evaluate_scalar([batch, q_len, low])
         us_high, src_high = super().evaluate_scalar([batch, q_len, high])
         us = us_low + (us_high - us_low) * (prefix - low) / (high - low)
@@ -206,10 +216,10 @@ class _PrefixGridModel(_GridModel):
 
     def explain(self, xs: Sequence[float]) -> Timing:
         batch, q_len, prefix = _prefix_scalars(xs)
-        values = self.grid.axis_lists[2]
-        if len(values) < 2 or not values[0] < prefix < values[-1] or prefix in values:
+        i = self._bracket(prefix)
+        if i is None:
             return super().explain([batch, q_len, prefix])
-        i = bisect.bisect_right(values, prefix) - 1
+        values = self.grid.axis_lists[2]
         low, high = super().explain([batch, q_len, values[i]]), super().explain([batch, q_len, values[i + 1]])
         us, source = self.evaluate_scalar(xs)
         detail = (

@@ -110,11 +110,12 @@ def read_prefix_path(directory: Path | None, sm_major: int) -> PrefixPathRatios 
         return None
     own = Path(directory) / PATH_FILE
     if own.is_file():
-        lines = own.read_text(encoding="utf-8").splitlines()
-        return ratios_from_records(parse_records(lines), f"measured ({own.parent.name})")
+        return _read(own, f"measured ({own.parent.name})")
     borrowed = Path(directory).parent / BORROW_FROM / PATH_FILE
     if sm_major == 9 and borrowed.is_file() and Path(directory).name != BORROW_FROM:
-        lines = borrowed.read_text(encoding="utf-8").splitlines()
-        where = f"measured on {BORROW_FROM}, used for {Path(directory).name} (estimate)"
-        return ratios_from_records(parse_records(lines), where)
+        return _read(borrowed, f"measured on {BORROW_FROM}, used for {Path(directory).name} (estimate)")
     return None
+
+
+def _read(path: Path, provenance: str) -> PrefixPathRatios:
+    return ratios_from_records(parse_records(path.read_text(encoding="utf-8").splitlines()), provenance)
