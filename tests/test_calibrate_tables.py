@@ -51,7 +51,9 @@ def test_shipped_table_matches_schema_and_timing_rules(path: Path):
                 assert method == "cuda_graph_replay"
                 assert not tuned or re.fullmatch(
                     r"tuned BM\d+_BN\d+_BK\d+_G\d+_W\d+_S\d+ \(best of \d+\)"
-                    r"|sgl-kernel \d+\.\d+\.\d+ flash_attn_with_kvcache \S+",
+                    r"|sgl-kernel \d+\.\d+\.\d+ flash_attn_with_kvcache \S+"
+                    r"|sglang \d+\.\d+\.\d+( \([^)]*\))? fused_experts_impl BM\d+_BN\d+_BK\d+_G\d+_W\d+_S\d+"
+                    r" \((tuned json|default)\)",
                     tuned[0],
                 )
         else:

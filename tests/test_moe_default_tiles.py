@@ -33,27 +33,40 @@ def test_sglang_default_tiles_follow_get_default_config():
 
 
 def test_default_tiles_are_preferred_only_where_sglang_has_no_tuned_config():
+    """SGLang's own kernel (whatever tiles it picks) comes first; of simperf's own tables, the default-tiles one
+    comes before the tuned one only where SGLang ships no configuration."""
     tuned = moe_keys("bf16", 64, 64, 6, 1408, 2048)
     untuned = moe_keys("bf16", 64, 64, 6, 1408, 2048, default_tiles=True)
-    assert dict(tuned[0])["backend"] == "triton_fused_moe"
-    assert dict(untuned[0])["backend"] == "triton_fused_moe_default" and untuned[1:] == tuned
+    assert [dict(k)["backend"] for k in tuned[:2]] == ["sglang_fused_moe", "triton_fused_moe"]
+    assert [dict(k)["backend"] for k in untuned[:3]] == [
+        "sglang_fused_moe",
+        "triton_fused_moe_default",
+        "triton_fused_moe",
+    ]
+    assert untuned[2:] == tuned[1:]
 
 
 @pytest.mark.parametrize(
-    ("model", "backend"),
-    [("deepseek-v2-lite", "triton_fused_moe_default"), ("qwen3-30b-a3b", "triton_fused_moe")],
+    ("model", "tp", "backend"),
+    [
+        ("deepseek-v2-lite", 1, "sglang_fused_moe"),
+        ("qwen3-30b-a3b", 1, "sglang_fused_moe"),
+        ("deepseek-v2-lite", 2, "triton_fused_moe_default"),
+        ("qwen3-30b-a3b", 2, "triton_fused_moe"),
+    ],
 )
-def test_h200_decode_prices_the_moe_sglang_runs(model, backend):
-    """With the shipped H200 tables: V2-Lite's MoE from the default-tiles rows measured on the H200, Qwen3-30B-A3B's
-    from the tuned rows (SGLang ships its H200 config)."""
+def test_h200_decode_prices_the_moe_sglang_runs(model, tp, backend):
+    """With the shipped H200 tables: at TP 1 both models' MoE from SGLang's own kernel (timed at EP 1, TP 1 for
+    these two); at TP 2 from simperf's kernel: V2-Lite's with the default tiles SGLang runs there, Qwen3-30B-A3B's
+    tuned (SGLang ships its H200 config)."""
     from simperf.pipeline import predict
     from simperf.scenario.models import Scenario
 
     scenario = Scenario.model_validate(
         {
             "model": {"name": model},
-            "hardware": {"gpu": "h200"},
-            "serving": {"attention_backend": "flashinfer"},
+            "hardware": {"gpu": "h200", "count": tp},
+            "serving": {"attention_backend": "flashinfer", "tp": tp},
             "workload": {"dataset": {"kind": "fixed", "input_len": 128, "output_len": 2}, "num_prompts": 1},
         }
     )

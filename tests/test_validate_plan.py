@@ -192,16 +192,20 @@ def test_recorded_tile_config_reads_the_shipped_tables():
     )
 
 
-def test_moe_ops_carry_the_configuration_their_table_recorded(dp8_run):
-    """Every Triton fused-MoE op of a DeepSeek program names the configuration of the nearest measured m of
-    its key (read here straight from the table file), and it survives the plan file."""
+def test_moe_ops_carry_the_configuration_their_table_recorded():
+    """Every op priced by simperf's Triton fused MoE in a DeepSeek program names the configuration of the nearest
+    measured m of its key (read here straight from the table file), and it survives the plan file. At EP 8: SGLang's
+    own kernel is timed at EP 1 only (its table picks its own tiles), so the expert-parallel layout keeps simperf's."""
     import math
 
     import polars as pl
 
     from simperf.calibrate.backends import moe_triton as mt
 
-    prediction, log = dp8_run
+    scenario = small(R1_DP8, 80)
+    scenario = scenario.model_copy(update={"serving": scenario.serving.model_copy(update={"ep": 8})})
+    log = StepLog()
+    prediction = predict(scenario, step_log=log)
     table = pl.read_parquet(ROOT / "calibration/h200/moe.parquet").filter(
         pl.col("status") == "ok", pl.col("sample") == "grid"
     )

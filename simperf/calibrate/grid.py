@@ -132,6 +132,8 @@ DEFAULT_GRID: dict[str, dict[str, Any]] = {
         # also the EP-1 layouts with the shared experts fused into the layer (SGLang's default for DeepSeek)
         "fused_shared": False,
         "fused_shared_only": False,
+        # optional filters: only these expert-parallel / TP-MoE degrees (default: every layout)
+        # "ep": [1], "tp": [1, 8],
     },
     "elementwise": {
         "m": [1, 4, 16, 64, 256, 1024, 4096, 16384],
@@ -555,6 +557,10 @@ def _moe(cfg: dict[str, Any]) -> list[Point]:
         if rank_shape.model.name not in cfg["models"]:
             continue
         if cfg.get("fused_shared_only") and not rank_shape.fused_shared:
+            continue
+        if rank_shape.ep not in cfg.get("ep", (rank_shape.ep,)) or rank_shape.tp not in cfg.get(
+            "tp", (rank_shape.tp,)
+        ):
             continue
         for backend, dtype in ((b, d) for b in cfg["backends"] for d in cfg["dtypes"]):
             for routing in cfg["routings"]:

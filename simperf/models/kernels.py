@@ -101,17 +101,19 @@ def moe_keys(
     sm_major: int = 9,
     default_tiles: bool = False,
 ) -> tuple[Key, ...]:
-    """Routed experts, in the order SGLang picks its MoE runner: on Hopper the Triton fused MoE (simperf's own
-    tables) first, then the grouped-GEMM proxy; on Blackwell (SM100+) SGLang's DeepSeek FP8 default
+    """Routed experts, in the order SGLang picks its MoE runner: on Hopper SGLang's own Triton fused MoE with the
+    tiles it picks (`sglang_fused_moe`, calibrate/backends/moe_sglang.py) where a table has the shape, then
+    simperf's Triton fused MoE, then the grouped-GEMM proxy; on Blackwell (SM100+) SGLang's DeepSeek FP8 default
     `flashinfer_trtllm` first (SGLang 0.5.17 arg_groups/overrides.py, `_deepseek_moe_quant_resolution`), from
     third-party (AIConfigurator) tables. fp8 weights prefer block-scaled tables (DeepSeek-V3 checkpoints) over
     rowwise ones. fused_shared: that many shared experts ride in the layer (counted in num_experts and topk),
     chosen by every token. default_tiles: SGLang ships no tuned Triton configuration for this shape on this GPU
-    (`sglang_tunes_moe`), so it runs its default tiles: their table comes first where one was measured."""
+    (`sglang_tunes_moe`), so it runs its default tiles: simperf's table of them comes before its tuned one."""
     dtypes = ("fp8_block", "fp8_rowwise", "fp8") if weight_dtype == "fp8" else ("bf16",)
     backends: tuple[str, ...] = ("triton_fused_moe", "flashinfer_trtllm", "torch_grouped_mm")
     if default_tiles:
         backends = ("triton_fused_moe_default", *backends)
+    backends = ("sglang_fused_moe", *backends)
     if sm_major >= 10:
         backends = ("flashinfer_trtllm", "triton_fused_moe", "torch_grouped_mm")
     return key_candidates(

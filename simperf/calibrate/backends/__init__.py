@@ -95,6 +95,8 @@ WORKER_GROUPS: tuple[WorkerGroup, ...] = (
         (("moe", "triton_fused_moe"), ("moe", "triton_fused_moe_default")),
         jit=True,
     ),
+    # SGLang's own Triton fused MoE with the tiles SGLang picks (needs SGLang's kit on PYTHONPATH)
+    WorkerGroup("moe_sglang", f"{_PKG}.moe_sglang", (("moe", "sglang_fused_moe"),)),
     WorkerGroup("elementwise", f"{_PKG}.elementwise", (("elementwise", "flashinfer"),), jit=True),
     # fp8 activation quantisation before fp8 linears (simperf's Triton per-token-group kernel)
     WorkerGroup("quant_triton", f"{_PKG}.quant_triton", (("elementwise", "triton"),), jit=True),
