@@ -351,7 +351,7 @@ def test_a_repeated_fixed_length_closed_loop_run_repeats_its_mean_ttft_not_its_m
             marks=pytest.mark.xfail(
                 strict=True,
                 reason="-6.3% since the MoE is SGLang's own kernel (docs/overheads.md 'Held out'): the decode "
-                "attention's split-KV merge and the router's top-k kernel are not priced",
+                "attention as SGLang plans it for its CUDA graph and the router's top-k kernel are not priced",
             ),
         ),
     ],

@@ -47,18 +47,18 @@ def test_default_tiles_are_preferred_only_where_sglang_has_no_tuned_config():
 
 
 @pytest.mark.parametrize(
-    ("model", "tp", "backend"),
+    ("model", "tp", "ep", "backend"),
     [
-        ("deepseek-v2-lite", 1, "sglang_fused_moe"),
-        ("qwen3-30b-a3b", 1, "sglang_fused_moe"),
-        ("deepseek-v2-lite", 2, "triton_fused_moe_default"),
-        ("qwen3-30b-a3b", 2, "triton_fused_moe"),
+        ("deepseek-v2-lite", 1, 1, "sglang_fused_moe"),
+        ("qwen3-30b-a3b", 2, 1, "sglang_fused_moe"),
+        ("deepseek-v2-lite", 2, 2, "triton_fused_moe_default"),
+        ("qwen3-30b-a3b", 2, 2, "triton_fused_moe"),
     ],
 )
-def test_h200_decode_prices_the_moe_sglang_runs(model, tp, backend):
-    """With the shipped H200 tables: at TP 1 both models' MoE from SGLang's own kernel (timed at EP 1, TP 1 for
-    these two); at TP 2 from simperf's kernel: V2-Lite's with the default tiles SGLang runs there, Qwen3-30B-A3B's
-    tuned (SGLang ships its H200 config)."""
+def test_h200_decode_prices_the_moe_sglang_runs(model, tp, ep, backend):
+    """With the shipped H200 tables: at EP 1 the MoE of both models from SGLang's own kernel (timed at every EP-1
+    layout); under expert parallelism (EP 2, where SGLang's kernel was not timed) from simperf's: V2-Lite's with the
+    default tiles SGLang runs for its 32 local experts, Qwen3-30B-A3B's tuned."""
     from simperf.pipeline import predict
     from simperf.scenario.models import Scenario
 
@@ -66,7 +66,7 @@ def test_h200_decode_prices_the_moe_sglang_runs(model, tp, backend):
         {
             "model": {"name": model},
             "hardware": {"gpu": "h200", "count": tp},
-            "serving": {"attention_backend": "flashinfer", "tp": tp},
+            "serving": {"attention_backend": "flashinfer", "tp": tp, "ep": ep},
             "workload": {"dataset": {"kind": "fixed", "input_len": 128, "output_len": 2}, "num_prompts": 1},
         }
     )

@@ -50,9 +50,38 @@ def test_the_ratio_is_the_measured_one_on_the_grid_one_without_a_prefix_and_clam
 
 
 def test_another_hopper_gpu_borrows_the_h100_measurement_labelled_and_others_none(tmp_path):
-    h200 = read_prefix_path(ROOT / "calibration" / "h200", 9)
-    assert h200 is not None and "estimate" in h200.provenance and "h100" in h200.provenance
+    """A Hopper directory without its own file (a user's calibration beside the shipped h100/) takes the H100's,
+    labelled an estimate; the shipped H200 has its own since 2026-11-27; Blackwell none."""
+    (tmp_path / "h100").mkdir()
+    (tmp_path / "h100" / "extend_prefix_path.jsonl").write_text(
+        (ROOT / "calibration/h100/extend_prefix_path.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    (tmp_path / "mygpu").mkdir()
+    borrowed = read_prefix_path(tmp_path / "mygpu", 9)
+    assert borrowed is not None and "estimate" in borrowed.provenance and "h100" in borrowed.provenance
+    own = read_prefix_path(ROOT / "calibration" / "h200", 9)
+    assert own is not None and "estimate" not in own.provenance
     assert read_prefix_path(ROOT / "calibration" / "b200", 10) is None
+
+
+def test_the_h200s_own_ratios_are_the_h100s_within_the_repeat_spread():
+    """Measured on the H200 the same day (calibration/h200/extend_prefix_path.jsonl): the ratio SGLang's path /
+    table kernel is the H100's within -12...+11% per shape (median -0.5%); a second H100 host (runs/) repeats the
+    H100's within +-8% (median -0.4%). The H200 no longer borrows."""
+
+    def ratios(path):
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return {
+            (r["heads"], r["q_len"], r["prefix"]): r["sglang_path_us"] / r["table_kernel_us"] for r in rows
+        }
+
+    h100 = ratios(ROOT / "calibration/h100/extend_prefix_path.jsonl")
+    h200 = ratios(ROOT / "calibration/h200/extend_prefix_path.jsonl")
+    again = ratios(ROOT / "calibration/h100/runs/2026-11-27-extend-prefix-path-repeat.jsonl")
+    assert h100.keys() == h200.keys() == again.keys()
+    for other, spread in ((h200, 0.13), (again, 0.09)):
+        changes = sorted(other[k] / h100[k] - 1 for k in h100)
+        assert abs(changes[len(changes) // 2]) < 0.01 and max(abs(c) for c in changes) < spread
 
 
 def test_a_records_file_that_is_not_a_full_grid_is_refused():

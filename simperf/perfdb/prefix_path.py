@@ -8,9 +8,10 @@ prefix (non-causal, from the page-size-1 token pool; `self.prefill_backend = "fa
 throughout). `benchmarks/extend_prefix_path.py` times both on a GPU; their ratio, per (query heads, KV heads) at
 head dim 128, new tokens and prefix length, is what a table time of an extend over a prefix is multiplied by
 (costmodel/step.py). Measured on the H100 (`calibration/h100/extend_prefix_path.jsonl`, 2026-11-27): 1.5-2.0x at
-8,192 new tokens, 1.7-2.1x at 2,048, 2.2-3.9x at 512 (the FA2 kernel over the prefix is most of it). A GPU without
-its own measurement of the same architecture (SM major) takes the H100's, labelled; the ratio is clamped to the
-measured grid (no extrapolation beyond its corners).
+8,192 new tokens, 1.7-2.1x at 2,048, 2.2-3.9x at 512 (the FA2 kernel over the prefix is most of it); on the H200
+(its own file, the same day) within -12...+11% of those. A GPU without its own measurement of the same architecture
+(SM major) takes the H100's, labelled; the ratio is clamped to the measured grid (no extrapolation beyond its
+corners).
 """
 
 from __future__ import annotations
