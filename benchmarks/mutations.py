@@ -44,6 +44,7 @@ GUARDS = (
     "tests/test_ctastream.py",
     "tests/test_shared_reads.py",
     "tests/test_calibrate_runner.py",
+    "tests/test_moe_default_tiles.py",
 )
 
 
@@ -312,6 +313,13 @@ MUTATIONS = (
         "simperf/costmodel/prefix_path.py",
         '        return us * self._factor(axes["q_len"], axes["kv_len"]), source\n',
         '        return us * self._factor(axes["q_len"], axes["kv_len"]) * 1.01, source\n',
+    ),
+    Mutation(
+        "sglang-moe-first",
+        "routed experts (models/kernels.py moe_keys): simperf's own fused-MoE tables preferred to SGLang's kernel",
+        "simperf/models/kernels.py",
+        '    backends = ("sglang_fused_moe", *backends)\n',
+        '    backends = (*backends, "sglang_fused_moe")\n',
     ),
     Mutation(
         "prefix-linear-interpolation",
