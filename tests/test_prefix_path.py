@@ -137,3 +137,29 @@ def test_the_benchmark_writes_what_the_reader_takes(tmp_path):
     record = json.loads(RECORDS.read_text(encoding="utf-8").splitlines()[0])
     for field in ("heads", "kv_heads", "q_len", "prefix", "table_kernel_us", "sglang_path_us"):
         assert field in record
+
+
+def test_a_users_tables_outside_a_calibration_tree_borrow_the_shipped_h100_ratio(tmp_path):
+    """A Hopper directory with no extend_prefix_path.jsonl and no sibling h100/ (e.g. `simperf calibrate --out
+    ~/tables`) prices its extends over a prefix with the shipped H100's ratio, labelled an estimate, rather than
+    with the table's one kernel."""
+    alone = tmp_path / "tables"
+    alone.mkdir()
+    ratios = read_prefix_path(alone, 9)
+    assert ratios is not None and "estimate" in ratios.provenance and "calibration/h100" in ratios.provenance
+    shipped = read_prefix_path(ROOT / "calibration" / "h100", 9)
+    assert float(ratios.ratio(32, 8, np.array(2048.0), np.array(8192.0))) == float(
+        shipped.ratio(32, 8, np.array(2048.0), np.array(8192.0))
+    )
+
+
+def test_a_record_that_is_not_json_is_refused_with_its_file_and_line(tmp_path):
+    directory = tmp_path / "h200"
+    directory.mkdir()
+    lines = (ROOT / "calibration/h100/extend_prefix_path.jsonl").read_text(encoding="utf-8").splitlines()
+    (directory / "extend_prefix_path.jsonl").write_text("\n".join([*lines[:2], '{"heads": 32,', *lines[2:]]))
+    with pytest.raises(ValueError, match=r"extend_prefix_path\.jsonl:3: not a JSON record"):
+        read_prefix_path(directory, 9)
+    (directory / "extend_prefix_path.jsonl").write_text("\n".join(lines[:-1]))
+    with pytest.raises(ValueError, match=r"h200/extend_prefix_path\.jsonl: .*not a full grid"):
+        read_prefix_path(directory, 9)

@@ -110,8 +110,16 @@ def test_an_eager_extend_on_more_tensor_parallel_ranks_takes_the_measured_rank_f
     dense = model == "qwen3-8b"
     base = o.eager_extend_us_per_kernel_dense if dense else o.eager_extend_us_per_kernel
     factor = 1.0 if factor_field is None else getattr(o, factor_field)
-    per_kernel_us, label = prediction.cost.extend_host_us_per_kernel
+    extend_host = prediction.cost.extend_host_us_per_kernel
+    per_kernel_us = extend_host.us
     assert per_kernel_us == pytest.approx(base * factor)
+    # the field is named, not parsed out of the label the reports show
+    assert extend_host.field == (
+        "eager_extend_us_per_kernel_dense" if dense else "eager_extend_us_per_kernel"
+    )
+    assert extend_host.label.startswith(extend_host.field) and (
+        (factor_field or extend_host.field) in extend_host.label
+    )
     rows = _host_rows(prediction)
     assert (factor_field in rows) if factor_field else not any("rank_factor" in name for name in rows)
     prefill = breakdown_tables(prediction)[0]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simperf.scenario.models import Overheads
+from simperf.scenario.models import ExtendHostTime, Overheads
 
 OVERHEAD_SOURCE = "constant"
 
@@ -45,20 +45,20 @@ def step_overhead(
     overheads: Overheads,
     graph: bool,
     kernels: int,
-    extend_host: tuple[float, str] | None = None,
+    extend_host: ExtendHostTime | None = None,
     replays: int = 1,
 ) -> StepOverhead:
-    """The overhead of one step. `extend_host`: for an extend (prefill) forward, its host time per kernel and the
-    Overheads field it comes from (Overheads.extend_launch_us: measured on the ground-truth corpus per attention
+    """The overhead of one step. `extend_host`: for an extend (prefill) forward, its host time per kernel, the
+    Overheads field it comes from and the label naming both (Overheads.extend_launch_us: measured on the ground-truth corpus per attention
     backend, eager or with SGLang's prefill graph) rather than a bare launch gap. `replays`: the CUDA graphs a
     decode step replays (1, or a speculative step's draft and verify forwards); `kernels` counts all of theirs."""
     if extend_host is not None and not graph:
-        us, field = extend_host
+        us, label = extend_host.us, extend_host.label
         return StepOverhead(
             "eager_launch",
             kernels,
             us,
-            f"named overhead Overheads.{field} x {kernels} kernels (measured host time of an extend forward, "
+            f"named overhead Overheads.{label} x {kernels} kernels (measured host time of an extend forward, "
             "docs/overheads.md; kernel count is an estimate)",
         )
     if graph and extend_host is not None:

@@ -78,9 +78,20 @@ def _bilinear(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, x: np.ndarray, y
     return low * (1 - ty) + high * ty
 
 
-def parse_records(lines: list[str]) -> list[dict]:
-    """The benchmark's records that timed both paths."""
-    records = [json.loads(line) for line in lines if line.strip()]
+def parse_records(lines: list[str], source: str = "extend_prefix_path records") -> list[dict]:
+    """The benchmark's records that timed both paths; ValueError naming the source and line of one that is not a
+    JSON object."""
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{source}:{number}: not a JSON record ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{source}:{number}: not a JSON object")
+        records.append(record)
     return [r for r in records if r.get("table_kernel_us") and r.get("sglang_path_us")]
 
 
@@ -105,18 +116,35 @@ def ratios_from_records(records: list[dict], provenance: str) -> PrefixPathRatio
     return PrefixPathRatios(tuple(variants), provenance)
 
 
+def _shipped_borrow() -> Path:
+    import simperf
+
+    return Path(simperf.__file__).resolve().parent.parent / "calibration" / BORROW_FROM / PATH_FILE
+
+
 def read_prefix_path(directory: Path | None, sm_major: int) -> PrefixPathRatios | None:
-    """The directory's own measurement, else (a Hopper GPU without one) the sibling h100 directory's, labelled."""
+    """The directory's own measurement, else (a Hopper GPU without one) the H100's, labelled an estimate: the sibling
+    h100 directory's where there is one (a calibration tree like the shipped one), else the shipped H100 file (a
+    user's own tables elsewhere, measured without this ratio)."""
     if directory is None:
         return None
     own = Path(directory) / PATH_FILE
     if own.is_file():
         return _read(own, f"measured ({own.parent.name})")
-    borrowed = Path(directory).parent / BORROW_FROM / PATH_FILE
-    if sm_major == 9 and borrowed.is_file() and Path(directory).name != BORROW_FROM:
-        return _read(borrowed, f"measured on {BORROW_FROM}, used for {Path(directory).name} (estimate)")
+    if sm_major != 9:
+        return None
+    for borrowed in (Path(directory).parent / BORROW_FROM / PATH_FILE, _shipped_borrow()):
+        if borrowed.is_file() and borrowed.parent.resolve() != Path(directory).resolve():
+            return _read(
+                borrowed,
+                f"measured on {BORROW_FROM} ({borrowed}), used for {Path(directory).name} (estimate)",
+            )
     return None
 
 
 def _read(path: Path, provenance: str) -> PrefixPathRatios:
-    return ratios_from_records(parse_records(path.read_text(encoding="utf-8").splitlines()), provenance)
+    records = parse_records(path.read_text(encoding="utf-8").splitlines(), str(path))
+    try:
+        return ratios_from_records(records, provenance)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None

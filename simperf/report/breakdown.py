@@ -81,8 +81,8 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     representative steps and where each number comes from."""
     o: Overheads = prediction.cost.overheads
     serving = prediction.serving
-    per_kernel_us, label = prediction.cost.extend_host_us_per_kernel
-    field = label.split()[0]  # the Overheads field; the label may name a rank factor after it
+    extend_host = prediction.cost.extend_host_us_per_kernel
+    per_kernel_us, field = extend_host.us, extend_host.field
     rank_factor, rank_field = (
         (1.0, None)
         if serving.prefill_cuda_graph

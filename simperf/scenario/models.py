@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -382,6 +382,15 @@ class WorkloadSpec(_Strict):
         return math.inf if self.request_rate == "inf" else float(self.request_rate)
 
 
+class ExtendHostTime(NamedTuple):
+    """An extend's host time per kernel (Overheads.extend_launch_us): the value, the label reports show (the field,
+    and the rank factor where one applies), and the Overheads field it comes from."""
+
+    us: float
+    label: str
+    field: str
+
+
 class Overheads(_Strict):
     """Constant costs that are not kernel timings. Named, documented, and reported (docs/costmodel.md). The host-side
     defaults are CPU times of the host they were measured on (OVERHEAD_HOST_SPEED); the simulator pays them scaled
@@ -562,9 +571,9 @@ class Overheads(_Strict):
 
     def extend_launch_us(
         self, attention_backend: str, prefill_graph: bool = True, dense_model: bool = False, tp_ranks: int = 1
-    ) -> tuple[float, str]:
-        """The extend host time per kernel and the field it comes from (first word of the label): without a prefill
-        CUDA graph the eager value (a dense model's or an MoE / MLA model's) times its rank factor
+    ) -> ExtendHostTime:
+        """The extend host time per kernel, the Overheads field it comes from and a label for reports: without a
+        prefill CUDA graph the eager value (a dense model's or an MoE / MLA model's) times its rank factor
         (eager_rank_factor, named in the label when it applies); with one the value measured for this attention
         backend (one rank's: how a graphed extend's host time grows with ranks was not measured)."""
         if not prefill_graph:
@@ -575,10 +584,11 @@ class Overheads(_Strict):
                 if factor_field is None
                 else f"{field} x {factor_field} ({factor:.3g}, {tp_ranks} ranks)"
             )
-            return getattr(self, field) * factor, label
-        if attention_backend == "fa3":
-            return self.extend_launch_us_per_kernel_fa3, "extend_launch_us_per_kernel_fa3"
-        return self.extend_launch_us_per_kernel, "extend_launch_us_per_kernel"
+            return ExtendHostTime(getattr(self, field) * factor, label, field)
+        field = (
+            "extend_launch_us_per_kernel_fa3" if attention_backend == "fa3" else "extend_launch_us_per_kernel"
+        )
+        return ExtendHostTime(getattr(self, field), field, field)
 
     ingress_us: float = Field(
         default=4459.3,
