@@ -16,12 +16,13 @@ corners).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from simperf.jsonl import json_object_lines
 
 PATH_FILE = "extend_prefix_path.jsonl"
 # the GPU whose measurement stands in for another of its architecture without one
@@ -81,17 +82,7 @@ def _bilinear(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, x: np.ndarray, y
 def parse_records(lines: list[str], source: str = "extend_prefix_path records") -> list[dict]:
     """The benchmark's records that timed both paths; ValueError naming the source and line of one that is not a
     JSON object."""
-    records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{source}:{number}: not a JSON record ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{source}:{number}: not a JSON object")
-        records.append(record)
+    records = [obj for _, obj in json_object_lines(lines, source, ValueError, "not a JSON record")]
     return [r for r in records if r.get("table_kernel_us") and r.get("sglang_path_us")]
 
 

@@ -142,10 +142,13 @@ def block_table(lens: list[int], page_size: int) -> tuple[Any, int]:
     return table, total
 
 
-def probed_once(ctx: Any, key: str, probe: Callable[[], T], what: str) -> T:
+def probed_once(
+    ctx: Any, key: str, probe: Callable[[], T], what: str, failure: Callable[[str], Exception] = Unsupported
+) -> T:
     """probe()'s result, computed once per worker and kept in ctx.cache[key]; a failure is kept too and raised
-    again on every later call as Unsupported (a worker does not retry a library that did not load or verify).
-    `what` names the probed thing in the message of an unexpected exception."""
+    again on every later call (a worker does not retry a library that did not load or verify): Unsupported by
+    default, or `failure` (e.g. a RuntimeError subclass for a kit that is missing, recorded as a failed row to
+    retry with the kit). `what` opens the one-line message of an unexpected exception."""
     cached = ctx.cache.get(key)
     if isinstance(cached, Exception):
         raise cached
@@ -157,8 +160,9 @@ def probed_once(ctx: Any, key: str, probe: Callable[[], T], what: str) -> T:
         ctx.cache[key] = exc
         raise
     except Exception as exc:  # noqa: BLE001
-        failure = Unsupported(f"{what}: {type(exc).__name__}: {str(exc)[:300]}")
-        ctx.cache[key] = failure
-        raise failure from None
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        error = failure(f"{what}: {reason}")
+        ctx.cache[key] = error
+        raise error from None
     ctx.cache[key] = result
     return result

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 from simperf.calibrate.backends.common import (
     PrefixGroups,
     indptr,
     kv_lengths,
+    probed_once,
     q_lengths,
     shared_page_lists,
     torch_dtype,
@@ -63,25 +65,20 @@ SGLANG_CALL_DEFAULTS: dict[str, Any] = dict(
 def load_kernel(ctx: Any | None = None) -> tuple[Any, Any, str]:
     """(flash_attn_with_kvcache, get_scheduler_metadata, version label); KernelUnavailable with a one-line reason
     if sgl_kernel's FA3 does not import. The outcome is remembered in ctx.cache (one import attempt per worker)."""
-    cache = ctx.cache if ctx is not None else {}
-    cached = cache.get(_CACHE_KEY)
-    if isinstance(cached, KernelUnavailable):
-        raise KernelUnavailable(str(cached))
-    if cached is not None:
-        return cached
-    try:
+
+    def load() -> tuple[Any, Any, str]:
         from sgl_kernel.flash_attn import flash_attn_with_kvcache, get_scheduler_metadata
-    except Exception as exc:  # noqa: BLE001 - any import failure is the same answer: no kernel here
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        err = KernelUnavailable(
-            f"sgl_kernel.flash_attn does not import ({reason}); needs SGLang's kit on PYTHONPATH with "
-            "sgl_kernel/flash_ops*.so in place"
-        )
-        cache[_CACHE_KEY] = err
-        raise err from None
-    loaded = (flash_attn_with_kvcache, get_scheduler_metadata, f"sgl-kernel {_sgl_kernel_version()}")
-    cache[_CACHE_KEY] = loaded
-    return loaded
+
+        return flash_attn_with_kvcache, get_scheduler_metadata, f"sgl-kernel {_sgl_kernel_version()}"
+
+    return probed_once(
+        ctx if ctx is not None else SimpleNamespace(cache={}),
+        _CACHE_KEY,
+        load,
+        "sgl_kernel.flash_attn does not import; needs SGLang's kit on PYTHONPATH with sgl_kernel/flash_ops*.so in "
+        "place",
+        KernelUnavailable,
+    )
 
 
 def _sgl_kernel_version() -> str:

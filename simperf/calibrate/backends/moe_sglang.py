@@ -30,6 +30,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from simperf.calibrate.backends.common import probed_once
 from simperf.calibrate.measure import Measurement, Unsupported
 
 BACKEND = "sglang_fused_moe"
@@ -51,31 +52,23 @@ class KernelUnavailable(RuntimeError):
 def load_sglang(ctx: Any) -> tuple[Any, Any, str]:
     """(fused_moe module, config module, version label); KernelUnavailable with a one-line reason if SGLang does
     not import. Remembered in ctx.cache: one import attempt per worker."""
-    cache = ctx.cache if ctx is not None else {}
-    cached = cache.get(_CACHE_KEY)
-    if isinstance(cached, KernelUnavailable):
-        raise KernelUnavailable(str(cached))
-    if cached is not None:
-        return cached
-    try:
+
+    def load() -> tuple[Any, Any, str]:
         import importlib
 
-        fused = importlib.import_module(_FUSED_MOE)
-        config = importlib.import_module(_CONFIG)
         import sglang
 
+        fused, config = importlib.import_module(_FUSED_MOE), importlib.import_module(_CONFIG)
         version = f"sglang {getattr(sglang, '__version__', 'unknown')}"
-    except Exception as exc:  # noqa: BLE001 - any import failure is the same answer: no kernel here
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        err = KernelUnavailable(
-            f"SGLang's fused MoE does not import ({reason}); needs SGLang's kit on PYTHONPATH"
-        )
-        cache[_CACHE_KEY] = err
-        raise err from None
-    version += _publish_defaults(fused, config)
-    loaded = (fused, config, version)
-    cache[_CACHE_KEY] = loaded
-    return loaded
+        return fused, config, version + _publish_defaults(fused, config)
+
+    return probed_once(
+        ctx,
+        _CACHE_KEY,
+        load,
+        "SGLang's fused MoE does not import; needs SGLang's kit on PYTHONPATH",
+        KernelUnavailable,
+    )
 
 
 def _publish_defaults(fused: Any, config: Any) -> str:
@@ -114,23 +107,13 @@ def config_label(cfg: dict[str, Any]) -> str:
     )
 
 
-def _weights(point: dict[str, Any], ctx: Any, fp8: bool) -> tuple[Any, Any, Any, Any]:
-    """(w1, w2, w1_scale, w2_scale) of the current shape, kept across points that share it."""
-    import torch
+def _weights(point: dict[str, Any], ctx: Any) -> tuple[Any, Any, Any, Any]:
+    """(w1, w2, w1_scale, w2_scale) of the current shape: simperf's kernel's weights, kept across the points that
+    share the shape (allocation is the slow part)."""
+    from simperf.calibrate.backends.moe_triton import _cached_weights
 
-    from simperf.calibrate.backends.moe_triton import make_weights
-
-    experts, n, k = int(point["experts_per_rank"]), int(point["n"]), int(point["k"])
-    key = (experts, n, k, fp8)
-    cached = ctx.cache.get("sglang_moe_weights")
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    ctx.cache.pop("sglang_moe_weights", None)
-    torch.cuda.empty_cache()
-    w = make_weights(experts, n, k, fp8)
-    weights = (w.w13, w.w2, w.s13, w.s2)
-    ctx.cache["sglang_moe_weights"] = (key, weights)
-    return weights
+    w = _cached_weights(point, ctx)
+    return w.w13, w.w2, w.s13, w.s2
 
 
 def _launchers(fused: Any, point: dict[str, Any], weights: tuple[Any, Any, Any, Any], fp8: bool) -> list[Any]:
@@ -189,7 +172,7 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     if ctx.sm_major is not None and ctx.sm_major != 9:
         raise Unsupported("timed on Hopper only (SGLang's SM100 DeepSeek default is flashinfer_trtllm)")
     cfg, source = sglang_config(config_mod, point, fp8)
-    weights = _weights(point, ctx, fp8)
+    weights = _weights(point, ctx)
     measured = time_graph_replay(_launchers(fused, point, weights, fp8), ctx.timing)
     if measured is None:
         return None
