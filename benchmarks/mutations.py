@@ -322,6 +322,13 @@ MUTATIONS = (
         '    backends = (*backends, "sglang_fused_moe")\n',
     ),
     Mutation(
+        "moe-router",
+        "the router top-k kernel's GPU time per MoE layer (costmodel/step.py `_decode_router_us`) +1%",
+        "simperf/costmodel/step.py",
+        "        return self.overheads.decode_moe_router_us * self.arch.num_moe_layers\n",
+        "        return self.overheads.decode_moe_router_us * self.arch.num_moe_layers * 1.01\n",
+    ),
+    Mutation(
         "prefix-linear-interpolation",
         "extend attention between two measured prefixes (perfdb/db.py): the linear step 1% steeper",
         "simperf/perfdb/db.py",

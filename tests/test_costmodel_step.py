@@ -135,13 +135,16 @@ def test_cuda_graph_replay_replaces_per_kernel_launches(v3):
     kernels = v3.breakdown_decode(8, 8, 8000, False)[-1].count
     constant = SOURCES.index("constant")
     kernel_time = graph.sum() - graph[0, constant]
-    # graph: kernels + the GPU's work between replays + its idle time between the replay's kernels; eager: the CPU
-    # launches every kernel, so the step lasts as long as the slower of the GPU's kernels and the CPU's launches
+    # graph: kernels + the GPU's work between replays + its idle time between the replay's kernels + the router
+    # kernel no table times (GPU time, per MoE layer); eager: the CPU launches every kernel, so the step lasts as
+    # long as the slower of the GPU's work and the CPU's launches
     o = Overheads()
+    router = o.decode_moe_router_us * v3.arch.num_moe_layers
+    assert router > 0
     assert graph[0, constant] == pytest.approx(
-        o.decode_between_replays_us + kernels * o.decode_graph_gap_us_per_kernel
+        o.decode_between_replays_us + kernels * o.decode_graph_gap_us_per_kernel + router
     )
-    assert eager.sum() == pytest.approx(max(kernel_time, kernels * 5.0))
+    assert eager.sum() == pytest.approx(max(kernel_time + router, kernels * 5.0))
 
 
 def test_a_speculative_step_pays_the_between_replay_work_once_per_replayed_forward(empty_db):
@@ -152,7 +155,11 @@ def test_a_speculative_step_pays_the_between_replay_work_once_per_replayed_forwa
     overhead = cm.breakdown_decode(4, 4, 4000, True)[-1]
     # three draft forwards and the verify: four replays; every kernel of all of them idles its gap
     expected = 4 * o.decode_between_replays_us + overhead.count * o.decode_graph_gap_us_per_kernel
-    assert step[SOURCES.index("constant")] == pytest.approx(expected)
+    router = cm.breakdown_decode(4, 4, 4000, True)[-2]
+    assert router.name == "moe.router" and router.total_us == pytest.approx(
+        o.decode_moe_router_us * cm.arch.num_moe_layers
+    )
+    assert step[SOURCES.index("constant")] == pytest.approx(expected + router.total_us)
     assert overhead.total_us == pytest.approx(expected)
 
 

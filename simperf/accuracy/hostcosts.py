@@ -525,6 +525,36 @@ def decode_between_replays_us(corpus: Path) -> HostCost:
     return HostCost(float(np.mean(values)), "; ".join(points))
 
 
+# the profiled Qwen3-30B-A3B decodes (SGLang 0.5.17, flashinfer, H100): served at 1 and 16 requests, one_batch at 1,
+# 16 and 64
+ROUTER_TRACES = (
+    "forwards/h100/served-qwen3-30b-a3b-decode/c1.trace.json.gz",
+    "forwards/h100/served-qwen3-30b-a3b-decode/c16.trace.json.gz",
+    *(
+        f"forwards/h100/qwen3-30b-a3b-decode/profile_batch{bs}_input1024_output16_decode.trace.json.gz"
+        for bs in (1, 16, 64)
+    ),
+)
+ROUTER_KERNEL = "_router_triton_kernel"
+
+
+def decode_moe_router_us(corpus: Path) -> HostCost:
+    """GPU time of SGLang's router top-k kernel per MoE layer of a decode: the median over the profiled Qwen3-30B-A3B
+    decodes of each profile's median kernel duration."""
+    from simperf.groundtruth.trace import read_trace
+
+    medians, points = [], []
+    for name in ROUTER_TRACES:
+        durations = [
+            float(e["dur"])
+            for e in read_trace(corpus / name)
+            if e.get("cat") == "kernel" and e.get("name") == ROUTER_KERNEL
+        ]
+        medians.append(float(np.median(durations)))
+        points.append(f"{name.split('/')[-2]}/{name.split('/')[-1].split('.')[0]}: {medians[-1]:.2f} us")
+    return HostCost(float(np.median(medians)), "; ".join(points))
+
+
 FIRST_BURST_MIN_CONCURRENCY = 16
 
 

@@ -371,7 +371,30 @@ class SGLangStepCost:
             rows = [
                 self._shared_read_note(row, op, shared_per_row) for row, op in zip(rows, ops, strict=True)
             ]
+        if self.arch.num_moe_layers:
+            rows.append(self._router_row(rows_bs))
         return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows)]
+
+    def _decode_router_us(self) -> float:
+        """SGLang's router top-k kernel, once per MoE layer of the (target) forward: GPU time no table holds
+        (Overheads.decode_moe_router_us). A speculative step's draft-layer routers are left out."""
+        return self.overheads.decode_moe_router_us * self.arch.num_moe_layers
+
+    def _router_row(self, rows_bs: int) -> BreakdownRow:
+        n = self.arch.num_moe_layers
+        return BreakdownRow(
+            name="moe.router",
+            op="moe_router",
+            key={},
+            axes={"m": float(rows_bs)},
+            count=n,
+            us_per_call=self.overheads.decode_moe_router_us,
+            total_us=self._decode_router_us(),
+            source=OVERHEAD_SOURCE,
+            detail="named GPU cost Overheads.decode_moe_router_us per MoE layer: SGLang's router top-k kernel, which "
+            "no table times (measured on profiled Qwen3-30B-A3B decodes, H100, docs/overheads.md; other models' "
+            "routers and other GPUs: an estimate)",
+        )
 
     def _shared_read_note(self, row: BreakdownRow, op: OpCall, shared_per_row: float) -> BreakdownRow:
         """A decode attention row's detail says what its shared prefix reads cost, or that they were not measured."""
@@ -600,6 +623,7 @@ class SGLangStepCost:
             ops = rows + [op for op, _ in attention_ops_]
             kernels = sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
             base = rows_cost.copy()
+            base[_OVERHEAD_COLUMN] += self._decode_router_us()
             overhead = step_overhead(self.overheads, graph, kernels, replays=self._graph_replays())
             if graph:
                 base[_OVERHEAD_COLUMN] += overhead.us

@@ -431,6 +431,15 @@ class Overheads(_Strict):
         description="GPU time between two decode replays: the sampler's argmax and the next iteration's input "
         "preparation (13 kernels launched eagerly, busy 49-51 us plus 18 us between them), per replay",
     )
+    # Measured on the served and one_batch Qwen3-30B-A3B decodes (SGLang 0.5.17, flashinfer, H100,
+    # groundtruth/forwards/h100/*qwen3-30b-a3b-decode; accuracy/hostcosts.py::decode_moe_router_us, recomputed by a test).
+    decode_moe_router_us: float = Field(
+        default=2.69,
+        ge=0,
+        description="GPU time of SGLang's router top-k kernel (`_router_triton_kernel`: softmax, top-k, renormalise) "
+        "per MoE layer of a decode forward, which no table times: 2.62-2.72 us in five profiled Qwen3-30B-A3B decodes "
+        "at 1-64 requests (H100); other models' routers and GPUs take it as an estimate",
+    )
     eager_launch_us_per_kernel: float = Field(
         default=5.0, ge=0, description="launch gap per kernel of a decode step outside graphs"
     )
@@ -700,7 +709,9 @@ OVERHEAD_HOST_SPEED: dict[str, float | None] = {
     "eager_launch_us_per_kernel": None,
 }
 # GPU time between kernels and replays (measured on a profiled decode): the same on any host
-GPU_OVERHEADS = frozenset({"decode_graph_gap_us_per_kernel", "decode_between_replays_us"})
+GPU_OVERHEADS = frozenset(
+    {"decode_graph_gap_us_per_kernel", "decode_between_replays_us", "decode_moe_router_us"}
+)
 # shares and ratios, not times: the same on every host (on_host leaves them)
 SHARE_OVERHEADS = frozenset(
     {"frontend_share_per_open_request", "eager_extend_rank_factor", "eager_extend_rank_factor_dense"}
@@ -730,6 +741,7 @@ MEASURED_OVERHEADS = frozenset(
         "tokenize_us_per_prompt_token",
         "decode_graph_gap_us_per_kernel",  # on a profiled served decode, not on the corpus' runs
         "decode_between_replays_us",
+        "decode_moe_router_us",  # on profiled Qwen3-30B-A3B decodes
         "client_setup_us_per_request",
         "client_burst_us_per_request",
         "receive_us_per_request",

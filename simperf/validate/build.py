@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simperf.calibrate.backends import group_for
+from simperf.costmodel.overhead import OVERHEAD_SOURCE
 from simperf.costmodel.step import BreakdownRow, SGLangStepCost
 from simperf.validate.program import ProgramOp, StepProgram
 from simperf.validate.sample import SampledStep
@@ -174,10 +175,12 @@ def build_program(cost: SGLangStepCost, sampled: SampledStep, num_gpus: int = 1)
             step.extend_lens, step.prefix_lens, dec, step.gathered_rows, step.gathered_logit_rows
         )
         num_rows, batch, padded = step.num_rows, int(step.extend_lens.size + step.decode_kv_lens.size), 0
-    overhead = sum(r.total_us for r in rows if r.op == "overhead")
+    # named constants (the launch/replay overhead, the unpriced router kernel) are not kernels a GPU can rerun
+    constant = [r.source == OVERHEAD_SOURCE for r in rows]
+    overhead = sum(r.total_us for r, c in zip(rows, constant, strict=True) if c)
     kinds = layer_kinds(cost)
     ops = []
-    for row in _layer_order([r for r in rows if r.op != "overhead"]):
+    for row in _layer_order([r for r, c in zip(rows, constant, strict=True) if not c]):
         ok, why = _runnable(row, num_gpus)
         point = _point(row, step, padded)
         if row.op == "moe" and point["backend"] == "triton_fused_moe":
