@@ -70,6 +70,8 @@ def table() -> str:
 
 
 def main() -> int:
+    from simperf.accuracy.run import generated_block, replace_generated_block
+
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -78,18 +80,16 @@ def main() -> int:
     mode.add_argument("--write", action="store_true", help="rewrite the table in docs/calibration.md")
     args = parser.parse_args()
     body = table()
-    if not (args.check or args.write):
-        print(body)
-        return 0
-    text = DOC.read_text(encoding="utf-8")
-    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    if args.check:
-        same = text[start:stop].strip() == body
+    if args.write:
+        replace_generated_block(DOC, body, BEGIN, END)
+    elif args.check:
+        same = generated_block(DOC, BEGIN, END) == body + "\n"
         print(
             "docs/calibration.md is up to date" if same else "docs/calibration.md differs: run with --write"
         )
         return 0 if same else 1
-    DOC.write_text(text[:start] + "\n" + body + "\n" + text[stop:], encoding="utf-8")
+    else:
+        print(body)
     return 0
 
 

@@ -128,3 +128,18 @@ def test_sglangs_fused_moe_table_is_the_served_decodes_moe_span(trace, m):
         and r["routing"] == "balanced"
     )
     assert table == pytest.approx(statistics.median(spans), rel=0.03)
+
+
+def test_docs_calibration_moe_comparison_is_the_commands_output():
+    """docs/calibration.md's SGLang-vs-simperf MoE table is `benchmarks/moe_sglang_compare.py`'s output over the
+    committed tables (rerun it with --write after new MoE rows land)."""
+    import importlib.util
+
+    from simperf.accuracy.run import generated_block
+
+    spec = importlib.util.spec_from_file_location(
+        "moe_sglang_compare", ROOT / "benchmarks/moe_sglang_compare.py"
+    )
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    assert generated_block(compare.DOC, compare.BEGIN, compare.END) == compare.table() + "\n"

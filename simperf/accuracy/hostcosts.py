@@ -97,6 +97,8 @@ from pathlib import Path
 
 import numpy as np
 
+from simperf.jsonl import json_object_lines
+
 V2_LITE_PREFILL = Path("forwards/h200/deepseek-v2-lite-prefill")
 # the served model and flags that forward used
 V2_LITE_RUN = Path("h200/deepseek-v2-lite-flashinfer/c1-1k-256")
@@ -655,7 +657,8 @@ def _prefill_latencies_s(forward: Path, tokens: int) -> list[float]:
     lines came back, prefill_latency_s.txt (the warm-up first, then the order of cmd.txt's --input-len)."""
     clean = forward / "clean.jsonl"
     if clean.exists():
-        rows = [json.loads(line) for line in clean.read_text(encoding="utf-8").splitlines() if line.strip()]
+        lines = clean.read_text(encoding="utf-8").splitlines()
+        rows = [row for _, row in json_object_lines(lines, clean, ValueError)]
         return [float(r["prefill_latency"]) for r in rows if int(r["input_len"]) == tokens]
     printed = forward / "prefill_latency_s.txt"
     values = [

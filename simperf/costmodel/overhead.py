@@ -48,8 +48,8 @@ def step_overhead(
     extend_host: ExtendHostTime | None = None,
     replays: int = 1,
 ) -> StepOverhead:
-    """The overhead of one step. `extend_host`: for an extend (prefill) forward, its host time per kernel, the
-    Overheads field it comes from and the label naming both (Overheads.extend_launch_us: measured on the ground-truth corpus per attention
+    """The overhead of one step. `extend_host`: for an extend (prefill) forward, its host time per kernel and the
+    label naming where it comes from (Overheads.extend_launch_us: measured on the ground-truth corpus per attention
     backend, eager or with SGLang's prefill graph) rather than a bare launch gap. `replays`: the CUDA graphs a
     decode step replays (1, or a speculative step's draft and verify forwards); `kernels` counts all of theirs."""
     if extend_host is not None and not graph:

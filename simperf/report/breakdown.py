@@ -83,11 +83,7 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     serving = prediction.serving
     extend_host = prediction.cost.extend_host_us_per_kernel
     per_kernel_us, field = extend_host.us, extend_host.field
-    rank_factor, rank_field = (
-        (1.0, None)
-        if serving.prefill_cuda_graph
-        else o.eager_rank_factor(field.endswith("_dense"), serving.layout.tp)
-    )
+    rank_factor, rank_field = extend_host.rank_factor, extend_host.rank_field
     overlap = "beside the GPU step (overlap scheduler)" if serving.overlap_schedule else "after the GPU step"
     text = not prediction.scenario.workload.tokenize_prompt
     tokenize = "per text-prompt token, one request at a time on the API server" + (

@@ -384,11 +384,14 @@ class WorkloadSpec(_Strict):
 
 class ExtendHostTime(NamedTuple):
     """An extend's host time per kernel (Overheads.extend_launch_us): the value, the label reports show (the field,
-    and the rank factor where one applies), and the Overheads field it comes from."""
+    and the rank factor where one applies), the Overheads field it comes from, and the rank factor it includes
+    with that factor's field (1.0 and None where none applies)."""
 
     us: float
     label: str
     field: str
+    rank_factor: float = 1.0
+    rank_field: str | None = None
 
 
 class Overheads(_Strict):
@@ -593,7 +596,7 @@ class Overheads(_Strict):
                 if factor_field is None
                 else f"{field} x {factor_field} ({factor:.3g}, {tp_ranks} ranks)"
             )
-            return ExtendHostTime(getattr(self, field) * factor, label, field)
+            return ExtendHostTime(getattr(self, field) * factor, label, field, factor, factor_field)
         field = (
             "extend_launch_us_per_kernel_fa3" if attention_backend == "fa3" else "extend_launch_us_per_kernel"
         )

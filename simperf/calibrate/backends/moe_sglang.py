@@ -107,45 +107,41 @@ def config_label(cfg: dict[str, Any]) -> str:
     )
 
 
-def _weights(point: dict[str, Any], ctx: Any) -> tuple[Any, Any, Any, Any]:
-    """(w1, w2, w1_scale, w2_scale) of the current shape: simperf's kernel's weights, kept across the points that
-    share the shape (allocation is the slow part)."""
+def _weights(point: dict[str, Any], ctx: Any) -> Any:
+    """The current shape's weights (MoeWeights): simperf's kernel's, kept across the points that share the shape
+    (allocation is the slow part)."""
     from simperf.calibrate.backends.moe_triton import _cached_weights
 
-    w = _cached_weights(point, ctx)
-    return w.w13, w.w2, w.s13, w.s2
+    return _cached_weights(point, ctx)
 
 
-def _launchers(fused: Any, point: dict[str, Any], weights: tuple[Any, Any, Any, Any], fp8: bool) -> list[Any]:
-    """One launch per routing draw (the weights-out-of-L2 rotation of backends/moe_triton.py)."""
+def _launchers(fused: Any, point: dict[str, Any], weights: Any, fp8: bool) -> list[Any]:
+    """One launch per routing draw: backends/moe_triton.py's draws (enough to push the weights out of L2), whose
+    slot maps at EP 1 are the top-k expert ids themselves."""
     import torch
 
-    from simperf.calibrate.backends.moe import route
-    from simperf.calibrate.backends.moe_triton import MoeWeights, _routing_sets
+    from simperf.calibrate.backends.moe_triton import _routing_sets
     from simperf.calibrate.timing import random_tensor
 
-    w1, w2, s1, s2 = weights
     m, k, topk = int(point["m"]), int(point["k"]), int(point["topk"])
-    draws = len(_routing_sets(point, MoeWeights(w1, w2, s1, s2)))
     launchers = []
-    for draw in range(draws):
-        ids = route(m, int(point["num_experts"]), topk, point["routing"], seed=m + 7919 * draw)
-        topk_ids = ids.to(torch.int32).cuda()
+    for slots in _routing_sets(point, weights):
+        topk_ids = slots.view(m, topk)
         topk_weights = torch.rand(m, topk, device="cuda", dtype=torch.float32)
         x = random_tensor((m, k), torch.bfloat16, scale=0.01)
 
         def launch(x=x, ids=topk_ids, tw=topk_weights) -> None:
             fused.fused_experts_impl(
                 x,
-                w1,
-                w2,
+                weights.w13,
+                weights.w2,
                 tw,
                 ids,
                 inplace=True,
                 activation="silu",
                 use_fp8_w8a8=fp8,
-                w1_scale=s1,
-                w2_scale=s2,
+                w1_scale=weights.s13,
+                w2_scale=weights.s2,
                 block_shape=FP8_BLOCK if fp8 else None,
                 filter_expert=False,
             )
