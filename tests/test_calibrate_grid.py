@@ -96,6 +96,23 @@ def test_unknown_grid_family_is_rejected(tmp_path: Path):
         gridmod.load_grid(path)
 
 
+@pytest.mark.parametrize(("text", "field"), [("moe: {m: 4}", "moe.m"), ("moe: {ep: 1}", "moe.ep")])
+def test_a_scalar_where_a_grid_takes_a_list_is_refused_naming_the_field(tmp_path: Path, text, field):
+    path = tmp_path / "grid.yaml"
+    path.write_text(text + "\n")
+    with pytest.raises(ValueError, match=rf"{field}: expected a list"):
+        gridmod.load_grid(path)
+
+
+def test_the_moe_layout_filters_keep_only_the_named_degrees(tmp_path: Path):
+    path = tmp_path / "grid.yaml"
+    path.write_text(
+        "moe: {models: [DeepSeek-V3], m: [4], dtypes: [fp8_block], routings: [balanced], ep: [1], tp: [8]}\n"
+    )
+    moe = [p for p in gridmod.grid_points(gridmod.load_grid(path)) if p["op"] == "moe"]
+    assert moe and {(p["num_experts"] // p["experts_per_rank"], p["n"]) for p in moe} == {(1, 2048 // 8)}
+
+
 def test_op_categories_expand_to_op_names():
     assert gridmod.expand_ops(["gemm"]) == {"gemm", "bmm"}
     assert "attn_nsa_decode" in gridmod.expand_ops(["attention"])

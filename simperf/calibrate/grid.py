@@ -192,8 +192,25 @@ def load_grid(path: Path | None) -> dict[str, dict[str, Any]]:
     for family, params in overrides.items():
         if family not in grid:
             raise ValueError(f"unknown grid family {family!r}; known: {sorted(grid)}")
+        for key, value in (params or {}).items():
+            _check_list(family, key, value, grid[family].get(key))
         grid[family].update(params or {})
     return grid
+
+
+# keys a family takes beyond its defaults whose values are lists (the moe layout filters)
+OPTIONAL_LIST_KEYS = {"moe": ("ep", "tp")}
+
+
+def _check_list(family: str, key: str, value: Any, default: Any) -> None:
+    """A key whose default is a list, or an optional list key, must be given a list (a scalar would be iterated
+    later, or fail there with a traceback)."""
+    if (isinstance(default, list) or key in OPTIONAL_LIST_KEYS.get(family, ())) and not isinstance(
+        value, list
+    ):
+        raise ValueError(
+            f"{family}.{key}: expected a list (e.g. [{value!r}]), got {type(value).__name__} {value!r}"
+        )
 
 
 # ---------------------------------------------------------------- caps
