@@ -396,7 +396,7 @@ def perfdb_check(
 
     check_table_files(directory)
     if offgrid is not None or offgrid_time is not None:
-        _perfdb_offgrid(directory, offgrid, offgrid_time, samples, scaled_from)
+        _perfdb_offgrid(directory, offgrid, offgrid_time, samples, scaled_from, output)
         return
     errors = heldout_errors(directory)
     if errors.height == 0:
@@ -419,8 +419,10 @@ def _perfdb_offgrid(
     time_into: Path | None,
     samples: Path | None,
     scaled_from: Path | None,
+    output: str,
 ) -> None:
     from simperf.perfdb.offgrid.cli import DEFAULT_SAMPLES, check_offgrid, time_offgrid
+    from simperf.report.tables import check_output, frame_table, pct
 
     samples = samples or DEFAULT_SAMPLES
     if not samples.is_file():
@@ -432,10 +434,20 @@ def _perfdb_offgrid(
         _fail(f"--offgrid: {results} does not exist (time the set on a GPU with --offgrid-time first)")
     if scaled_from is not None and not scaled_from.is_dir():
         _fail(f"--scaled-from: {scaled_from} is not a calibration directory")
+    problem = check_output(output)
+    if problem:
+        _fail(problem)
     try:
-        check_offgrid(directory, results, samples, scaled_from)
+        report = check_offgrid(directory, results, samples, scaled_from)
     except ValueError as e:
         _fail(str(e))
+    tables = []
+    for name, title, frame in report.tables:
+        as_pct = {c: pct for c, t in frame.schema.items() if t.is_float()}
+        tables.append(frame_table(frame, title, name, as_pct))
+    if output == "text":
+        print(report.header)
+    _print(tables, output, extra=None if output == "text" else {"header": report.header})
 
 
 def _register_perfdb_diff() -> None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from rich.console import Console
-from rich.table import Table
 
 from simperf.perfdb.check import resolve_gpu
 from simperf.perfdb.db import PerfDB
@@ -29,11 +28,14 @@ GROUPINGS = (
 )
 
 
-def _print(console: Console, frame: pl.DataFrame, title: str) -> None:
-    table = Table(*frame.columns, title=title)
-    for row in frame.iter_rows():
-        table.add_row(*[f"{v:.1%}" if isinstance(v, float) else str(v) for v in row])
-    console.print(table)
+@dataclass
+class OffgridReport:
+    """What `perfdb check --offgrid` shows: a one-line header, the summary tables (name, title, frame), and the
+    per-call errors they summarise."""
+
+    header: str
+    tables: list[tuple[str, str, pl.DataFrame]]
+    errors: pl.DataFrame
 
 
 def check_offgrid(
@@ -41,10 +43,8 @@ def check_offgrid(
     results: Path,
     samples: Path = DEFAULT_SAMPLES,
     scaled_from: Path | None = None,
-    console: Console | None = None,
-) -> pl.DataFrame:
-    """Print the off-grid error of the tables in `directory` on the timed samples; return the per-call rows."""
-    console = console or Console()
+) -> OffgridReport:
+    """The off-grid error of the tables in `directory` on the timed samples, per grouping."""
     gpu = resolve_gpu(directory)
     results_gpu, pairs = timed_samples(samples, results)
     if results_gpu and results_gpu != gpu.key:
@@ -52,22 +52,31 @@ def check_offgrid(
     db = PerfDB.load(directory, gpu)
     errors = evaluate(pairs, db)
     missing = no_time_counts(samples, results)
-    console.print(f"{len(pairs)} timed off-grid calls on {gpu.key}; without a time: {missing or 'none'}")
-    for by, what in GROUPINGS:
-        _print(console, summarize(errors, by), f"off-grid error, {what}")
-    alternatives = ragged_decode_alternatives(pairs, db)
-    _print(
-        console,
-        alternatives,
-        "ragged decode calls: mean-KV pricing vs the split-KV work model (flashinfer MLA is priced with its work plan)",
+    header = f"{len(pairs)} timed off-grid calls on {gpu.key}; without a time: {missing or 'none'}"
+    tables = [("_".join(by), f"off-grid error, {what}", summarize(errors, by)) for by, what in GROUPINGS]
+    tables.append(
+        (
+            "ragged_decode",
+            "ragged decode calls: mean-KV pricing vs the split-KV work model (flashinfer MLA is priced with its "
+            "work plan)",
+            ragged_decode_alternatives(pairs, db),
+        )
     )
     if scaled_from is not None:
         ratios = read_ratios(directory, resolve_gpu(scaled_from).key)
         measured = scaled_from_errors(pairs, gpu.key, scaled_from, ratios)
-        _print(console, summarize(measured), f"{gpu.key} from {scaled_from} (scaled_from, measured ratios)")
+        tables.append(
+            ("scaled_from", f"{gpu.key} from {scaled_from} (scaled_from, measured ratios)", summarize(measured))
+        )
         roofline = scaled_from_errors(pairs, gpu.key, scaled_from, None)
-        _print(console, summarize(roofline), f"{gpu.key} from {scaled_from} (scaled_from, roofline ratio)")
-    return errors
+        tables.append(
+            (
+                "scaled_from_roofline",
+                f"{gpu.key} from {scaled_from} (scaled_from, roofline ratio)",
+                summarize(roofline),
+            )
+        )
+    return OffgridReport(header, tables, errors)
 
 
 def time_offgrid(results: Path, samples: Path = DEFAULT_SAMPLES, time_budget_s: float | None = None) -> int:
