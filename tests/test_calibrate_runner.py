@@ -241,3 +241,29 @@ def test_measuring_into_another_gpus_directory_is_refused_before_anything_is_wri
         check_same_gpu(tmp_path, "h100")
     check_same_gpu(tmp_path, "h200")  # its own GPU: fine
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_retime_measures_a_directorys_points_again_and_merge_folds_them_back(tmp_path, monkeypatch, capsys):
+    """A backend's protocol changed: `--retime A --out B` times A's recorded points again (and only those), and
+    `--merge-from B --out A` replaces A's rows by them, except where the new measurement failed."""
+    from simperf.calibrate.cli import main
+    from simperf.calibrate.preflight import CalibrateError
+
+    first, again = tmp_path / "first", tmp_path / "again"
+    _fake_env(monkeypatch, raise_m="4")
+    _run_fake(first)
+    before = {r["m"]: r for r in _rows(first)}
+    _fake_env(monkeypatch, raise_m="8")
+    assert _run_fake(again, retime_from=first) == 0
+    assert sorted(r["m"] for r in _rows(again)) == FAKE_MS  # the recorded points, no grid's
+    with pytest.raises(CalibrateError, match="every point is recorded there already"):
+        _run_fake(first, retime_from=first)
+    assert main(["--merge-from", str(again), "--out", str(first)]) == 0
+    assert "7 rows from" in capsys.readouterr().out
+    after = {r["m"]: r for r in _rows(first)}
+    retimed = {r["m"]: r for r in _rows(again)}
+    assert after[8] == before[8]  # its new measurement failed: the earlier ok row stays
+    assert after[4]["status"] == "ok" and after[4] == retimed[4]  # a failed row gives way to an ok one
+    assert all(after[m] == retimed[m] for m in FAKE_MS if m != 8)
+    with pytest.raises(CalibrateError, match="give --out"):
+        main(["--merge-from", str(again)])

@@ -72,6 +72,18 @@ def test_retime_times_a_category_again_and_the_new_row_is_the_one_read(tmp_path,
         time_samples(samples, results, console=Console(stderr=True, quiet=True), cpu=True, retime="moe") == 0
     )
     assert len(results.read_text().splitlines()) == 4  # another category: nothing to do
+    assert (
+        time_samples(samples, results, console=Console(stderr=True, quiet=True), cpu=True, retime="gemm/fake")
+        == 0
+    )
+    assert len(results.read_text().splitlines()) == 6  # by op and backend: both timed again
+    assert (
+        time_samples(
+            samples, results, console=Console(stderr=True, quiet=True), cpu=True, retime="gemm/torch"
+        )
+        == 0
+    )
+    assert len(results.read_text().splitlines()) == 6  # another backend: nothing to do
 
 
 def test_the_off_grid_timer_runs_gemms_lightest_first():

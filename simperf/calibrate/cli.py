@@ -35,6 +35,7 @@ def calibrate_command(
     time_budget_s: float | None = None,
     gpu: str | None = None,
     limit: int | None = None,
+    retime_from: Path | None = None,
 ) -> int:
     """Measure the calibration tables of this GPU into `out` (default calibration/<gpu>/).
 
@@ -42,7 +43,9 @@ def calibrate_command(
     models: restricts the MoE family to these model names (the other families' shapes are per-rank
     shapes shared by several models, so they are not filtered).
     heldout: random off-grid points per op (sample "heldout"); ragged: ragged decode batches per decode
-    backend (sample "ragged"). resume=False re-measures everything. Returns a process exit code.
+    backend (sample "ragged"). resume=False re-measures everything. retime_from: measure again the points a
+    calibration directory's tables hold (after a backend's protocol changed), into another `out`; `--merge-from`
+    folds them back. Returns a process exit code.
     """
     grid_path = grid
     options = RunOptions(
@@ -59,6 +62,7 @@ def calibrate_command(
         time_budget_s=time_budget_s,
         gpu=gpu,
         limit=limit,
+        retime_from=retime_from,
     )
     model_list = _split(models)
     if model_list:
@@ -89,6 +93,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget-s", type=float, help="stop starting points after this many seconds")
     p.add_argument("--gpu", help="catalogue key to use instead of the detected one")
     p.add_argument("--limit", type=int, help="measure at most this many points (smoke runs)")
+    p.add_argument(
+        "--retime",
+        type=Path,
+        metavar="DIR",
+        help="measure again the points DIR's tables hold (with --ops/--backends), into another --out",
+    )
+    p.add_argument(
+        "--merge-from",
+        type=Path,
+        metavar="SRC",
+        help="no GPU: fold SRC's tables into --out's (a row replaces its point's, never an ok one by a failure)",
+    )
     return p
 
 
@@ -106,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     """`simperf calibrate ARGS` and `python -m simperf.calibrate ARGS`; bad arguments and a run that cannot start
     raise CalibrateError, which both entry points print as one `error:` line (exit 2)."""
     args = build_parser().parse_args(argv)
+    if args.merge_from is not None:
+        return merge_command(args.merge_from, args.out)
     _exit_on_sigterm()
     return calibrate_command(
         ops=args.ops,
@@ -122,4 +140,27 @@ def main(argv: list[str] | None = None) -> int:
         time_budget_s=args.time_budget_s,
         gpu=args.gpu,
         limit=args.limit,
+        retime_from=args.retime,
     )
+
+
+def merge_command(source: Path, dest: Path | None) -> int:
+    """`--merge-from SRC --out DST`: fold a re-timing's tables into the tables they re-time (one GPU's)."""
+    from simperf.calibrate.journal import merge_tables
+    from simperf.calibrate.preflight import table_gpu
+
+    if dest is None:
+        raise CalibrateError("--merge-from: give --out, the calibration directory to fold the rows into")
+    for flag, path in (("--merge-from", source), ("--out", dest)):
+        if not Path(path).is_dir():
+            raise CalibrateError(f"{flag} {path}: not a directory")
+    theirs, ours = table_gpu(source), table_gpu(dest)
+    if theirs and ours and theirs != ours:
+        raise CalibrateError(f"--merge-from {source}: holds {theirs} rows and --out {dest} holds {ours}")
+    counts = merge_tables(source, dest)
+    if not counts:
+        raise CalibrateError(f"--merge-from {source}: no tables there")
+    for op, (taken, kept) in counts.items():
+        print(f"{dest}/{op}: {taken} rows from {source}" + (f", {kept} earlier ok rows kept (new one failed)" if kept else ""))
+    return 0
+

@@ -55,13 +55,14 @@ def read_tables(out_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def keep_better(merged: dict[str, dict[str, Any]], row: Mapping[str, Any]) -> None:
-    """Put `row` under its point key unless that would replace an ok measurement by a failure."""
+def keep_better(merged: dict[str, dict[str, Any]], row: Mapping[str, Any]) -> bool:
+    """Put `row` under its point key unless that would replace an ok measurement by a failure; True if put."""
     key = point_key(row)
     old = merged.get(key)
     if old is not None and old.get("status") == "ok" and row.get("status") != "ok":
-        return
+        return False
     merged[key] = dict(row)
+    return True
 
 
 def recorded_rows(out_dir: Path) -> dict[str, dict[str, Any]]:
@@ -124,3 +125,34 @@ def _sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     return tuple((row.get(c) is None, "" if row.get(c) is None else row.get(c)) for c in cols) + (
         point_key(row),
     )
+
+
+def recorded_points(table_dir: Path) -> list[dict[str, Any]]:
+    """The points (identity columns only) of every row a calibration directory's tables hold: what `--retime`
+    measures again under the backends' current protocol."""
+    from simperf.calibrate.points import IDENTITY_COLUMNS
+
+    return [{name: row.get(name) for name in IDENTITY_COLUMNS} for row in read_tables(table_dir)]
+
+
+def merge_tables(source_dir: Path, dest_dir: Path) -> dict[str, tuple[int, int]]:
+    """Fold the rows of `source_dir`'s tables into `dest_dir`'s, as compaction folds a journal: a row replaces
+    the one with its point key unless it would replace an ok measurement by a failure. Returns, per op touched,
+    (rows replaced or added, rows kept because the new one failed)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for op in OP_SPECS:
+        source = Path(source_dir) / table_path_name(op)
+        if not source.exists():
+            continue
+        new_rows = pq.read_table(source).to_pylist()
+        path = Path(dest_dir) / table_path_name(op)
+        merged: dict[str, dict[str, Any]] = {}
+        if path.exists():
+            for row in pq.read_table(path).to_pylist():
+                merged[point_key(row)] = row
+        taken = sum(keep_better(merged, row) for row in new_rows)
+        ordered = sorted(merged.values(), key=_sort_key)
+        write_table_atomic(rows_to_table(ordered), path)
+        counts[op] = (taken, len(new_rows) - taken)
+    return counts
+

@@ -47,6 +47,18 @@ def check_options(options: Any) -> None:
             raise CalibrateError(f"--{name}: got {getattr(options, name)}; must be 0 or more")
     if options.grid_path is not None and not Path(options.grid_path).is_file():
         raise CalibrateError(f"--grid {options.grid_path}: no such file")
+    retime = getattr(options, "retime_from", None)
+    if retime is not None:
+        if table_gpu(retime) is None:
+            raise CalibrateError(f"--retime {retime}: no calibration tables there")
+        if options.grid_path is not None:
+            raise CalibrateError("--retime: measures the recorded points, not a grid's; drop --grid")
+        out = options.out or Path("calibration") / (table_gpu(retime) or "unknown")
+        if Path(out).resolve() == Path(retime).resolve():
+            raise CalibrateError(
+                f"--retime {retime} --out {out}: every point is recorded there already; time into another "
+                "--out, then fold it in with --merge-from"
+            )
     if options.time_budget_s is not None and not options.time_budget_s > 0:
         raise CalibrateError(
             f"--time-budget-s: got {options.time_budget_s}; must be a positive number of seconds"
@@ -81,3 +93,17 @@ def drop_unavailable(points: Sequence[Point], probe: dict[str, Any]) -> tuple[li
         for package, backends in sorted(missing.items())
     ]
     return kept, notes
+
+
+def table_gpu(directory: Path) -> str | None:
+    """The GPU key the rows of a calibration directory's tables were measured on (their `gpu` column; "" where
+    none says), or None where it holds no table."""
+    import pyarrow.parquet as pq
+
+    paths = sorted(Path(directory).glob("*.parquet"))
+    for path in paths:
+        column = pq.read_table(path, columns=["gpu"]).column("gpu").drop_null()
+        if len(column):
+            return str(column[0])
+    return "" if paths else None
+

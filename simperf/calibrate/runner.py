@@ -32,7 +32,7 @@ from rich.progress import (
 
 from simperf.calibrate import grid as gridmod
 from simperf.calibrate.backends import WORKER_GROUPS, WorkerGroup, backend_matches, group_for
-from simperf.calibrate.journal import Journal, compact, recorded_rows
+from simperf.calibrate.journal import Journal, compact, recorded_points, recorded_rows
 from simperf.calibrate.measure import STATUS_FAILED, STATUS_UNSUPPORTED, error_columns
 from simperf.calibrate.points import Point, op_key_tuple, point_key
 from simperf.calibrate.preflight import (
@@ -78,6 +78,7 @@ class RunOptions:
     gpu: str | None = None  # override the detected catalogue key (dry runs, tests)
     limit: int | None = None  # at most this many points (smoke runs)
     models: list[str] | None = None  # restrict the MoE family to these models
+    retime_from: Path | None = None  # measure the points this directory's tables hold instead of a grid's
     console: Console = field(default_factory=lambda: Console(stderr=True))
 
 
@@ -196,6 +197,9 @@ def select_points(options: RunOptions, probe: dict[str, Any]) -> list[Point]:
         ops = gridmod.expand_ops(options.ops)
     except ValueError as e:
         raise CalibrateError(f"--ops: {e}") from None
+    if options.retime_from is not None:
+        points = [p for p in recorded_points(options.retime_from) if p["op"] in ops]
+        return _filter_backends(points, options.backends, probe)
     try:
         grid = gridmod.load_grid(options.grid_path)
         if options.models:
@@ -210,14 +214,15 @@ def select_points(options: RunOptions, probe: dict[str, Any]) -> list[Point]:
         raise CalibrateError(f"--grid {options.grid_path or '(default)'}: {e}") from None
     points += comm_points(grid, probe)
     points = [p for p in points if p["op"] in ops]
-    if options.backends:
-        points = [
-            p for p in points if any(backend_matches(s, p["op"], p["backend"]) for s in options.backends)
-        ]
+    return _filter_backends(points, options.backends, probe)
+
+
+def _filter_backends(points: list[Point], backends: list[str] | None, probe: dict[str, Any]) -> list[Point]:
+    if backends:
+        points = [p for p in points if any(backend_matches(s, p["op"], p["backend"]) for s in backends)]
     else:
         points = [p for p in points if p["backend"] != "fake"]
-    points = collapse_unrunnable(points, probe.get("sm_major"))
-    return points
+    return collapse_unrunnable(points, probe.get("sm_major"))
 
 
 def comm_points(grid: dict[str, Any], probe: dict[str, Any]) -> list[Point]:

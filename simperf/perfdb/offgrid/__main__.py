@@ -96,6 +96,22 @@ def _docs(args: argparse.Namespace) -> int:
     return 1 if args.check and changed else 0
 
 
+RETIME_CATEGORIES = ("decode", "extend", "gemm", "moe", "elementwise")
+
+
+def _retime_choice(value: str) -> str:
+    """A category, or op/backend with a known op (argparse turns the ValueError into a one-line usage error)."""
+    from simperf.perfdb.schema import OP_SPECS
+
+    op, slash, backend = value.partition("/")
+    if value in RETIME_CATEGORIES or (slash and op in OP_SPECS and backend):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"got {value!r}; allowed: {', '.join(RETIME_CATEGORIES)}, or OP/BACKEND with OP one of "
+        f"{', '.join(sorted(OP_SPECS))}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m simperf.perfdb.offgrid", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -132,8 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     tim.add_argument("--time-budget-s", type=float, help="stop starting samples after this many seconds")
     tim.add_argument(
         "--retime",
-        choices=("decode", "extend", "gemm", "moe", "elementwise"),
-        help="time this category's samples again even where done (appended; the last row of an id is read)",
+        type=_retime_choice,
+        metavar="CATEGORY|OP/BACKEND",
+        help="time this category's (decode, extend, gemm, moe, elementwise) or this op and backend's samples "
+        "(e.g. attn_gqa_decode/flashinfer) again even where done (appended; the last row of an id is read)",
     )
     doc = sub.add_parser(
         "docs", help="regenerate the tables' numbers in docs/accuracy.md and docs/perfdb.md (CPU)"

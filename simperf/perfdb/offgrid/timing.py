@@ -108,6 +108,11 @@ def _run_group(
     return False
 
 
+def _retimed(sample: dict[str, Any], retime: str | None) -> bool:
+    point = sample["point"]
+    return retime is not None and retime in (sample.get("category"), f"{point['op']}/{point['backend']}")
+
+
 def time_samples(
     samples_path: Path,
     results_path: Path,
@@ -117,12 +122,13 @@ def time_samples(
     retime: str | None = None,
 ) -> int:
     """Time every sample of `samples_path` not yet in `results_path`; returns a process exit code. `cpu`: no GPU
-    to probe (the tests' fake backend). `retime`: a category ("gemm", ...) whose samples are timed again even if
-    done; the new rows are appended, and a results file's last row of an id is the one read."""
+    to probe (the tests' fake backend). `retime`: a category ("gemm", ...) or an op and backend
+    ("attn_gqa_decode/flashinfer") whose samples are timed again even if done; the new rows are appended, and a
+    results file's last row of an id is the one read."""
     console = console or Console(stderr=True)
     header, samples = read_samples(samples_path)
     done = done_ids(results_path)
-    pending = [s for s in samples if int(s["id"]) not in done or s.get("category") == retime]
+    pending = [s for s in samples if int(s["id"]) not in done or _retimed(s, retime)]
     probe = _cpu_probe() if cpu else probe_device()
     journal = FsyncedJsonLines(results_path)
     if not results_path.exists() or results_path.stat().st_size == 0:
