@@ -7,7 +7,8 @@
 #   bash benchmarks/gqa_decode_graph_retime.sh h100 540
 # Resumable: work stays in /tmp/rt/<gpu> on a warm host, or is seeded from a carried .rt/<gpu>/ (an earlier call's
 # $OUT); a rerun times the table points not yet timed or failed. SETS (default: all three) names the off-grid sets
-# to time. Everything goes to $OUT.
+# to time (shared-prefix too: the pairs shared_reads.yaml is derived from); TABLES=0 skips the tables. Everything
+# goes to $OUT.
 # Then, on the CPU machine (docs/perfdb.md "flashinfer's GQA decode, planned as SGLang's graph"):
 #   python -m simperf.calibrate --merge-from <files_at>/cal --out calibration/h100
 #   cp <files_at>/*results*.jsonl calibration/offgrid/
@@ -25,8 +26,9 @@ log=$work/retime-$gpu.log
   python3 -c 'import flashinfer, torch; print("flashinfer", flashinfer.__version__, "torch", torch.__version__)'
   lscpu | grep -E 'Model name'; echo "unpacked after $(( $(date +%s) - t0 )) s"; } 2>&1 | tee -a "$log"
 left() { echo $(( budget - ($(date +%s) - t0) - ${1:-0} )); }
-python3 -m simperf.calibrate --retime calibration/$gpu --ops attn_gqa_decode --backends flashinfer \
-  --out "$work/cal" --retry-failed --time-budget-s $(left 90) 2>&1 | grep -v "^\s*$" | tail -12 | tee -a "$log"
+[ "${TABLES:-1}" = 0 ] || python3 -m simperf.calibrate --retime calibration/$gpu --ops attn_gqa_decode \
+  --backends flashinfer --out "$work/cal" --retry-failed --time-budget-s $(left 90) 2>&1 | grep -v "^\s*$" \
+  | tail -12 | tee -a "$log"
 echo "tables done after $(( $(date +%s) - t0 )) s" | tee -a "$log"
 # the off-grid sets: results appended to copies of the committed files (the last row of an id is the one read)
 for set in ${SETS:-samples samples-seed20261126 straggler-dev}; do

@@ -65,9 +65,13 @@ def test_the_rates_file_is_the_commands_output(gpu_db, tmp_path):
     implied = ctastream.implied_rates(STRAGGLERS, results, db)
     for name, values in implied.items():
         assert committed["gb_per_s"][name] == pytest.approx(float(np.median(values)) / 1e9, abs=0.006), name
-    # one CTA's rate is its SM's: the two GPUs agree on every variant both measured
-    assert committed["gb_per_s"]["tensor_core/bf16/page1"] == pytest.approx(37.4, abs=0.3)
-    assert committed["gb_per_s"]["cuda_core/bf16/page1"] == pytest.approx(31.0, abs=0.3)
+    # one CTA's rate is bound by its SM: the two GPUs, timed apart, agree within 3% on the page-1 kernels (16-20
+    # rows each); each GPU now measures every variant itself (the paged ones, 4 rows each, differ by up to 6%)
+    other_gpu = {"h100": "h200", "h200": "h100"}[gpu]
+    other = yaml.safe_load((ROOT / "calibration" / other_gpu / ctastream.STREAM_FILE).read_text())
+    assert set(committed["gb_per_s"]) == set(other["gb_per_s"]) and not committed["borrowed"]
+    for name in ("tensor_core/bf16/page1", "cuda_core/bf16/page1"):
+        assert committed["gb_per_s"][name] == pytest.approx(other["gb_per_s"][name], rel=0.03), name
 
 
 def test_the_designed_stragglers_are_reproduced(gpu_db):
@@ -81,7 +85,8 @@ def test_the_designed_stragglers_are_reproduced(gpu_db):
 
 
 def test_the_tables_ragged_rows_improve_over_the_mean_kv_price(gpu_db):
-    """The tables' own lognormal ragged rows (never used to derive a rate): the mean-KV price is 9-12% low."""
+    """The tables' own lognormal ragged rows (never used to derive a rate): the mean-KV price is low (H100 -8%,
+    H200 -2% at the median) with a p90 near 40%; the model halves the median error and cuts the p90 to ~13%."""
     _, db = gpu_db
     rows = db.table_rows()
     ragged = rows.filter(
@@ -97,7 +102,8 @@ def test_the_tables_ragged_rows_improve_over_the_mean_kv_price(gpu_db):
         mean_kv.append(
             predict(db, {**r, "kv_lens": None, "kv_len": float(np.mean(kv))}).us / r["time_us"] - 1.0
         )
-    assert np.median(np.abs(model)) < 0.07 < 0.08 < np.median(np.abs(mean_kv))
+    assert np.median(np.abs(model)) < 0.07 and np.median(np.abs(model)) < 0.6 * np.median(np.abs(mean_kv))
+    assert np.quantile(np.abs(model), 0.9) < 0.15 < 0.3 < np.quantile(np.abs(mean_kv), 0.9)
     assert abs(np.median(model)) < 0.04
 
 
@@ -136,9 +142,9 @@ def test_borrowing_needs_the_gpus_to_agree(tmp_path):
 
 def test_a_straggler_launched_last_costs_the_rest_plus_its_bytes_at_the_lone_rate(gpu_db):
     """511 requests of 64 tokens and one of 131,072 (launched last, 32q/8kv, unsplit): the short requests' table
-    time, then the long one's 131,072 x 512 bytes per KV head at the measured tensor-core rate, to ~1% (the long
-    CTA starts while the last wave of short ones drains). A 1% faster rate moves the price out of 1.5%
-    (benchmarks/mutations.py: cta-stream-rate)."""
+    time, then the long one's 131,072 x 512 bytes per KV head at the measured tensor-core rate, less a little (the
+    long CTA starts while the last waves of short ones drain: 1.4-1.5% of the whole). A 1% faster rate moves the
+    price out of that band (benchmarks/mutations.py: cta-stream-rate)."""
     _, db = gpu_db
     _, samples = read_samples(STRAGGLERS)
     point = next(s["point"] for s in samples if s["note"] == "511 x 64 + 1 x 131072 KV, 32q/8kv")
@@ -147,7 +153,7 @@ def test_a_straggler_launched_last_costs_the_rest_plus_its_bytes_at_the_lone_rat
     curve = db.curve("attn_gqa_decode", {c: point[c] for c in OP_SPECS["attn_gqa_decode"].key_columns})
     short_us = float(curve(batch=512.0, kv_len=64.0)[0])
     expected = short_us + 131072 * 512 / rate * 1e6
-    assert predict(db, point).us == pytest.approx(expected, rel=0.015)
+    assert -0.02 < predict(db, point).us / expected - 1 < 0
 
 
 @pytest.mark.parametrize(

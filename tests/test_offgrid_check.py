@@ -103,7 +103,9 @@ def test_perfdb_check_offgrid_reads_a_results_file(committed, tmp_path):
     assert "per op family and backend" in result.output and "split-KV work model" in result.output
     wrong_gpu = CliRunner().invoke(app, ["perfdb", "check", "calibration/h200", "--offgrid", str(path)])
     assert wrong_gpu.exit_code != 0 and "timed on h100" in wrong_gpu.output
-    as_json = CliRunner().invoke(app, ["perfdb", "check", "calibration/h100", "--offgrid", str(path), "-o", "json"])
+    as_json = CliRunner().invoke(
+        app, ["perfdb", "check", "calibration/h100", "--offgrid", str(path), "-o", "json"]
+    )
     assert as_json.exit_code == 0, as_json.output
     data = json.loads(as_json.output)  # -o json is JSON, not the text tables
     assert "39 timed" in data["header"] and sum(r["count"] for r in data["family"]) == 39

@@ -161,6 +161,8 @@ def merge_command(source: Path, dest: Path | None) -> int:
     if not counts:
         raise CalibrateError(f"--merge-from {source}: no tables there")
     for op, (taken, kept) in counts.items():
-        print(f"{dest}/{op}: {taken} rows from {source}" + (f", {kept} earlier ok rows kept (new one failed)" if kept else ""))
+        print(
+            f"{dest}/{op}: {taken} rows from {source}"
+            + (f", {kept} earlier ok rows kept (new one failed)" if kept else "")
+        )
     return 0
-

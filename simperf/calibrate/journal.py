@@ -155,4 +155,3 @@ def merge_tables(source_dir: Path, dest_dir: Path) -> dict[str, tuple[int, int]]
         write_table_atomic(rows_to_table(ordered), path)
         counts[op] = (taken, len(new_rows) - taken)
     return counts
-

@@ -106,4 +106,3 @@ def table_gpu(directory: Path) -> str | None:
         if len(column):
             return str(column[0])
     return "" if paths else None
-

@@ -400,14 +400,14 @@ class Overheads(_Strict):
     to the scenario's host (on_host, hardware.host_speed)."""
 
     scheduler_us_per_iteration: float = Field(
-        default=995.1,
+        default=965.9,
         ge=0,
         description="CPU time to receive, schedule and launch one iteration (measured with process_us_per_iteration "
-        "as their sum, 1,493 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
-        "of two hosts (1,038 and 1,948 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
+        "as their sum, 1,449 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
+        "of two hosts (1,029 and 1,868 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
     )
     process_us_per_iteration: float = Field(
-        default=497.5,
+        default=483.0,
         ge=0,
         description="CPU time to process one batch's results (append tokens, free KV, stream): a third of the "
         "measured per-iteration CPU time (see scheduler_us_per_iteration)",
@@ -449,7 +449,7 @@ class Overheads(_Strict):
     # The three below were measured on the ground-truth corpus (SGLang 0.5.17, H100/H200 hosts, bench_serving on
     # the same host; docs/overheads.md, `simperf groundtruth overheads groundtruth/`); a test recomputes them.
     extend_launch_us_per_kernel: float = Field(
-        default=38.7,
+        default=38.9,
         ge=0,
         description="host time per kernel of an extend (prefill) forward: an extend lasts at least kernels x this "
         "(SGLang 0.5.17's breakable prefill CUDA graph with eager attention between segments; measured with the "
@@ -458,7 +458,7 @@ class Overheads(_Strict):
         "per-iteration costs, over its 437 kernels)",
     )
     extend_launch_us_per_kernel_fa3: float = Field(
-        default=21.2,
+        default=21.4,
         ge=0,
         description="the same with SGLang's FA3 attention backend, whose attention is one kernel call per layer "
         "with no per-layer planning (measured the same way: 10.8 ms for the same prompt on the same server "

@@ -66,7 +66,11 @@ def check_offgrid(
         ratios = read_ratios(directory, resolve_gpu(scaled_from).key)
         measured = scaled_from_errors(pairs, gpu.key, scaled_from, ratios)
         tables.append(
-            ("scaled_from", f"{gpu.key} from {scaled_from} (scaled_from, measured ratios)", summarize(measured))
+            (
+                "scaled_from",
+                f"{gpu.key} from {scaled_from} (scaled_from, measured ratios)",
+                summarize(measured),
+            )
         )
         roofline = scaled_from_errors(pairs, gpu.key, scaled_from, None)
         tables.append(
