@@ -71,7 +71,9 @@ class RouterSpec(_Strict):
         "(max_tree_size, bucket boundaries), simperf's requests in tokens",
     )
     seed: int | None = Field(
-        default=None, description="seed of random and power_of_two; default: workload.seed"
+        default=None,
+        ge=0,  # numpy's generators take no negative seed
+        description="seed of random and power_of_two; default: workload.seed",
     )
 
     def prefill(self) -> str:

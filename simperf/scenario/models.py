@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -16,8 +16,35 @@ from simperf.capabilities import BACKENDS, SCHEDULE_POLICIES
 from simperf.hardware.catalog import gpu_keys
 
 
+def _is_number_not_bool(annotation: Any) -> bool:
+    """Whether a field's type takes a number and not true/false (int, float, or a union holding one)."""
+    if annotation is bool or (get_origin(annotation) is Literal and bool in map(type, get_args(annotation))):
+        return False
+    if annotation in (int, float):
+        return True
+    args = get_args(annotation)
+    return any(_is_number_not_bool(arg) for arg in args) and not any(arg is bool for arg in args)
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # an infinite or NaN cost, rate or factor is no setting SGLang has: .inf overheads ran the simulator out of
+    # memory and .inf conservativeness was used as given (workload.request_rate takes the word 'inf' instead)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, data: Any) -> Any:
+        # pydantic reads true as 1 for a number (hardware.count: true served on one GPU): a YAML slip, not a count.
+        # Passing the word on makes the number field itself refuse it, so the error names the field
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        return {
+            key: str(value).lower()
+            if isinstance(value, bool) and key in fields and _is_number_not_bool(fields[key].annotation)
+            else value
+            for key, value in data.items()
+        }
 
 
 # the GPU kinds of the hardware catalogue (simperf/hardware/gpus.yaml)
@@ -329,7 +356,12 @@ class WorkloadSpec(_Strict):
         description="requests too long for the model's context: shorten them, or leave them out (counted)",
     )
     max_concurrency: int | None = Field(default=None, ge=1, description="--max-concurrency")
-    seed: int = Field(default=42, description="--seed (bench_serving uses random.seed and np.random.seed)")
+    seed: int = Field(
+        default=42,
+        ge=0,
+        le=2**32 - 1,  # np.random.seed's range: beyond it numpy's own error named no field
+        description="--seed (bench_serving uses random.seed and np.random.seed)",
+    )
     warmup_requests: int = Field(default=1, ge=0, description="--warmup-requests (not measured)")
     ignore_eos: bool = Field(
         default=True, description="every request generates its output_len (bench_serving)"
