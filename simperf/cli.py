@@ -165,6 +165,11 @@ def predict(
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
+    # options that only qualify another one: alone they were accepted and did nothing
+    if like_run is not None and like is None:
+        _fail("--like-run: picks a run of the --like file; give --like too")
+    if output_details and output_file is None:
+        _fail("--output-details: adds per-request arrays to the --output-file line; give --output-file too")
     where = "scenario"
     try:
         built = scenario_from_command_line(list(ctx.args), set_values)
@@ -177,7 +182,8 @@ def predict(
                 sc = scenario_like(sc, like, run=like_run)
             except BenchImportError as e:
                 _fail(f"--like {like}: {e}")
-        _check_predict_outputs(built.source, like, requests, output_file, save_scenario)  # before any work
+        # before any work
+        _check_predict_outputs(built.source, like, sc, requests, output_file, save_scenario)
         if save_scenario is not None:
             # --like changed the workload: save the scenario it produced, every field written out
             mapping = built.mapping if like is None else sc.model_dump(mode="json", exclude_none=True)
@@ -213,12 +219,19 @@ def predict(
     _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
 
 
-def _check_predict_outputs(source: str, like, requests, output_file, save_scenario) -> None:
+def _check_predict_outputs(source: str, like, sc, requests, output_file, save_scenario) -> None:
     """Every file predict would write, checked before the simulation: a finished run is never lost to a path
-    that cannot be written, and no output overwrites the scenario or the --like file."""
+    that cannot be written, and no output overwrites the scenario, the --like file, or a file the scenario reads
+    (its trace: --output-file appended a result line to it; its model config)."""
     from simperf.output_paths import check_output_file
 
-    inputs = (Path(source) if source != "command line" else None, like)
+    dataset = sc.workload.dataset
+    inputs = (
+        Path(source) if source != "command line" else None,
+        like,
+        dataset.path if dataset.kind == "trace" else None,
+        sc.model.config,
+    )
     if requests is not None:
         check_output_file(requests, "--requests", suffixes=(".parquet",), inputs=inputs, what="Parquet")
     if output_file is not None:
@@ -285,6 +298,11 @@ def schema(
     from simperf.output_paths import check_output_file
     from simperf.scenario.load import scenario_json_schema
 
+    if update is not None and not markdown:
+        # the JSON Schema has no generated block: --update alone printed the schema and rewrote nothing
+        _fail("--update: rewrites the reference tables' block of a markdown file; give --markdown too")
+    if update is not None and out is not None:
+        _fail("--out: --update rewrites its file in place and writes nothing else; give one of them")
     if out is not None:
         check_output_file(out, "--out", suffixes=(".json", ".md"), what="JSON Schema or Markdown")
     if markdown:
@@ -395,9 +413,17 @@ def perfdb_check(
     from simperf.report.tables import frame_table, pct
 
     check_table_files(directory)
+    if offgrid is not None and offgrid_time is not None:
+        _fail(
+            "--offgrid-time: times the off-grid set into a results file, --offgrid reads one; give one of them"
+        )
     if offgrid is not None or offgrid_time is not None:
         _perfdb_offgrid(directory, offgrid, offgrid_time, samples, scaled_from, output)
         return
+    # options of the off-grid check: without it they were accepted and the held-out check ignored them
+    for option, value in (("--samples", samples), ("--scaled-from", scaled_from)):
+        if value is not None:
+            _fail(f"{option}: applies to the off-grid check; give --offgrid RESULTS too")
     errors = heldout_errors(directory)
     if errors.height == 0:
         _fail(f"{directory}: no held-out rows (run `simperf calibrate --heldout N`)", code=1)
@@ -428,6 +454,17 @@ def _perfdb_offgrid(
     if not samples.is_file():
         _fail(f"--samples: {samples} does not exist (python -m simperf.perfdb.offgrid generate writes one)")
     if time_into is not None:
+        from simperf.calibrate.preflight import CalibrateError, require_device
+        from simperf.calibrate.runner import probe_device
+        from simperf.output_paths import check_output_file
+
+        if scaled_from is not None:
+            _fail("--scaled-from: applies to --offgrid (reading results), not to --offgrid-time")
+        check_output_file(time_into, "--offgrid-time", suffixes=(".jsonl",), inputs=(samples,), what="JSONL")
+        try:  # without a GPU every call was recorded as failed and the command exited 0
+            require_device(probe_device(), "--offgrid-time times kernels")
+        except CalibrateError as e:
+            _fail(str(e))
         raise typer.Exit(time_offgrid(time_into, samples))
     assert results is not None
     if not results.is_file():

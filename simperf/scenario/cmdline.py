@@ -298,6 +298,14 @@ def build_mapping(
         data["model"] = model
         origin["model.name"] = "--model-path"
     _dataset_kind(settings, data, bool(base))
+    speculating = _get(data, "serving.speculative") is not None or settings.has("--speculative-algorithm")
+    if (
+        settings.has("--accept-length")
+        and not speculating
+        and not any(path.startswith("serving.speculative") for path in set_values)
+    ):
+        # alone it made a speculative block whose algorithm defaulted to mtp: speculation nobody asked for
+        raise FlagError("--accept-length: give --speculative-algorithm too (EAGLE, EAGLE3 or NEXTN)")
     _apply_paths(settings, data, origin)
     _apply_enums(settings, data, origin)
     _apply_backends(settings, data, origin)
