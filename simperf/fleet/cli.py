@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -177,6 +178,10 @@ def plan_fleet_command(
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
+    if not (math.isfinite(rate) and rate > 0):  # NaN failed deep in the arrivals; inf planned for a burst
+        _fail(f"--rate: got {rate}; give a positive request rate (req/s)")
+    if max_replicas < 1:  # 0 and negatives were accepted, and the search tried one replica anyway
+        _fail(f"--max-replicas: got {max_replicas}; give 1 or more")
     base = load_fleet_scenario(scenario, set_ or [])
     try:
         parsed = parse_sla(sla or [])

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -53,7 +54,8 @@ def plan_command(
         typer.Option(help="one-shot: accept length assumed for MTP candidates (SGLang logs `accept len`)"),
     ] = 2.4,
     num_prompts: Annotated[
-        int | None, typer.Option(help="one-shot: requests per point (default: 60 s of the planned load)")
+        int | None,
+        typer.Option(help="one-shot: requests per point (default: 60 s of the planned load)", min=1),
     ] = None,
     disaggregation: Annotated[
         bool, typer.Option(help="one-shot: also try one prefill + one decode server")
@@ -78,6 +80,18 @@ def plan_command(
     if results is not None:
         if model is not None:
             _fail("give either a sweep table/file or --model (one-shot), not both")
+        # the one-shot options have no effect on a table's plan: accepted, they were silently ignored
+        given = [name for name, value, default in (
+            ("--gpu", gpu, None), ("--total-gpus", total_gpus, None), ("--isl", isl, 1024), ("--osl", osl, 1024),
+            ("--range-ratio", range_ratio, 1.0), ("--save-dir", save_dir, None),
+            ("--mtp-accept-length", mtp_accept_length, 2.4), ("--num-prompts", num_prompts, None),
+            ("--no-disaggregation", disaggregation, True), ("--table", table, None), ("--fresh", fresh, False),
+            ("--ray-address", ray_address, None),
+        ) if value != default]  # fmt: skip
+        if given:
+            _fail(
+                f"{', '.join(given)}: one-shot options (with --model); a sweep table or file plans from its rows"
+            )
         from simperf.sweep.cli import plan_from_table
 
         plan_from_table(results, rate, sla, top, output, executor, workers)
@@ -87,6 +101,8 @@ def plan_command(
         _fail(f"{', '.join(missing)}: required for a one-shot plan (or give a sweep table)")
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
+    if top is not None and top < 1:
+        _fail(f"--top: got {top}; give 1 or more")
     request = _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla or [], mtp_accept_length,
                        num_prompts, disaggregation)  # fmt: skip
     run_oneshot(request, top if top is not None else 3, save_dir, table, fresh, output, executor, workers,
@@ -103,11 +119,11 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
         _fail(f"--model: got {model!r}; the zoo has {', '.join(zoo_names())}")
     if gpu not in gpu_keys():
         _fail(f"--gpu: got {gpu!r}; allowed values: {', '.join(gpu_keys())}")
-    if rate is not None and rate <= 0:
+    if rate is not None and not (math.isfinite(rate) and rate > 0):
         _fail(f"--rate: got {rate}; give a positive request rate (req/s)")
     if not 0.0 <= range_ratio <= 1.0:
         _fail(f"--range-ratio: got {range_ratio}; allowed: 0 to 1")
-    if accept <= 1.0:
+    if not (math.isfinite(accept) and accept > 1.0):  # NaN passed `accept <= 1` and planned MTP with it
         _fail(f"--mtp-accept-length: got {accept}; it counts the bonus token, so it is > 1")
     try:
         parse_sla(sla)
@@ -123,11 +139,11 @@ def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers,
     from simperf.plan.candidates import generate_candidates
     from simperf.plan.oneshot import base_scenario, build_points, plan_metadata, rank
     from simperf.plan.report import plan_json, print_oneshot
-    from simperf.sweep.executors import EXECUTORS, ExecutorError
+    from simperf.sweep.cli import check_executor_options
+    from simperf.sweep.executors import ExecutorError
     from simperf.sweep.sla import parse_sla
 
-    if executor not in EXECUTORS:
-        _fail(f"--executor: got {executor!r}; allowed values: {', '.join(EXECUTORS)}")
+    check_executor_options(executor, workers, ray_address)
     arch = load_arch(request.model)
     candidates = generate_candidates(arch, request.gpu, request.total_gpus, base_scenario(request),
                                      request.mtp_accept_length, request.disaggregation)  # fmt: skip

@@ -7,6 +7,7 @@ app.command("report")(report_command)
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,6 +29,30 @@ def _fail(message: str, code: int = 2) -> None:
     fail(message, code)
 
 
+def check_executor_options(executor: str, workers: int | None, ray_address: str | None) -> None:
+    """--workers and --ray-address qualify an executor: with another one they were accepted and did nothing (and
+    a --workers below 1 ran on one core)."""
+    from simperf.sweep.executors import EXECUTORS
+
+    if executor not in EXECUTORS:
+        _fail(f"--executor: got {executor!r}; allowed values: {', '.join(EXECUTORS)}")
+    if workers is not None and workers < 1:
+        _fail(f"--workers: got {workers}; give 1 or more parallel workers")
+    if workers is not None and executor == "serial":
+        _fail("--workers: --executor serial runs one point at a time; use --executor process or ray")
+    if ray_address is not None and executor != "ray":
+        _fail(f"--ray-address: applies to --executor ray, not {executor}")
+
+
+def check_plan_numbers(rate: float | None, top: int | None) -> None:
+    """A target rate must be a positive finite number, and --top at least 1: NaN ended in "cannot convert float
+    NaN to integer", 0 fell back to the default and -1 printed an empty table."""
+    if rate is not None and not (math.isfinite(rate) and rate > 0):
+        _fail(f"--rate: got {rate}; give a positive request rate (req/s)")
+    if top is not None and top < 1:
+        _fail(f"--top: got {top}; give 1 or more")
+
+
 def default_table_path(sweep_file: Path, name: str) -> Path:
     return Path.cwd() / f"{name or sweep_file.stem}.sweep.parquet"
 
@@ -42,12 +67,11 @@ def _run(
     quiet: bool = False,
 ):
     from simperf.progress import bar
-    from simperf.sweep.executors import EXECUTORS, ExecutorError
+    from simperf.sweep.executors import ExecutorError
     from simperf.sweep.runner import run_sweep
     from simperf.sweep.spec import SweepError, load_sweep_file
 
-    if executor not in EXECUTORS:
-        _fail(f"--executor: got {executor!r}; allowed values: {', '.join(EXECUTORS)}")
+    check_executor_options(executor, workers, ray_address)
     try:
         spec, base, base_dir = load_sweep_file(sweep_file)
     except SweepError as e:
@@ -113,6 +137,8 @@ def _load_table(results: Path, executor: str, workers: int | None, quiet: bool =
     if results.suffix in (".yaml", ".yml"):
         _, run = _run(results, None, executor, workers, None, False, quiet)
         results = run.table_path
+    elif workers is not None:
+        _fail(f"--workers: {results} is a finished table; --workers applies when given a sweep file")
     if not results.exists():
         _fail(f"{results}: no such result table (run `simperf sweep` first)")
     return read_table(results)
@@ -164,6 +190,7 @@ def plan_from_table(
     from simperf.fleet.cli import is_fleet_scenario, plan_fleet_command
     from simperf.sweep.plan import plan_capacity
 
+    check_plan_numbers(rate, top)
     if is_fleet_scenario(results):
         if rate is None:
             _fail("--rate: give the request rate the fleet must serve")
@@ -292,6 +319,7 @@ def report_command(
     check_output_file(out, "-o", suffixes=(".html", ".htm"), inputs=(results,), what="HTML")
     if charts is not None:
         check_output_dir(charts, "--charts")
+    check_plan_numbers(rate, top)
     table, meta = _load_table(results, executor, workers, quiet)
     target, parsed, top_n = _plan_inputs(meta, rate, sla, top)
     try:

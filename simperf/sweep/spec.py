@@ -18,7 +18,8 @@ class SweepError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # plan.rate: .inf passed here and failed later in `simperf plan` as "cannot convert float infinity to integer"
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class SampleSpec(_Strict):
@@ -30,12 +31,15 @@ class SampleSpec(_Strict):
     n: int | None = Field(
         default=None, ge=1, description="configurations to draw (random, lhs); load axes are always crossed"
     )
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)  # numpy's generators take no negative seed
 
     @model_validator(mode="after")
     def _n_given_when_sampling(self) -> SampleSpec:
         if self.method != "grid" and self.n is None:
             raise ValueError(f"method {self.method!r} needs n (how many configurations to draw)")
+        if self.method == "grid" and self.n is not None:
+            # a grid runs every combination: n was accepted and drew nothing
+            raise ValueError("n applies to method random or lhs; a grid runs every combination")
         return self
 
 
@@ -93,6 +97,19 @@ class SweepSpec(_Strict):
                     f"{key}: {unknown_path_message(key)} (a group axis instead takes a list of "
                     "{field: value} mappings)"
                 )
+        # a field two axes set took the later axis' value at every point: the earlier axis multiplied the points
+        # and changed nothing
+        setters: dict[str, list[str]] = {}
+        for key, values in axes.items():
+            paths = (
+                {key}
+                if key in fields
+                else {p for option in values if isinstance(option, dict) for p in option}
+            )
+            for path in paths:
+                setters.setdefault(path, []).append(key)
+        problems += [f"{path}: set by axes {' and '.join(keys)}; give it one axis" for path, keys in setters.items()
+                     if len(keys) > 1]  # fmt: skip
         if problems:
             raise ValueError("; ".join(problems))
         return axes
