@@ -77,7 +77,7 @@ def convert_command(
             help="req/s of Poisson arrivals for a file without times (bench_serving without start_times)"
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="seed of those arrivals")] = 42,
+    seed: Annotated[int | None, typer.Option(min=0, help="seed of those arrivals (default 42)")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="convert only the first N requests")] = None,
 ) -> None:
     """Write a trace in simperf's schema (arrival_s, input_len, output_len, hash_ids, accept_len)."""
@@ -87,10 +87,14 @@ def convert_command(
         if not trace.has_times:
             if rate is None:
                 _fail(f"{src}: records no arrival times; give --rate to draw Poisson arrivals")
-            arrivals = poisson_arrivals(np.random.RandomState(seed), len(trace), rate)
+            if not rate > 0:  # NaN and 0 failed inside the arrival draw, naming no option
+                _fail(f"--rate: got {rate}; give a positive request rate (req/s), or inf")
+            arrivals = poisson_arrivals(np.random.RandomState(42 if seed is None else seed), len(trace), rate)
             trace = replace(trace, arrival_s=arrivals.send_s, has_times=True)
         elif rate is not None:
             _fail(f"{src}: has its own arrival times; --rate applies only to files without them")
+        elif seed is not None:
+            _fail(f"{src}: has its own arrival times; --seed seeds the --rate arrivals of files without them")
         write_trace(trace, dst)
     except TraceError as e:
         _fail(str(e))
@@ -111,6 +115,11 @@ def export_command(
     check_output_file(dst, "DST", suffixes=TRACE_SUFFIXES, inputs=(scenario,), what="trace")
     try:
         sc = load_scenario(scenario)
+        dataset = sc.workload.dataset
+        if dataset.kind == "trace":  # the trace this scenario replays is an input too: never write over it
+            check_output_file(
+                dst, "DST", suffixes=TRACE_SUFFIXES, inputs=(scenario, dataset.path), what="trace"
+            )
         context_len = load_arch(sc.model.name, sc.model.config).context_len
         requests = build_requests(sc.workload, context_len=context_len)
         trace = Trace(
