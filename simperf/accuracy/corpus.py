@@ -304,7 +304,10 @@ def load_class(bench: dict[str, Any]) -> str:
 def run_dirs(corpus: Path) -> list[Path]:
     if not (corpus / "index.parquet").exists():
         raise CorpusError(f"{corpus}: not a ground-truth corpus (no index.parquet; see docs/groundtruth.md)")
-    return sorted(p.parent for p in corpus.glob("*/*/*/run.json"))
+    runs = sorted(p.parent for p in corpus.glob("*/*/*/run.json"))
+    if not runs:  # an empty report said nothing was wrong: a corpus of no runs measures nothing
+        raise CorpusError(f"{corpus}: no runs (<gpu>/<server>/<run>/run.json; see docs/groundtruth.md)")
+    return runs
 
 
 def predict_run(run_dir: Path) -> RunResult:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import typer
 from rich.console import Console
 
 from simperf.accuracy.corpus import (
@@ -24,11 +23,12 @@ from simperf.progress import bar
 def corpus_accuracy(
     corpus: Path, output: str, update_doc: Path | None, err: Console, quiet: bool = False
 ) -> int:
+    from simperf.cli_errors import fail
+
     try:
         total = len(run_dirs(corpus))
     except CorpusError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(str(e))  # one line: the console wrapped a long message into several
     with bar("predicting runs", total, quiet=quiet) as progress:
         report = run_corpus(corpus, on_run=lambda name: progress.advance(1, status=name))
     text = markdown(report)
@@ -36,7 +36,6 @@ def corpus_accuracy(
         try:
             replace_generated_block(update_doc, text, DOC_BEGIN, DOC_END)
         except (OSError, ValueError) as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
+            fail(str(e))
     sys.stdout.write(report_json(report) + "\n" if output == "json" else text)
     return 0

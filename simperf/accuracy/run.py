@@ -122,10 +122,23 @@ def load_index(directory: Path) -> Index:
     path = Path(directory) / INDEX_FILE
     if not path.is_file():
         raise IndexError_(f"{path}: no index (it maps each scenario file to the truth rows it predicts)")
-    data = yaml.safe_load(path.read_text()) or {}
-    unknown = set(data) - {"scenarios", "flagged", "unpredictable", "kernels"}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise IndexError_(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
+    sections = {"scenarios": dict, "flagged": dict, "unpredictable": dict, "kernels": list}
+    if not isinstance(data, dict):
+        raise IndexError_(f"{path}: must be a mapping with sections {', '.join(sections)}")
+    unknown = set(data) - set(sections)
     if unknown:
-        raise IndexError_(f"{path}: unknown section(s) {', '.join(sorted(unknown))}")
+        raise IndexError_(f"{path}: unknown section(s) {', '.join(sorted(map(str, unknown)))}")
+    # a section of the wrong shape ended in a TypeError or AttributeError, reported as an internal error
+    for name, kind in sections.items():
+        if data.get(name) is not None and not isinstance(data[name], kind):
+            raise IndexError_(f"{path}: {name}: must be a {'mapping' if kind is dict else 'list'}")
+    bad = [str(k) for k, v in (data.get("scenarios") or {}).items() if not isinstance(v, list)]
+    if bad:
+        raise IndexError_(f"{path}: scenarios.{bad[0]}: must be a list of truth row ids")
     scenarios = {str(k): [str(i) for i in v] for k, v in (data.get("scenarios") or {}).items()}
     index = Index(
         scenarios=scenarios,
@@ -530,6 +543,10 @@ def accuracy_command(
         fail(f"--output: got {output!r}; allowed values: text, json, markdown")
     if (Path(scenarios_dir) / "index.parquet").exists():
         from simperf.accuracy.corpus_cli import corpus_accuracy
+
+        if truth is not None:  # a corpus carries its own measurements: --truth was read by nothing
+            fail(f"--truth: {scenarios_dir} is a ground-truth corpus, measured by its own runs; --truth is for "
+                 "a directory of scenarios")  # fmt: skip
 
         return corpus_accuracy(scenarios_dir, output, update_doc, Console(stderr=True), quiet)
     if truth is None:
