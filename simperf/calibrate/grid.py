@@ -189,9 +189,15 @@ def load_grid(path: Path | None) -> dict[str, dict[str, Any]]:
     if path is None:
         return grid
     overrides = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(overrides, dict):  # a list or scalar ended in an AttributeError (an internal error)
+        raise ValueError(
+            f"a grid file maps op families to their axes, e.g. gemm: {{m: [1, 64]}}; got {overrides!r}"
+        )
     for family, params in overrides.items():
         if family not in grid:
             raise ValueError(f"unknown grid family {family!r}; known: {sorted(grid)}")
+        if params is not None and not isinstance(params, dict):
+            raise ValueError(f"{family}: maps axis names to lists of values; got {params!r}")
         for key, value in (params or {}).items():
             _check_list(family, key, value, grid[family].get(key))
         grid[family].update(params or {})

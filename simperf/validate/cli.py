@@ -20,7 +20,7 @@ def validate_command(
     out: Annotated[
         Path | None, typer.Option(help="output directory (default validation/<scenario file stem>)")
     ] = None,
-    seed: Annotated[int, typer.Option(help="sampling seed")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="sampling seed")] = 0,  # numpy takes no negative seed
     replicas: Annotated[
         int, typer.Option(help="layers of each kind run per sample (scaled to the model)")
     ] = 4,
