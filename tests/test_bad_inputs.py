@@ -779,6 +779,174 @@ NEWER_COMMAND_CASES = [
     Case("predict-set-unknown-field", ("predict", "{ws}/s.yaml", "--set", "serving.tpp=2"), "serving.tpp"),
 ]
 
+TRACE_SCENARIO = scenario_text(**{"workload.dataset": {"kind": "trace", "path": "t.jsonl"}})
+SWEEP = ("sweep", "{ws}/sweep.yaml", "--out", "{ws}/r.sweep.parquet")
+# options accepted and then ignored, contradictory options, and non-finite or wrong-typed numbers
+IGNORED_OR_NONSENSE_CASES = [
+    scenario_case(
+        "overhead-inf",
+        "overheads.scheduler_us_per_iteration",
+        **{"overheads.scheduler_us_per_iteration": float("inf")},
+    ),  # fmt: skip
+    scenario_case(
+        "conservativeness-inf",
+        "serving.schedule_conservativeness",
+        **{"serving.schedule_conservativeness": float("inf")},
+    ),  # fmt: skip
+    scenario_case("count-bool", "hardware.count", **{"hardware.count": True}),
+    scenario_case("input-len-bool", "workload.dataset.input_len", **{"workload.dataset.input_len": True}),
+    scenario_case("seed-negative", "workload.seed", **{"workload.seed": -1}),
+    scenario_case(
+        "router-seed-negative",
+        "fleet.router.seed",
+        fleet={"replicas": [{"count": 2}], "router": {"seed": -5}},
+    ),  # fmt: skip
+    scenario_case(
+        "trace-run-not-bench-serving",
+        "only bench_serving output files hold several runs",
+        **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "run": 1}},
+    ),  # fmt: skip
+    Case(
+        "predict-accept-length-alone", ("predict", "{ws}/s.yaml", "--accept-length", "2"), "--accept-length"
+    ),
+    Case("predict-like-run-alone", ("predict", "{ws}/s.yaml", "--like-run", "1"), "--like-run"),
+    Case("predict-details-alone", ("predict", "{ws}/s.yaml", "--output-details"), "--output-details"),
+    Case(
+        "predict-output-file-over-trace",
+        ("predict", "{ws}/tr.yaml", "--output-file", "{ws}/t.jsonl"),
+        "is also an input",
+        {"tr.yaml": TRACE_SCENARIO},
+    ),  # fmt: skip
+    Case("schema-update-without-markdown", ("schema", "--update", "{ws}/doc.md"), "--markdown"),
+    Case(
+        "schema-update-and-out",
+        ("schema", "--markdown", "--update", "{ws}/doc.md", "--out", "{ws}/o.md"),
+        "--out",
+    ),  # fmt: skip
+    Case(
+        "sweep-field-on-two-axes",
+        ("sweep", "{ws}/a.yaml"),
+        "serving.page_size: set by axes",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1], "g": [{"serving.page_size": 16}]}))},
+    ),  # fmt: skip
+    Case(
+        "sweep-grid-with-n",
+        ("sweep", "{ws}/a.yaml"),
+        "n applies to method random or lhs",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, sample={"n": 1}))},
+    ),  # fmt: skip
+    Case(
+        "sweep-seed-negative",
+        ("sweep", "{ws}/a.yaml"),
+        "sample.seed",
+        {
+            "a.yaml": yaml.safe_dump(
+                sweep_dict({"serving.page_size": [1]}, sample={"method": "random", "n": 1, "seed": -1})
+            )
+        },
+    ),  # fmt: skip
+    Case(
+        "sweep-plan-rate-inf",
+        ("sweep", "{ws}/a.yaml"),
+        "plan.rate",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1]}, plan={"rate": float("inf")}))},
+    ),  # fmt: skip
+    Case("sweep-workers-0", (*SWEEP, "--workers", "0"), "--workers: got 0"),
+    Case("sweep-workers-serial", (*SWEEP, "--executor", "serial", "--workers", "4"), "--workers"),
+    Case(
+        "sweep-ray-address-serial", (*SWEEP, "--executor", "serial", "--ray-address", "x:1"), "--ray-address"
+    ),
+    Case("plan-rate-nan", ("plan", "{table}", "--rate", "nan"), "--rate: got nan"),
+    Case("plan-top-0", ("plan", "{table}", "--rate", "5", "--top", "0"), "--top"),
+    Case("plan-top-negative", ("plan", "{table}", "--rate", "5", "--top", "-1"), "--top"),
+    Case("plan-table-oneshot-option", ("plan", "{table}", "--rate", "5", "--isl", "64"), "--isl: one-shot"),
+    Case("plan-table-workers", ("plan", "{table}", "--rate", "5", "--workers", "2"), "--workers"),
+    Case("oneshot-mtp-nan", (*ONESHOT, "--mtp-accept-length", "nan"), "--mtp-accept-length"),
+    Case("oneshot-prompts-0", (*ONESHOT, "--num-prompts", "0"), "--num-prompts"),
+    Case("oneshot-rate-inf", (*ONESHOT, "--rate", "inf"), "--rate"),
+    Case("report-rate-0", ("report", "{table}", "-o", "{ws}/r.html", "--rate", "0"), "--rate"),
+    Case(
+        "inspect-run-not-bench-serving", ("trace", "inspect", "{ws}/t.jsonl", "--run", "1"), "t.jsonl: run 1"
+    ),
+    Case(
+        "convert-seed-with-times",
+        ("trace", "convert", "{ws}/t.jsonl", "{ws}/o.jsonl", "--seed", "3"),
+        "--seed",
+    ),
+    Case(
+        "convert-rate-nan", ("trace", "convert", "{ws}/run.jsonl", "{ws}/o.jsonl", "--rate", "nan"), "--rate"
+    ),
+    Case(
+        "convert-seed-negative",
+        ("trace", "convert", "{ws}/run.jsonl", "{ws}/o.jsonl", "--rate", "1", "--seed", "-1"),
+        "--seed",
+    ),  # fmt: skip
+    Case(
+        "export-over-its-trace",
+        ("trace", "export", "{ws}/tr.yaml", "{ws}/t.jsonl"),
+        "is also an input",
+        {"tr.yaml": TRACE_SCENARIO},
+    ),  # fmt: skip
+    Case(
+        "accuracy-truth-with-corpus",
+        ("accuracy", "{repo}/groundtruth", "--truth", "{ws}/truth.csv"),
+        "--truth",
+    ),  # fmt: skip
+    Case(
+        "accuracy-index-list",
+        ("accuracy", "{ws}/sc", "--truth", "{ws}/truth.csv"),
+        "must be a mapping",
+        {"sc/index.yaml": "- 1\n"},
+    ),  # fmt: skip
+    Case("accuracy-corpus-no-runs", ("accuracy", "{ws}/gt"), "no runs", {"gt/index.parquet": ""}),
+    Case(
+        "check-samples-alone",
+        ("perfdb", "check", "{repo}/calibration/h100", "--samples", "{ws}/t.jsonl"),
+        "--samples",
+    ),  # fmt: skip
+    Case(
+        "check-offgrid-time-no-gpu",
+        ("perfdb", "check", "{repo}/calibration/h100", "--offgrid-time", "{ws}/o.jsonl"),
+        "CUDA GPU",
+    ),  # fmt: skip
+    Case(
+        "check-offgrid-and-time",
+        (
+            "perfdb",
+            "check",
+            "{repo}/calibration/h100",
+            "--offgrid",
+            "{ws}/t.jsonl",
+            "--offgrid-time",
+            "{ws}/o.jsonl",
+        ),
+        "give one of them",
+    ),  # fmt: skip
+    Case(
+        "fleet-plan-rate-nan",
+        ("fleet", "plan", "{ws}/f.yaml", "--rate", "nan"),
+        "--rate: got nan",
+        {"f.yaml": scenario_text(fleet={"replicas": [{"count": 2}]})},
+    ),  # fmt: skip
+    Case(
+        "fleet-plan-max-replicas-0",
+        ("fleet", "plan", "{ws}/f.yaml", "--rate", "5", "--max-replicas", "0"),
+        "--max-replicas",
+        {"f.yaml": scenario_text(fleet={"replicas": [{"count": 2}]})},
+    ),  # fmt: skip
+    Case(
+        "calibrate-grid-list",
+        ("calibrate", "--dry-run", "--gpu", "h100", "--grid", "{ws}/g.yaml", "--out", "{ws}/cal"),
+        "g.yaml: a grid file maps op families",
+        {"g.yaml": "- 1\n"},
+    ),  # fmt: skip
+    Case(
+        "validate-seed-negative",
+        ("validate", "{ws}/s.yaml", "--seed", "-1", "--plan-only", "--out", "{ws}/val"),
+        "--seed",
+    ),  # fmt: skip
+]
+
 CASES = (
     GROUNDTRUTH_CASES
     + NEWER_COMMAND_CASES
@@ -791,6 +959,7 @@ CASES = (
     + VALIDATE_CASES
     + SWEEP_CASES
     + ACCURACY_CASES
+    + IGNORED_OR_NONSENSE_CASES
 )
 
 
@@ -874,6 +1043,7 @@ def test_bad_input_gives_one_error_line_and_changes_nothing(case, tmp_path, monk
     ws.mkdir()
     _write_workspace(ws)
     for name, text in case.files.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text)
     table = request.getfixturevalue("sweep_table") if any("{table}" in a for a in case.args) else None
     args = [a.format(ws=ws, repo=REPO, table=table) for a in case.args]
