@@ -132,6 +132,16 @@ SCENARIO_CASES = [
     scenario_case(
         "spec-algorithm", "serving.speculative.algorithm", **{"serving.speculative": {"algorithm": "medusa"}}
     ),  # fmt: skip
+    scenario_case(
+        "spec-accept-min-only",
+        "serving.speculative.accept_length",
+        **{"serving.speculative": {"accept_length": {"mean": 2.0, "min": 1.5}}},
+    ),  # fmt: skip
+    scenario_case(
+        "spec-accept-min-above-mean",
+        "serving.speculative.accept_length",
+        **{"serving.speculative": {"accept_length": {"mean": 2.0, "min": 2.5, "max": 3.0}}},
+    ),  # fmt: skip
     scenario_case("prompts-0", "workload.num_prompts", **{"workload.num_prompts": 0}),
     scenario_case(
         "token-ids-shared-prefix",

@@ -108,8 +108,18 @@ class HardwareSpec(_Strict):
 
 class AcceptLength(_Strict):
     mean: float = Field(gt=1.0, description="mean accepted tokens per verify step, including the bonus token")
-    min: float | None = Field(default=None, description="lowest per-request mean (spread across requests)")
+    min: float | None = Field(
+        default=None, ge=1.0, description="lowest per-request mean (spread across requests)"
+    )
     max: float | None = Field(default=None, description="highest per-request mean")
+
+    @model_validator(mode="after")
+    def _spread(self) -> AcceptLength:
+        if (self.min is None) != (self.max is None):
+            raise ValueError("give both min and max (the spread of per-request means), or neither")
+        if self.min is not None and not self.min <= self.mean <= self.max:
+            raise ValueError(f"need min <= mean <= max, got min={self.min}, mean={self.mean}, max={self.max}")
+        return self
 
 
 class SpeculativeSpec(_Strict):

@@ -268,6 +268,9 @@ def resolve(
             sp.eagle_topk,
             draft,
             sp.accept_length.mean if sp.accept_length else None,
+            # the spread across requests: it was accepted here and dropped, so a min/max changed nothing
+            sp.accept_length.min if sp.accept_length else None,
+            sp.accept_length.max if sp.accept_length else None,
         )
 
     if eager_reason is not None:
