@@ -957,6 +957,13 @@ IGNORED_OR_NONSENSE_CASES = [
     ),  # fmt: skip
 ]
 
+# settings that named no field or option, or led to a nonsense number, found after the battery above
+UNNAMED_CASES = [
+    scenario_case("sglang-version-word", "serving.sglang_version", **{"serving.sglang_version": "banana"}),
+    scenario_case("sglang-version-short", "such as 0.5.17", **{"serving.sglang_version": "0.5"}),
+    scenario_case("sglang-version-rc", "serving.sglang_version", **{"serving.sglang_version": "0.5.0rc2"}),
+]
+
 CASES = (
     GROUNDTRUTH_CASES
     + NEWER_COMMAND_CASES
@@ -970,6 +977,7 @@ CASES = (
     + SWEEP_CASES
     + ACCURACY_CASES
     + IGNORED_OR_NONSENSE_CASES
+    + UNNAMED_CASES
 )
 
 

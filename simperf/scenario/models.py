@@ -7,6 +7,7 @@ Field names follow SGLang's server arguments (underscored) and bench_serving's c
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, get_args, get_origin
 
@@ -51,6 +52,8 @@ class _Strict(BaseModel):
 GpuKind = Literal[tuple(gpu_keys())]  # type: ignore[valid-type]
 # SGLang's attention backends simperf models, one row each in simperf/capabilities.py
 AttentionBackend = Literal[tuple(BACKENDS)]  # type: ignore[valid-type]
+# an SGLang release as pip names it: MAJOR.MINOR.PATCH, optionally .postN (0.5.17, 0.5.3.post3)
+SGLANG_VERSION = re.compile(r"\d+\.\d+\.\d+(\.post\d+)?")
 # SGLang's --schedule-policy values, each one module of simperf/sim/policy/
 SchedulePolicyName = Literal[SCHEDULE_POLICIES]  # type: ignore[valid-type]
 
@@ -204,6 +207,16 @@ class ServingSpec(_Strict):
     speculative: SpeculativeSpec | None = Field(
         default=None, description="speculative decoding (EAGLE / MTP)"
     )
+
+    @field_validator("sglang_version")
+    @classmethod
+    def _comparable_version(cls, v: str) -> str:
+        # the version-dependent rules compare the first three numbers (sglang_defaults.version_tuple,
+        # models/ops._version_le) and the vintage choice a .postN after them (importers/aiconfigurator.version_key);
+        # any other text (a word, 0.5, an rc or dev build) would compare as some other release without a word
+        if SGLANG_VERSION.fullmatch(v) is None:
+            raise ValueError("give an SGLang release such as 0.5.17 or 0.5.3.post3")
+        return v
 
     @field_validator("chunked_prefill_size")
     @classmethod
