@@ -962,6 +962,14 @@ UNNAMED_CASES = [
     scenario_case("sglang-version-word", "serving.sglang_version", **{"serving.sglang_version": "banana"}),
     scenario_case("sglang-version-short", "such as 0.5.17", **{"serving.sglang_version": "0.5"}),
     scenario_case("sglang-version-rc", "serving.sglang_version", **{"serving.sglang_version": "0.5.0rc2"}),
+    scenario_case(
+        "graph-bs-huge",
+        "serving.cuda_graph_max_bs: 10000000 leaves no memory",
+        **{"serving.cuda_graph_max_bs": 10**7},
+    ),  # fmt: skip
+    scenario_case(
+        "chunk-huge", "serving.chunked_prefill_size: 100000000", **{"serving.chunked_prefill_size": 10**8}
+    ),  # fmt: skip
 ]
 
 CASES = (

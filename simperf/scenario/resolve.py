@@ -170,6 +170,31 @@ def _default_mem_fraction(
     )
 
 
+def _nothing_left_message(
+    s: ServingSpec, gpu: GpuSpec, field: str, chunk: int, max_bs: int, decode_graph: bool, mem_fraction: float
+) -> str:
+    """Why SGLang's reservation rule leaves no static memory, naming the setting that reserves the most. The bound
+    is physical: what the rule reserves (activations and CUDA graphs) cannot exceed the GPU's memory; SGLang itself
+    takes such a cuda_graph_max_bs or chunk and computes a negative mem_fraction_static (it has no upper bound)."""
+    gib = gpu.memory_bytes / 1024**3
+    graph_mb = GRAPH_RESERVE_MB_PER_BS * max_bs if decode_graph else 0.0
+    activation_tokens = chunk * s.dp_attention if chunk > 0 else s.max_prefill_tokens
+    activation_mb = RESERVED_MB_PER_ACTIVATION_TOKEN * activation_tokens
+    if graph_mb >= activation_mb:
+        name, value = "cuda_graph_max_bs", s.cuda_graph_max_bs
+        why = f"{GRAPH_RESERVE_MB_PER_BS} MB per decode CUDA-graph batch size, {graph_mb / 1024:.1f} GiB here"
+    else:
+        name = "chunked_prefill_size" if chunk > 0 else "max_prefill_tokens"
+        value = s.chunked_prefill_size if chunk > 0 else s.max_prefill_tokens
+        why = f"{RESERVED_MB_PER_ACTIVATION_TOKEN} MB of activations per prefill token, {activation_mb / 1024:.1f} GiB here"
+    shown = f"{value}" if value is not None else f"SGLang's default for a {gpu.key}"
+    return (
+        f"{field}.{name}: {shown} leaves no memory for weights and KV cache: SGLang's mem_fraction_static rule "
+        f"(srt/server_args.py, _handle_gpu_memory_settings) reserves {why}, more than a {gpu.key}'s {gib:.1f} GiB "
+        f"(mem_fraction_static would be {mem_fraction}); give a smaller {name}, or {field}.mem_fraction_static"
+    )
+
+
 def resolve(
     scenario: Scenario, field: str = "serving", disaggregated: bool | None = None
 ) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
@@ -217,6 +242,8 @@ def resolve(
     mem_fraction = s.mem_fraction_static
     if mem_fraction is None:
         mem_fraction = _default_mem_fraction(s, gpu, mla, chunk, max_bs, graphs_on, eager_reason is None)
+        if mem_fraction <= 0:
+            raise ValueError(_nothing_left_message(s, gpu, field, chunk, max_bs, graphs_on, mem_fraction))
         notes.append(f"mem_fraction_static={mem_fraction} by SGLang's reservation rule")
 
     kv_bytes = arch.kv_bytes_per_token_per_rank(layout, kv_dtype, decode_backend)
