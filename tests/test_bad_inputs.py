@@ -970,6 +970,12 @@ UNNAMED_CASES = [
     scenario_case(
         "chunk-huge", "serving.chunked_prefill_size: 100000000", **{"serving.chunked_prefill_size": 10**8}
     ),  # fmt: skip
+    Case(
+        "model-config-directory",
+        ("predict", "{ws}/mc.yaml"),
+        "model.config",
+        {"mc.yaml": scenario_text(**{"model.name": "x", "model.config": "empty"})},
+    ),  # fmt: skip
 ]
 
 CASES = (

@@ -66,6 +66,9 @@ def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
                 config = json.load(f)
         except json.JSONDecodeError as e:
             raise UnknownModelError(f"model.config {config_path}: not valid JSON: {e}") from None
+        except OSError as e:
+            # a directory or an unreadable file: the OS's words alone ("Is a directory") did not say which setting
+            raise UnknownModelError(f"model.config {config_path}: {e.strerror or e}") from None
         if not isinstance(config, dict):
             raise UnknownModelError(f"model.config {config_path}: a config.json holds one JSON object")
         return arch_from_hf_config(name, config, source=str(config_path))
