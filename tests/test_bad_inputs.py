@@ -957,6 +957,7 @@ IGNORED_OR_NONSENSE_CASES = [
     ),  # fmt: skip
 ]
 
+FLEET = scenario_text(fleet={"replicas": [{"count": 2}]})
 # settings that named no field or option, or led to a nonsense number, found after the battery above
 UNNAMED_CASES = [
     scenario_case("sglang-version-word", "serving.sglang_version", **{"serving.sglang_version": "banana"}),
@@ -975,6 +976,30 @@ UNNAMED_CASES = [
         ("predict", "{ws}/mc.yaml"),
         "model.config",
         {"mc.yaml": scenario_text(**{"model.name": "x", "model.config": "empty"})},
+    ),  # fmt: skip
+    Case(
+        "fleet-compare-charts-file",
+        ("fleet", "compare", "{ws}/f.yaml", "--charts", "{ws}/s.yaml"),
+        "--charts",
+        {"f.yaml": FLEET},
+    ),  # fmt: skip
+    Case(
+        "fleet-plan-charts-file",
+        ("fleet", "plan", "{ws}/f.yaml", "--rate", "5", "--charts", "{ws}/s.yaml"),
+        "--charts",
+        {"f.yaml": FLEET},
+    ),  # fmt: skip
+    Case(
+        "fleet-compare-policy-twice",
+        ("fleet", "compare", "{ws}/f.yaml", "--policy", "round_robin", "--policy", "round_robin"),
+        "--policy 'round_robin': given twice",
+        {"f.yaml": FLEET},
+    ),  # fmt: skip
+    Case(
+        "fleet-plan-policy-twice",
+        ("fleet", "plan", "{ws}/f.yaml", "--rate", "5", "--policy", "cache_aware", "--policy", "cache_aware"),
+        "--policy 'cache_aware': given twice",
+        {"f.yaml": FLEET},
     ),  # fmt: skip
 ]
 

@@ -13,6 +13,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from simperf.output_paths import check_output_dir
+
 err = Console(stderr=True)
 
 
@@ -38,6 +40,15 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             node = child
         node[parts[-1]] = yaml.safe_load(text)
     return data
+
+
+def check_policies(policies: list[str] | None) -> None:
+    """Each --policy once: a repeated one was simulated, and printed, again with the same result."""
+    seen: set[str] = set()
+    for name in policies or []:
+        if name in seen:
+            _fail(f"--policy {name!r}: given twice; give each policy once")
+        seen.add(name)
 
 
 def load_fleet_scenario(path: Path, overrides: list[str]):
@@ -75,6 +86,9 @@ def compare_command(
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
+    check_policies(policy)
+    if charts is not None:  # before the fleets are simulated: a file there failed only after every policy ran
+        check_output_dir(charts, "--charts")
     base = load_fleet_scenario(scenario, set_ or [])
     rows: list[dict[str, Any]] = []
     predictions = {}
@@ -182,6 +196,9 @@ def plan_fleet_command(
         _fail(f"--rate: got {rate}; give a positive request rate (req/s)")
     if max_replicas < 1:  # 0 and negatives were accepted, and the search tried one replica anyway
         _fail(f"--max-replicas: got {max_replicas}; give 1 or more")
+    check_policies(policy)
+    if charts is not None:  # before the search: a file there failed only after every trial ran
+        check_output_dir(charts, "--charts")
     base = load_fleet_scenario(scenario, set_ or [])
     try:
         parsed = parse_sla(sla or [])
