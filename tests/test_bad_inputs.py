@@ -1001,6 +1001,11 @@ UNNAMED_CASES = [
         "--policy 'cache_aware': given twice",
         {"f.yaml": FLEET},
     ),  # fmt: skip
+    Case(
+        "diff-pair-unknown-backends",
+        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--pair", "foo=bar"),
+        "--pair: foo=bar: B",
+    ),  # fmt: skip
 ]
 
 CASES = (

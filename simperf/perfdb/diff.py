@@ -104,11 +104,23 @@ def diff_tables(
     backend_pairs: Mapping[str, str] | None = None,
     interpolate: bool = False,
     ops: list[str] | None = None,
+    extra_pairs: Mapping[str, str] | None = None,
 ) -> DiffResult:
-    """Compare B against A on shared shapes (module docstring)."""
+    """Compare B against A on shared shapes (module docstring). extra_pairs: the user's pairs (--pair), added to
+    `backend_pairs` after checking that B times its backend and A its own (PairError otherwise)."""
     pairs = dict(DEFAULT_BACKEND_PAIRS if backend_pairs is None else backend_pairs)
     db_a = PerfDB.load(Path(a), resolve_gpu(Path(a)), scaled_from=False)  # A's own tables only
     rows_a, rows_b = db_a.table_rows(), _load_rows(Path(b))
+    for b_name, a_name in (extra_pairs or {}).items():
+        # a name neither directory times renamed nothing and was accepted in silence (--pair foo=bar)
+        for label, directory, rows, name in (("B", b, rows_b, b_name), ("A", a, rows_a, a_name)):
+            known = sorted(rows["backend"].drop_nulls().unique().to_list())
+            if name not in known:
+                raise PairError(
+                    f"{b_name}={a_name}: {label} ({directory}) times no backend {name!r}; its backends: "
+                    f"{', '.join(known)}"
+                )
+        pairs[b_name] = a_name
     allowed = {SOURCES.index("measured"), SOURCES.index("third_party")}
     if interpolate:
         allowed.add(SOURCES.index("interpolated"))
@@ -211,12 +223,14 @@ def _summarise(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     )
 
 
-def parse_pairs(values: list[str] | None) -> dict[str, str] | None:
-    """--pair B=A options -> {B: A}; None keeps the defaults."""
-    if not values:
-        return None
-    pairs = dict(DEFAULT_BACKEND_PAIRS)
-    for value in values:
+class PairError(ValueError):
+    """A --pair naming a backend its directory does not time."""
+
+
+def parse_pairs(values: list[str] | None) -> dict[str, str]:
+    """--pair B=A options -> {B: A}, the pairs added to the defaults (checked against the tables by diff_tables)."""
+    pairs: dict[str, str] = {}
+    for value in values or []:
         b_name, sep, a_name = value.partition("=")
         if not sep or not b_name or not a_name:
             raise typer.BadParameter(f"--pair: expected B_BACKEND=A_BACKEND, got {value!r}")
@@ -256,7 +270,10 @@ def diff_command(
         raise typer.BadParameter(
             f"got {', '.join(unknown)}; allowed: {', '.join(OP_SPECS)}", param_hint="--op"
         )
-    result = diff_tables(a, b, parse_pairs(pair), interpolate, op)
+    try:
+        result = diff_tables(a, b, None, interpolate, op, extra_pairs=parse_pairs(pair))
+    except PairError as e:
+        raise typer.BadParameter(str(e), param_hint="--pair") from None
     if result.points.height == 0:
         print(f"no shared shapes between {a} and {b}")
         raise typer.Exit(1)
