@@ -1006,6 +1006,21 @@ UNNAMED_CASES = [
         ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--pair", "foo=bar"),
         "--pair: foo=bar: B",
     ),  # fmt: skip
+    Case(
+        "calibrate-models-unknown",
+        ("calibrate", "--dry-run", "--gpu", "h100", "--models", "gpt-17", "--out", "{ws}/cal"),
+        "--models: got gpt-17; the grid's MoE models are DeepSeek-V3",
+    ),  # fmt: skip
+    Case(
+        "calibrate-models-dense",
+        ("calibrate", "--dry-run", "--gpu", "h100", "--models", "qwen3-8b", "--out", "{ws}/cal"),
+        "--models: got qwen3-8b",
+    ),  # fmt: skip
+    Case(
+        "calibrate-backends-unknown",
+        ("calibrate", "--dry-run", "--gpu", "h100", "--backends", "magic", "--out", "{ws}/cal"),
+        "--backends: got magic; allowed: the table backend labels",
+    ),  # fmt: skip
 ]
 
 CASES = (

@@ -211,6 +211,21 @@ def test_collectives_need_two_gpus():
     json.dumps(pts)
 
 
+def test_backend_and_model_selectors_on_a_host_with_collectives():
+    """--backends of a worker group skips the collectives (their points have no worker group: KeyError before),
+    nccl selects them, and --models takes the zoo's spelling of a grid model."""
+    from simperf.calibrate.runner import select_points
+
+    two_gpus = {"device_count": 2, "sm_major": 9}
+    gemm = select_points(RunOptions(out=None, backends=["gemm"], dry_run=True, gpu="h100"), two_gpus)
+    assert gemm and {p["op"] for p in gemm} == {"gemm", "bmm"}  # the gemm worker times both
+    comm = select_points(RunOptions(out=None, backends=["nccl"], dry_run=True, gpu="h100"), two_gpus)
+    assert comm and {p["backend"] for p in comm} == {"nccl"}
+    for name in ("deepseek-v3", "DeepSeek-V3"):
+        options = RunOptions(out=None, ops=["moe"], models=[name], dry_run=True, gpu="h100")
+        assert select_points(options, two_gpus)
+
+
 def test_gemm_points_are_timed_lightest_first_and_other_ops_keep_the_grid_order():
     """A large GEMM leaves the GPU power-capped; a memory-bound m = 1 point timed next ran at a lower SM clock and
     up to 23% slow (docs/perfdb.md). The runner times each group's GEMMs in increasing multiply-adds."""

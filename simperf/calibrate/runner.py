@@ -31,7 +31,13 @@ from rich.progress import (
 )
 
 from simperf.calibrate import grid as gridmod
-from simperf.calibrate.backends import WORKER_GROUPS, WorkerGroup, backend_matches, group_for
+from simperf.calibrate.backends import (
+    WORKER_GROUPS,
+    WorkerGroup,
+    backend_matches,
+    backend_selectors,
+    group_for,
+)
 from simperf.calibrate.journal import Journal, compact, recorded_points, recorded_rows
 from simperf.calibrate.measure import STATUS_FAILED, STATUS_UNSUPPORTED, error_columns
 from simperf.calibrate.points import Point, op_key_tuple, point_key
@@ -197,15 +203,19 @@ def select_points(options: RunOptions, probe: dict[str, Any]) -> list[Point]:
         ops = gridmod.expand_ops(options.ops)
     except ValueError as e:
         raise CalibrateError(f"--ops: {e}") from None
+    _check_backend_selectors(options.backends)
     if options.retime_from is not None:
         points = [p for p in recorded_points(options.retime_from) if p["op"] in ops]
         return _filter_backends(points, options.backends, probe)
     try:
         grid = gridmod.load_grid(options.grid_path)
-        if options.models:
-            grid["moe"]["models"] = [m for m in grid["moe"]["models"] if m in options.models]
-        if options.backends and any(b.startswith("fake") for b in options.backends):
-            grid["fake"]["enabled"] = True
+    except ValueError as e:
+        raise CalibrateError(f"--grid {options.grid_path or '(default)'}: {e}") from None
+    if options.models:
+        grid["moe"]["models"] = _selected_moe_models(grid["moe"]["models"], options.models)
+    if options.backends and any(b.startswith("fake") for b in options.backends):
+        grid["fake"]["enabled"] = True
+    try:
         sm_major = probe.get("sm_major")
         points = gridmod.all_points(
             grid, options.heldout, options.ragged, runnable=lambda p: group_runs_here(p, sm_major)
@@ -215,6 +225,33 @@ def select_points(options: RunOptions, probe: dict[str, Any]) -> list[Point]:
     points += comm_points(grid, probe)
     points = [p for p in points if p["op"] in ops]
     return _filter_backends(points, options.backends, probe)
+
+
+def _check_backend_selectors(selectors: list[str] | None) -> None:
+    """Each --backends selector names a table backend label or a worker group (backend_matches): any other
+    selected no point, and the run listed zero points without a word."""
+    labels, groups = backend_selectors()
+    unknown = [s for s in selectors or [] if s not in labels and s not in groups]
+    if unknown:
+        raise CalibrateError(
+            f"--backends: got {', '.join(unknown)}; allowed: the table backend labels {', '.join(labels)}, "
+            f"or the worker groups {', '.join(groups)}"
+        )
+
+
+def _selected_moe_models(grid_models: list[str], wanted: list[str]) -> list[str]:
+    """The grid's MoE models that --models names, by the grid's name (DeepSeek-V3) or the zoo's (deepseek-v3):
+    a zoo name, or a model the grid has no MoE shapes of, selected nothing and listed zero points in silence."""
+    from simperf.calibrate.shapes import GRID_NAMES
+
+    spellings = {name: name for name in grid_models}
+    spellings.update({zoo: grid for zoo, grid in GRID_NAMES.items() if grid in grid_models})
+    unknown = [m for m in wanted if m not in spellings]
+    if unknown:
+        raise CalibrateError(
+            f"--models: got {', '.join(unknown)}; the grid's MoE models are {', '.join(sorted(spellings))}"
+        )
+    return [name for name in grid_models if name in {spellings[m] for m in wanted}]
 
 
 def _filter_backends(points: list[Point], backends: list[str] | None, probe: dict[str, Any]) -> list[Point]:

@@ -119,6 +119,21 @@ def group_by_name(name: str) -> WorkerGroup:
     return _BY_NAME[name]
 
 
+# the collectives (allreduce, ...) are timed by the runner's own NCCL launcher, no worker group: their backend
+# label is also the name their points run under (runner.py)
+COMM_BACKEND = "nccl"
+
+
+def backend_selectors() -> tuple[list[str], list[str]]:
+    """What --backends accepts: (table backend labels, worker group names)."""
+    labels = sorted({backend for group in WORKER_GROUPS for _, backend in group.members} | {COMM_BACKEND})
+    return labels, sorted(_BY_NAME)
+
+
 def backend_matches(selector: str, op: str, backend: str) -> bool:
     """A --backends selector names a table backend label or a worker group."""
-    return selector == backend or selector == group_for(op, backend).name
+    if selector == backend:
+        return True
+    # a collective's point has no worker group: group_for raised KeyError for it (--backends gemm on 2+ GPUs)
+    group = _BY_MEMBER.get((op, backend))
+    return group is not None and selector == group.name
