@@ -1021,6 +1021,21 @@ UNNAMED_CASES = [
         ("calibrate", "--dry-run", "--gpu", "h100", "--backends", "magic", "--out", "{ws}/cal"),
         "--backends: got magic; allowed: the table backend labels",
     ),  # fmt: skip
+    Case(
+        "validate-plan-retry-failed",
+        ("validate", "{ws}/s.yaml", "--plan-only", "--retry-failed", "--out", "{ws}/val"),
+        "--retry-failed: applies to a run on the GPU, which --plan-only skips",
+    ),  # fmt: skip
+    Case(
+        "validate-plan-gpu-mismatch",
+        ("validate", "{ws}/s.yaml", "--plan-only", "--allow-gpu-mismatch", "--out", "{ws}/val"),
+        "--allow-gpu-mismatch",
+    ),  # fmt: skip
+    Case(
+        "validate-report-retry-failed",
+        ("validate", "{ws}/s.yaml", "--report-only", "--retry-failed", "--out", "{ws}/empty"),
+        "--retry-failed: applies to a run on the GPU, which --report-only skips",
+    ),  # fmt: skip
 ]
 
 CASES = (

@@ -65,6 +65,11 @@ def validate_command(
         fail(f"--num-prompts: got {num_prompts}; must be at least 1")
     if plan_only and report_only:
         fail("--plan-only and --report-only: give at most one")
+    # these two shape the run on the GPU, which --plan-only and --report-only skip: they were accepted and ignored
+    for given, option in ((retry_failed, "--retry-failed"), (allow_gpu_mismatch, "--allow-gpu-mismatch")):
+        if given and (plan_only or report_only):
+            skipping = "--plan-only" if plan_only else "--report-only"
+            fail(f"{option}: applies to a run on the GPU, which {skipping} skips; drop one of them")
     out_dir = out or Path("validation") / scenario.stem
     if report_only and not out_dir.is_dir():
         fail(f"--out {out_dir}: no such directory (nothing to report)")
