@@ -1036,6 +1036,12 @@ UNNAMED_CASES = [
         ("validate", "{ws}/s.yaml", "--report-only", "--retry-failed", "--out", "{ws}/empty"),
         "--retry-failed: applies to a run on the GPU, which --report-only skips",
     ),  # fmt: skip
+    Case("groundtruth-index-no-runs", ("groundtruth", "index", "{ws}/empty"), "no runs"),
+    Case(
+        "groundtruth-modeldir-prompts-directory",
+        ("groundtruth", "modeldir", "qwen3-8b", "{ws}/model", "--prompts", "{ws}/empty"),
+        "--prompts",
+    ),  # fmt: skip
 ]
 
 CASES = (

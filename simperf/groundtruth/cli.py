@@ -91,6 +91,8 @@ def index_command(
 
     if not corpus.is_dir():
         _fail(f"{corpus}: not a directory")
+    if not run_dirs(corpus):  # a 0-run index.parquet was written (over any earlier one) for a mistyped corpus
+        _fail(f"{corpus}: no runs (no <gpu>/<server>/<run>/run.json below it); nothing indexed")
     path = write_index(corpus)
     err.print(f"{len(run_dirs(corpus))} runs indexed in {path}", highlight=False)
 
@@ -108,6 +110,10 @@ def modeldir_command(
     from simperf.groundtruth import modeldir
 
     zoo = Path(modeldir.__file__).resolve().parents[1] / "models" / "zoo"
+    if (
+        prompts is not None and prompts.is_dir()
+    ):  # an existing file is kept as the source; a directory was too
+        _fail(f"--prompts {prompts}: is a directory; give the prompt file's name")
     try:
         config = modeldir.source_config(model, zoo)
         modeldir.write_model_dir(config, directory)
