@@ -1042,6 +1042,12 @@ UNNAMED_CASES = [
         ("groundtruth", "modeldir", "qwen3-8b", "{ws}/model", "--prompts", "{ws}/empty"),
         "--prompts",
     ),  # fmt: skip
+    Case(
+        "compare-no-shared-metric",
+        ("compare", "{ws}/p.json", "{ws}/result.json"),
+        "no metric appears in both files",
+        {"p.json": json.dumps({"p99_itl_ms": 3.0, "output_throughput": 100.0})},
+    ),  # fmt: skip
 ]
 
 CASES = (

@@ -392,6 +392,12 @@ def compare_command(
     except BenchImportError as e:
         fail(str(e))
     rows = compare_results(pred, meas)
+    if not rows:  # a table with no row, and exit 0, read as a comparison that passed
+        have = [
+            ", ".join(k for k in COMPARED if isinstance(r.get(k), int | float)) or "none"
+            for r in (pred, meas)
+        ]
+        fail(f"no metric appears in both files: {predicted} has {have[0]}; {measured} has {have[1]}")
     warnings = setting_differences(pred, meas)
     if output == "json":
         payload = {"metrics": rows, "setting_differences": warnings}
@@ -407,6 +413,4 @@ def compare_command(
     console.print(table)
     for w in warnings:
         console.print(f"warning: settings differ: {w}", highlight=False)
-    if not rows:
-        console.print("no metric appears in both files", highlight=False)
     return 0
