@@ -242,7 +242,8 @@ def resolve(
     mem_fraction = s.mem_fraction_static
     if mem_fraction is None:
         mem_fraction = _default_mem_fraction(s, gpu, mla, chunk, max_bs, graphs_on, eager_reason is None)
-        if mem_fraction <= 0:
+        # only where the pool comes from this fraction: a given max_total_tokens uses it in no number (unchanged)
+        if mem_fraction <= 0 and s.max_total_tokens is None:
             raise ValueError(_nothing_left_message(s, gpu, field, chunk, max_bs, graphs_on, mem_fraction))
         notes.append(f"mem_fraction_static={mem_fraction} by SGLang's reservation rule")
 
