@@ -112,6 +112,29 @@ def test_a_flashinfer_extend_over_a_prefix_is_the_table_time_times_the_measured_
     assert step == pytest.approx(sum(r.total_us for r in with_prefix), rel=1e-6)
 
 
+def test_the_repriced_curve_keeps_the_base_curves_key_backing_and_slices_with_the_factor():
+    """PrefixPathCurve is built from the base curve's constructor arguments (it copied its __dict__ before): the
+    same op, key and backing, and `along` (the simulator's fast slice) applies the factor as a call does."""
+    from simperf.costmodel.prefix_path import PrefixPathCurve
+
+    cost = zoo_cost("qwen3-8b", "h100")
+    key = {"backend": "flashinfer_fa3", "dtype": "bf16", "num_heads": 32, "num_kv_heads": 8, "head_dim": 128,
+           "head_dim_v": 128}  # fmt: skip
+    base = cost.db.curve("attn_mha_prefill", key)
+    curve = PrefixPathCurve(base, cost.db.prefix_path)
+    assert (curve.op, curve.key, curve.backing, curve.measured) == (
+        base.op,
+        base.key,
+        base.backing,
+        base.measured,
+    )
+    # a grid value of kv_len, where a slice is exact: 4,096 new tokens over a 12,288-token prefix
+    axes = {"batch": 1.0, "q_len": 4096.0, "kv_len": 16384.0}
+    sliced = curve.along("kv_len", batch=1.0, q_len=4096.0)
+    (called, _), (along, _) = curve(**axes), sliced(np.array([axes["kv_len"]]))
+    assert float(along[0]) == pytest.approx(float(called)) and float(called) > 1.2 * float(base(**axes)[0])
+
+
 def test_the_fa3_backend_and_mla_models_keep_the_tables_kernel():
     """SGLang's FA3 backend reads the prefix in the same kernel; its MLA backends split differently (not measured)."""
     for model, backend in (("qwen3-8b", "fa3"), ("deepseek-v2-lite", "flashinfer")):

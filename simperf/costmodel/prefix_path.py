@@ -29,7 +29,7 @@ class PrefixPathCurve(OpCurve):
     """The base curve, its time multiplied where the extend reads a cached prefix (kv_len > q_len)."""
 
     def __init__(self, base: OpCurve, ratios: PrefixPathRatios) -> None:
-        self.__dict__.update(base.__dict__)
+        super().__init__(*base.constructor_args())
         self._base = base
         self._ratios = ratios
         self._heads = int(base.key["num_heads"])

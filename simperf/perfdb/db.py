@@ -356,6 +356,11 @@ class OpCurve:
     def __repr__(self) -> str:
         return f"OpCurve({self.op}, {format_key(self.spec, tuple(self.key.values()))}, {self.backing})"
 
+    def constructor_args(self) -> tuple[OpSpec, KeyTuple, _CurveModel, bool, str]:
+        """The arguments that build this curve again: a subclass that reprices a curve (costmodel/prefix_path.py)
+        starts from them, keeping the base's key, backing and grid model."""
+        return self.spec, tuple(self.key.values()), self._model, self.measured, self.backing
+
     def _axes_in_order(self, axes: Mapping[str, object]) -> list[object]:
         if axes.keys() != self._axis_set:
             missing = sorted(self._axis_set - set(axes))
