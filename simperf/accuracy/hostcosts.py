@@ -204,10 +204,8 @@ def step_cost_of(scenario):
 def _one_batch(path: Path) -> dict[tuple[int, int], dict]:
     """one_batch results by (batch size, input length); a repeated shape keeps its last (warm) record."""
     rows: dict[tuple[int, int], dict] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            r = json.loads(line)
-            rows[(int(r["batch_size"]), int(r["input_len"]))] = r
+    for _, r in json_object_lines(path.read_text(encoding="utf-8").splitlines(), path, ValueError):
+        rows[(int(r["batch_size"]), int(r["input_len"]))] = r
     return rows
 
 
@@ -240,8 +238,7 @@ def _eager_extend(corpus: Path, forward: Path, tokens: int, scenario) -> HostCos
 
 
 def _profiled_busy_us(summary: Path, tokens: int) -> float:
-    for line in summary.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
+    for _, row in json_object_lines(summary.read_text(encoding="utf-8").splitlines(), summary, ValueError):
         if f"_input{tokens}_" in row["trace"]:
             return float(row["gpu_busy_us"])
     raise ValueError(f"{summary}: no profiled forward of {tokens} tokens")
