@@ -30,12 +30,12 @@ SINGLE_H100_HOST_PLANS = frozenset(
         "h100-check-graph.yaml",  # the same kind (2026-11-27, eighteenth session)
     }
 )
-H200_HOST_PLANS = frozenset({"h200.yaml", "h200-host.yaml"})
+H200_HOST_PLANS = frozenset({"h200.yaml", "h200-host.yaml", "h200-check-graph.yaml"})
 TENSOR_PARALLEL_HOST_PLANS = frozenset({"h100-tp2.yaml", "h100-tp4.yaml"})
 
 
 # plans recorded to check a prediction committed before them: their runs are compared, never measured from
-CHECK_ONLY_PLANS = frozenset({"h100-tight.yaml", "h100-check-graph.yaml"})
+CHECK_ONLY_PLANS = frozenset({"h100-tight.yaml", "h100-check-graph.yaml", "h200-check-graph.yaml"})
 
 
 def _plan_name(run_dir: Path) -> str:
