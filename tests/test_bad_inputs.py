@@ -133,6 +133,11 @@ SCENARIO_CASES = [
         "spec-algorithm", "serving.speculative.algorithm", **{"serving.speculative": {"algorithm": "medusa"}}
     ),  # fmt: skip
     scenario_case(
+        "max-running-huge",
+        "serving.max_running_requests: 1000000000 requests per rank need",
+        **{"serving.max_running_requests": 10**9},
+    ),  # fmt: skip
+    scenario_case(
         "spec-accept-min-only",
         "serving.speculative.accept_length",
         **{"serving.speculative": {"accept_length": {"mean": 2.0, "min": 1.5}}},

@@ -170,6 +170,24 @@ def _default_mem_fraction(
     )
 
 
+# SGLang's request-to-token table: int32 rows of context_len + 4 token slots, one per running request and one spare
+# (SGLang 0.5.17 srt/mem_cache/memory_pool.py ReqToTokenPool, sized in kv_cache_configurator.py)
+REQ_TO_TOKEN_EXTRA_SLOTS = 4
+REQ_TO_TOKEN_BYTES = 4
+
+
+def _check_request_pool(max_running: int, context_len: int, gpu: GpuSpec, field: str) -> None:
+    """A max_running_requests whose request-to-token table alone outgrows the GPU: SGLang fails to allocate it at
+    start-up, and simperf's per-request state would run the host out of memory (1e9 did). One line, the field."""
+    table_bytes = (max_running + 1) * (context_len + REQ_TO_TOKEN_EXTRA_SLOTS) * REQ_TO_TOKEN_BYTES
+    if table_bytes > gpu.memory_bytes:
+        raise ValueError(
+            f"{field}.max_running_requests: {max_running} requests per rank need a {table_bytes / 1024**3:,.0f} GiB "
+            f"request-to-token table ({context_len} + {REQ_TO_TOKEN_EXTRA_SLOTS} int32 slots each, SGLang's "
+            f"ReqToTokenPool), more than a {gpu.key}'s {gpu.memory_bytes / 1024**3:.0f} GiB; give fewer"
+        )
+
+
 def _nothing_left_message(
     s: ServingSpec, gpu: GpuSpec, field: str, chunk: int, max_bs: int, decode_graph: bool, mem_fraction: float
 ) -> str:
@@ -272,6 +290,7 @@ def resolve(
 
     if s.max_running_requests is not None:
         max_running = max(1, s.max_running_requests // s.dp_attention)
+        _check_request_pool(max_running, arch.context_len, gpu, field)
     elif s.speculative is not None:
         max_running = SPECULATIVE_MAX_RUNNING_REQUESTS
     else:
