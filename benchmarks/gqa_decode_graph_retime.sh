@@ -32,8 +32,7 @@ left() { echo $(( budget - ($(date +%s) - t0) - ${1:-0} )); }
 echo "tables done after $(( $(date +%s) - t0 )) s" | tee -a "$log"
 # the off-grid sets: results appended to copies of the committed files (the last row of an id is the one read)
 for set in ${SETS:-samples samples-seed20261126 straggler-dev}; do
-  case $set in samples) res=$gpu-results.jsonl;; samples-*) res=$gpu-results-${set#samples-}.jsonl;;
-    *) res=$set-$gpu-results.jsonl;; esac
+  res=$(python3 -c "from simperf.perfdb.offgrid.io import results_name; print(results_name('$set', '$gpu'))")
   [ -f "$work/$res" ] || cp calibration/offgrid/$res "$work/$res"
   [ $(left 15) -gt 10 ] || break
   python3 -m simperf.perfdb.offgrid time calibration/offgrid/$set.jsonl --out "$work/$res" \

@@ -33,21 +33,14 @@ def _layout(batch: int, kv_len: int):
     return paged_layout([kv_len] * batch, 1)
 
 
-def _wrapper(graph: bool, ws, batch: int, pages: int, tensor_cores: bool):
-    import torch
+def _wrapper(graph: bool, ws, indptr, indices, last_page_len, tensor_cores: bool):
     from flashinfer.decode import BatchDecodeWithPagedKVCacheWrapper
+
+    from simperf.calibrate.backends.gqa_flashinfer import graph_mode_wrapper
 
     if not graph:
         return BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", use_tensor_cores=tensor_cores)
-    return BatchDecodeWithPagedKVCacheWrapper(
-        ws,
-        "NHD",
-        use_cuda_graph=True,
-        use_tensor_cores=tensor_cores,
-        paged_kv_indptr_buffer=torch.zeros(batch + 1, dtype=torch.int32, device="cuda"),
-        paged_kv_indices_buffer=torch.zeros(pages, dtype=torch.int32, device="cuda"),
-        paged_kv_last_page_len_buffer=torch.zeros(batch, dtype=torch.int32, device="cuda"),
-    )
+    return graph_mode_wrapper(ws, tensor_cores, indptr, indices, last_page_len)
 
 
 def _kernels(launch) -> list[tuple[str, float]]:
@@ -78,7 +71,7 @@ def measure(heads: int, kv_heads: int, batch: int, kv_len: int, graph: bool, ws)
 
     tensor_cores = use_tensor_cores("bf16", heads, kv_heads)
     kv_indptr, kv_indices, last_page_len, pages = _layout(batch, kv_len)
-    wrapper = _wrapper(graph, ws, batch, int(kv_indices.numel()), tensor_cores)
+    wrapper = _wrapper(graph, ws, kv_indptr, kv_indices, last_page_len, tensor_cores)
     wrapper.plan(
         kv_indptr,
         kv_indices,

@@ -104,19 +104,22 @@ def compact(out_dir: Path, journal: Journal | None = None) -> dict[str, int]:
     touched_ops = {row["op"] for row in new_rows}
     counts: dict[str, int] = {}
     for op in sorted(touched_ops):
-        path = out_dir / table_path_name(op)
-        merged: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            for row in pq.read_table(path).to_pylist():
-                merged[point_key(row)] = row
-        for row in new_rows:
-            if row["op"] == op:
-                keep_better(merged, row)
-        ordered = sorted(merged.values(), key=_sort_key)
-        write_table_atomic(rows_to_table(ordered), path)
-        counts[op] = len(ordered)
+        counts[op] = fold_rows(out_dir / table_path_name(op), [row for row in new_rows if row["op"] == op])[0]
     journal_path.unlink()
     return counts
+
+
+def fold_rows(path: Path, new_rows: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    """Fold one op's `new_rows` into its table at `path` (keep_better per point key; sorted; written atomically).
+    Returns (rows in the table now, new rows put in it)."""
+    merged: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for row in pq.read_table(path).to_pylist():
+            merged[point_key(row)] = row
+    taken = sum(keep_better(merged, row) for row in new_rows)
+    ordered = sorted(merged.values(), key=_sort_key)
+    write_table_atomic(rows_to_table(ordered), path)
+    return len(ordered), taken
 
 
 def _sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -145,13 +148,6 @@ def merge_tables(source_dir: Path, dest_dir: Path) -> dict[str, tuple[int, int]]
         if not source.exists():
             continue
         new_rows = pq.read_table(source).to_pylist()
-        path = Path(dest_dir) / table_path_name(op)
-        merged: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            for row in pq.read_table(path).to_pylist():
-                merged[point_key(row)] = row
-        taken = sum(keep_better(merged, row) for row in new_rows)
-        ordered = sorted(merged.values(), key=_sort_key)
-        write_table_atomic(rows_to_table(ordered), path)
+        _, taken = fold_rows(Path(dest_dir) / table_path_name(op), new_rows)
         counts[op] = (taken, len(new_rows) - taken)
     return counts

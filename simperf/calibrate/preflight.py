@@ -49,11 +49,12 @@ def check_options(options: Any) -> None:
         raise CalibrateError(f"--grid {options.grid_path}: no such file")
     retime = getattr(options, "retime_from", None)
     if retime is not None:
-        if table_gpu(retime) is None:
+        retime_gpu = table_gpu(retime)
+        if retime_gpu is None:
             raise CalibrateError(f"--retime {retime}: no calibration tables there")
         if options.grid_path is not None:
             raise CalibrateError("--retime: measures the recorded points, not a grid's; drop --grid")
-        out = options.out or Path("calibration") / (table_gpu(retime) or "unknown")
+        out = options.out or Path("calibration") / (retime_gpu or "unknown")
         if Path(out).resolve() == Path(retime).resolve():
             raise CalibrateError(
                 f"--retime {retime} --out {out}: every point is recorded there already; time into another "

@@ -50,9 +50,27 @@ def compile_signature(point: dict[str, Any]) -> tuple[Any, ...]:
     return (point["kv_dtype"], point["head_dim"], _use_tensor_cores(point))
 
 
-def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
+def graph_mode_wrapper(
+    workspace_buffer: Any, tensor_cores: bool, indptr: Any, indices: Any, last_page_len: Any
+) -> Any:
+    """A decode wrapper as SGLang builds it for a captured batch: CUDA-graph mode over index buffers of this
+    batch's size (its plan then copies the batch's page table into them)."""
     import torch
     from flashinfer.decode import BatchDecodeWithPagedKVCacheWrapper
+
+    return BatchDecodeWithPagedKVCacheWrapper(
+        workspace_buffer,
+        "NHD",
+        use_cuda_graph=True,
+        use_tensor_cores=tensor_cores,
+        paged_kv_indptr_buffer=torch.empty_like(indptr),
+        paged_kv_indices_buffer=torch.empty_like(indices),
+        paged_kv_last_page_len_buffer=torch.empty_like(last_page_len),
+    )
+
+
+def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
+    import torch
 
     lens = kv_lengths(point)
     batch = len(lens)
@@ -60,14 +78,12 @@ def run_point(point: dict[str, Any], ctx: Any) -> Measurement | None:
     page = int(point["page_size"])
     kv_dtype = torch_dtype(point["kv_dtype"])
     indptr, indices, last_page_len, total_pages = paged_layout(lens, page, PrefixGroups.of(point))
-    wrapper = BatchDecodeWithPagedKVCacheWrapper(
+    wrapper = graph_mode_wrapper(
         workspace(ctx, nbytes=SGLANG_WORKSPACE_BYTES),
-        "NHD",
-        use_cuda_graph=True,
-        use_tensor_cores=_use_tensor_cores(point),
-        paged_kv_indptr_buffer=torch.empty_like(indptr),
-        paged_kv_indices_buffer=torch.empty_like(indices),
-        paged_kv_last_page_len_buffer=torch.empty_like(last_page_len),
+        _use_tensor_cores(point),
+        indptr,
+        indices,
+        last_page_len,
     )
     wrapper.plan(
         indptr,
