@@ -410,7 +410,6 @@ def perfdb_check(
     from simperf.costmodel.ragged import ragged_errors, ragged_summary
     from simperf.perfdb.check import heldout_errors, heldout_summary, resolve_gpu
     from simperf.perfdb.locate import check_table_files
-    from simperf.report.tables import frame_table, pct
 
     check_table_files(directory)
     if offgrid is not None and offgrid_time is not None:
@@ -427,16 +426,19 @@ def perfdb_check(
     errors = heldout_errors(directory)
     if errors.height == 0:
         _fail(f"{directory}: no held-out rows (run `simperf calibrate --heldout N`)", code=1)
-    summary = heldout_summary(errors)
-    as_pct = {c: pct for c, t in summary.schema.items() if t.is_float()}
-    tables = [frame_table(summary, f"held-out interpolation error, {directory}", "heldout", as_pct)]
+    tables = [_error_table(heldout_summary(errors), f"held-out interpolation error, {directory}", "heldout")]
     ragged = ragged_errors(directory, resolve_gpu(directory))
     if ragged.height:
-        summary = ragged_summary(ragged)
-        as_pct = {c: pct for c, t in summary.schema.items() if t.is_float()}
         title = "ragged decode batches: mean-KV model vs split-KV work model"
-        tables.append(frame_table(summary, title, "ragged", as_pct))
+        tables.append(_error_table(ragged_summary(ragged), title, "ragged"))
     _print(tables, output)
+
+
+def _error_table(frame, title: str, name: str):
+    """An error summary as a printed table: its float columns are fractions, shown as percentages."""
+    from simperf.report.tables import frame_table, pct
+
+    return frame_table(frame, title, name, {c: pct for c, t in frame.schema.items() if t.is_float()})
 
 
 def _perfdb_offgrid(
@@ -448,7 +450,7 @@ def _perfdb_offgrid(
     output: str,
 ) -> None:
     from simperf.perfdb.offgrid.cli import DEFAULT_SAMPLES, check_offgrid, time_offgrid
-    from simperf.report.tables import check_output, frame_table, pct
+    from simperf.report.tables import check_output
 
     samples = samples or DEFAULT_SAMPLES
     if not samples.is_file():
@@ -478,10 +480,7 @@ def _perfdb_offgrid(
         report = check_offgrid(directory, results, samples, scaled_from)
     except ValueError as e:
         _fail(str(e))
-    tables = []
-    for name, title, frame in report.tables:
-        as_pct = {c: pct for c, t in frame.schema.items() if t.is_float()}
-        tables.append(frame_table(frame, title, name, as_pct))
+    tables = [_error_table(frame, title, name) for name, title, frame in report.tables]
     if output == "text":
         print(report.header)
     _print(tables, output, extra=None if output == "text" else {"header": report.header})

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,6 +264,16 @@ def sends_text(run_dir: Path) -> bool:
     """Whether a recorded run's client sent text prompts (the API server tokenised them): bench_serving sends
     token ids only with --tokenize-prompt."""
     return "--tokenize-prompt" not in (run_dir / "bench_cmd.txt").read_text(encoding="utf-8")
+
+
+def closed_loop_token_runs(corpus: Path, min_concurrency: int) -> Iterator[tuple[Path, int]]:
+    """(run directory, --max-concurrency) of the corpus' runs that held min_concurrency or more streams and sent
+    token ids (a text prompt adds the API server's tokenisation to every timestamp after the send)."""
+    for run in run_dirs(corpus):
+        flags = bench_flags((run / "bench_cmd.txt").read_text(encoding="utf-8"))
+        concurrency = int(flags.get("max-concurrency", 0) or 0)
+        if concurrency >= min_concurrency and not sends_text(run):
+            yield run, concurrency
 
 
 def scenario_of(run_dir: Path) -> Scenario:

@@ -564,14 +564,12 @@ def first_burst_costs(corpus: Path) -> dict[str, HostCost]:
     is the median over the runs."""
     import polars as pl
 
-    from simperf.accuracy.corpus import bench_flags, run_dirs, sends_text
+    from simperf.accuracy.corpus import closed_loop_token_runs
     from simperf.groundtruth.hosts import feeds_defaults
 
     setup, burst, receive = [], [], []
-    for run in run_dirs(corpus):
-        flags = bench_flags((run / "bench_cmd.txt").read_text(encoding="utf-8"))
-        concurrency = int(flags.get("max-concurrency", 0) or 0)
-        if concurrency < FIRST_BURST_MIN_CONCURRENCY or sends_text(run) or not feeds_defaults(run):
+    for run, concurrency in closed_loop_token_runs(corpus, FIRST_BURST_MIN_CONCURRENCY):
+        if not feeds_defaults(run):
             continue
         df = pl.read_parquet(run / "requests.parquet", columns=["client_send_s", "server_received_s"])
         first = df.sort("client_send_s").head(concurrency)

@@ -75,18 +75,10 @@ def run_receives(run: Path, concurrency: int) -> WaveReceives | None:
 
 def corpus_receives(corpus: Path) -> list[WaveReceives]:
     """Every closed-loop corpus run with 16+ streams that sent token ids and has later waves."""
-    from simperf.accuracy.corpus import bench_flags, run_dirs, sends_text
+    from simperf.accuracy.corpus import closed_loop_token_runs
 
-    out = []
-    for run in run_dirs(corpus):
-        flags = bench_flags((run / "bench_cmd.txt").read_text(encoding="utf-8"))
-        concurrency = int(flags.get("max-concurrency", 0) or 0)
-        if concurrency < MIN_CONCURRENCY or sends_text(run):
-            continue
-        row = run_receives(run, concurrency)
-        if row is not None:
-            out.append(row)
-    return out
+    rows = (run_receives(run, c) for run, c in closed_loop_token_runs(corpus, MIN_CONCURRENCY))
+    return [row for row in rows if row is not None]
 
 
 def markdown(rows: list[WaveReceives], corpus: Path) -> str:

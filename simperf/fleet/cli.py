@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -192,8 +191,9 @@ def plan_fleet_command(
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
-    if not (math.isfinite(rate) and rate > 0):  # NaN failed deep in the arrivals; inf planned for a burst
-        _fail(f"--rate: got {rate}; give a positive request rate (req/s)")
+    from simperf.sweep.cli import check_plan_numbers
+
+    check_plan_numbers(rate, None)  # NaN failed deep in the arrivals; inf planned for a burst
     if max_replicas < 1:  # 0 and negatives were accepted, and the search tried one replica anyway
         _fail(f"--max-replicas: got {max_replicas}; give 1 or more")
     check_policies(policy)

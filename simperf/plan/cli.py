@@ -101,8 +101,9 @@ def plan_command(
         _fail(f"{', '.join(missing)}: required for a one-shot plan (or give a sweep table)")
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
-    if top is not None and top < 1:
-        _fail(f"--top: got {top}; give 1 or more")
+    from simperf.sweep.cli import check_plan_numbers
+
+    check_plan_numbers(rate, top)
     request = _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla or [], mtp_accept_length,
                        num_prompts, disaggregation)  # fmt: skip
     run_oneshot(request, top if top is not None else 3, save_dir, table, fresh, output, executor, workers,
@@ -119,8 +120,6 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
         _fail(f"--model: got {model!r}; the zoo has {', '.join(zoo_names())}")
     if gpu not in gpu_keys():
         _fail(f"--gpu: got {gpu!r}; allowed values: {', '.join(gpu_keys())}")
-    if rate is not None and not (math.isfinite(rate) and rate > 0):
-        _fail(f"--rate: got {rate}; give a positive request rate (req/s)")
     if not 0.0 <= range_ratio <= 1.0:
         _fail(f"--range-ratio: got {range_ratio}; allowed: 0 to 1")
     if not (math.isfinite(accept) and accept > 1.0):  # NaN passed `accept <= 1` and planned MTP with it

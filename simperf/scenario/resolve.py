@@ -86,6 +86,20 @@ def decode_graph_buckets(max_bs: int, speculative: bool) -> tuple[int, ...]:
     return tuple(kept)
 
 
+def decode_graph_reserve_mb(max_bs: int, dp: int, decode_graph: bool) -> float:
+    """What SGLang's reservation rule sets aside for the decode CUDA graphs (docs/serving-model.md §1.12)."""
+    reserve = GRAPH_RESERVE_MB_PER_BS * max_bs if decode_graph else 0.0
+    if dp > 1:
+        large = DP_GRAPH_RESERVE_MB_PER_LARGE_BS * max_bs * dp if max_bs > DP_GRAPH_RESERVE_LARGE_BS else 0
+        reserve += DP_GRAPH_RESERVE_MB_PER_BS * max_bs * dp + large
+    return reserve
+
+
+def activation_reserve_mb(activation_tokens: int) -> float:
+    """What the rule sets aside for a prefill's activations (docs/serving-model.md §1.12)."""
+    return RESERVED_MB_PER_ACTIVATION_TOKEN * max(activation_tokens, MIN_ACTIVATION_TOKENS)
+
+
 def default_mem_fraction_static(
     gpu: GpuSpec,
     chunk: int,
@@ -101,15 +115,11 @@ def default_mem_fraction_static(
     prefill_graph_mb: what the prefill CUDA graph reserves (`prefill_graph_reserve_mb`); speculative_mb: what a
     draft model reserves in versions that reserved for it (`speculative_reserve_mb`)."""
     gpu_mib = gpu.memory_bytes / MIB
-    graph_reserve = GRAPH_RESERVE_MB_PER_BS * max_bs if decode_graph else 0.0
-    if dp > 1:
-        large = DP_GRAPH_RESERVE_MB_PER_LARGE_BS * max_bs * dp if max_bs > DP_GRAPH_RESERVE_LARGE_BS else 0
-        graph_reserve += DP_GRAPH_RESERVE_MB_PER_BS * max_bs * dp + large
     reserved = (
         RESERVED_BASE_MB
-        + RESERVED_MB_PER_ACTIVATION_TOKEN * max(chunk, MIN_ACTIVATION_TOKENS)
+        + activation_reserve_mb(chunk)
         + RESERVED_MB_PER_8_TP_RANKS * tp / 8
-        + graph_reserve
+        + decode_graph_reserve_mb(max_bs, dp, decode_graph)
         + prefill_graph_mb
     )
     if gpu_mib > RESERVED_FLOOR_ABOVE_GIB * 1024:
@@ -195,9 +205,8 @@ def _nothing_left_message(
     is physical: what the rule reserves (activations and CUDA graphs) cannot exceed the GPU's memory; SGLang itself
     takes such a cuda_graph_max_bs or chunk and computes a negative mem_fraction_static (it has no upper bound)."""
     gib = gpu.memory_bytes / 1024**3
-    graph_mb = GRAPH_RESERVE_MB_PER_BS * max_bs if decode_graph else 0.0
-    activation_tokens = chunk * s.dp_attention if chunk > 0 else s.max_prefill_tokens
-    activation_mb = RESERVED_MB_PER_ACTIVATION_TOKEN * activation_tokens
+    graph_mb = decode_graph_reserve_mb(max_bs, s.dp_attention, decode_graph)
+    activation_mb = activation_reserve_mb(chunk * s.dp_attention if chunk > 0 else s.max_prefill_tokens)
     if graph_mb >= activation_mb:
         name, value = "cuda_graph_max_bs", s.cuda_graph_max_bs
         why = f"{GRAPH_RESERVE_MB_PER_BS} MB per decode CUDA-graph batch size, {graph_mb / 1024:.1f} GiB here"

@@ -93,23 +93,25 @@ def read_trace(path: Path | str, limit: int | None = None, run: int | None = Non
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
     suffix = path.suffix.lower()
-    if suffix not in (".parquet", ".csv"):
-        with path.open() as f:
-            head = f.read(4096).lstrip()
-        looks_json = head.startswith(("{", "["))
-        if looks_json and '"input_lens"' in _first_line(path):
-            from simperf.workload.bench_serving import read_bench_serving
+    looks_json = suffix not in (".parquet", ".csv") and _starts_like_json(path)
+    if looks_json and '"input_lens"' in _first_line(path):
+        from simperf.workload.bench_serving import read_bench_serving
 
-            return read_bench_serving(path, limit=limit, run=run)
+        return read_bench_serving(path, limit=limit, run=run)
     if run is not None:  # other formats hold one trace: a run number was accepted and ignored
         raise TraceError(
             f"{path}: run {run}: only bench_serving output files hold several runs (one per line)"
         )
     if suffix == ".parquet":
         return _read_parquet(path, limit)
-    if suffix == ".csv" or not (suffix in (".jsonl", ".json", ".ndjson") or looks_json):
-        return _collect(_csv_rows(path, limit), path)
-    return _collect(_jsonl_rows(path, limit), path)
+    if suffix in (".jsonl", ".json", ".ndjson") or looks_json:
+        return _collect(_jsonl_rows(path, limit), path)
+    return _collect(_csv_rows(path, limit), path)
+
+
+def _starts_like_json(path: Path) -> bool:
+    with path.open() as f:
+        return f.read(4096).lstrip().startswith(("{", "["))
 
 
 def _first_line(path: Path) -> str:

@@ -100,7 +100,7 @@ RETIME_CATEGORIES = ("decode", "extend", "gemm", "moe", "elementwise")
 
 
 def _retime_choice(value: str) -> str:
-    """A category, or op/backend with a known op (argparse turns the ValueError into a one-line usage error)."""
+    """A category, or op/backend with a known op (argparse prints the ArgumentTypeError as one usage line)."""
     from simperf.perfdb.schema import OP_SPECS
 
     op, slash, backend = value.partition("/")
