@@ -282,3 +282,15 @@ def test_retime_measures_a_directorys_points_again_and_merge_folds_them_back(tmp
     assert all(after[m] == retimed[m] for m in FAKE_MS if m != 8)
     with pytest.raises(CalibrateError, match="give --out"):
         main(["--merge-from", str(again)])
+
+
+def test_replay_target_reaches_the_timers_and_is_checked_before_anything_runs(tmp_path):
+    """`--replay-target-ms` sets the GPU time each point's replays add up to (dense sweeps of cheap kernels);
+    out of range it is refused before the device probe, naming the option and the range."""
+    from simperf.calibrate.preflight import CalibrateError
+    from simperf.calibrate.worker import timing_config
+
+    assert timing_config(None).target_ms == 60.0 and timing_config(15.0).target_ms == 15.0
+    with pytest.raises(CalibrateError, match=r"--replay-target-ms: got 1; allowed: 5 to 1000 ms"):
+        run(RunOptions(out=tmp_path / "t", gpu="h100", replay_target_ms=1, console=Console(quiet=True)))
+    assert not (tmp_path / "t").exists()

@@ -42,3 +42,20 @@ def test_the_committed_set_is_what_the_generator_writes():
     assert {tuple(s["point"][c] for c in ("m", "n", "k")) for s in committed} <= {
         tuple(s["point"][c] for c in ("m", "n", "k")) for s in fresh
     }
+
+
+def test_the_gemm_m_check_set_is_what_its_generator_writes_from_its_seed():
+    """The M-axis check set was committed before any of it was timed: regenerating it from its header's seed gives
+    it back, every draw a zoo linear layer's (n, k) at M in range, block fp8 only where n and k allow it."""
+    from simperf.calibrate import shapes
+    from simperf.perfdb.offgrid.io import read_samples
+    from simperf.perfdb.offgrid.recheck import GEMM_M_CHECK_RANGE, generate_gemm_m_check
+
+    header, committed = read_samples(OFFGRID / "gemm-m-check.jsonl")
+    assert committed == generate_gemm_m_check(len(committed), header["seed"])
+    layers = {(s.n, s.k) for s in shapes.deepseek_gemm_shapes() + shapes.dense_gemm_shapes()}
+    for sample in committed:
+        p = sample["point"]
+        assert (p["n"], p["k"]) in layers and GEMM_M_CHECK_RANGE[0] <= p["m"] <= GEMM_M_CHECK_RANGE[1]
+        assert p["dtype"] == "bf16" or (p["n"] % 128 == 0 and p["k"] % 128 == 0)
+    assert {s["point"]["dtype"] for s in committed} == {"bf16", "fp8_block"}

@@ -36,6 +36,7 @@ def calibrate_command(
     gpu: str | None = None,
     limit: int | None = None,
     retime_from: Path | None = None,
+    replay_target_ms: float | None = None,
 ) -> int:
     """Measure the calibration tables of this GPU into `out` (default calibration/<gpu>/).
 
@@ -63,6 +64,7 @@ def calibrate_command(
         gpu=gpu,
         limit=limit,
         retime_from=retime_from,
+        replay_target_ms=replay_target_ms,
     )
     model_list = _split(models)
     if model_list:
@@ -98,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="measure again the points DIR's tables hold (with --ops/--backends), into another --out",
+    )
+    p.add_argument(
+        "--replay-target-ms",
+        type=float,
+        help="GPU time of graph replays per point (default 60; dense sweeps of cheap kernels: 15)",
     )
     p.add_argument(
         "--merge-from",
@@ -141,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         gpu=args.gpu,
         limit=args.limit,
         retime_from=args.retime,
+        replay_target_ms=args.replay_target_ms,
     )
 
 

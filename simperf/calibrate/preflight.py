@@ -35,6 +35,10 @@ class CalibrateError(ValueError):
     """A calibration run that cannot start; the message names the option or what is missing."""
 
 
+# --replay-target-ms: below ~5 ms a point is a handful of replays of one graph; above 1 s a grid takes hours
+REPLAY_TARGET_MS_RANGE = (5.0, 1000.0)
+
+
 def check_options(options: Any) -> None:
     """Every numeric option in range and --gpu a catalogue key, before the probe or any file."""
     keys = [*gpu_keys(), CPU_STAND_IN]
@@ -64,6 +68,10 @@ def check_options(options: Any) -> None:
         raise CalibrateError(
             f"--time-budget-s: got {options.time_budget_s}; must be a positive number of seconds"
         )
+    target = getattr(options, "replay_target_ms", None)
+    if target is not None and not REPLAY_TARGET_MS_RANGE[0] <= target <= REPLAY_TARGET_MS_RANGE[1]:
+        low, high = REPLAY_TARGET_MS_RANGE
+        raise CalibrateError(f"--replay-target-ms: got {target}; allowed: {low:g} to {high:g} ms")
 
 
 def require_device(probe: dict[str, Any], what: str = "calibrate times kernels") -> None:

@@ -85,6 +85,9 @@ class RunOptions:
     limit: int | None = None  # at most this many points (smoke runs)
     models: list[str] | None = None  # restrict the MoE family to these models
     retime_from: Path | None = None  # measure the points this directory's tables hold instead of a grid's
+    # GPU time of replays each point is timed over (timing.TimingConfig.target_ms; None: its default). Dense
+    # sweeps of cheap kernels take a shorter target: each point is still >= 5 replays of a >= 2 ms graph.
+    replay_target_ms: float | None = None
     console: Console = field(default_factory=lambda: Console(stderr=True))
 
 
@@ -122,10 +125,12 @@ class WorkerDied(Exception):
 class WorkerProcess:
     """One worker subprocess; `measure` sends a point and waits (with a timeout) for its row."""
 
-    def __init__(self, group: WorkerGroup, warm: bool = False) -> None:
+    def __init__(self, group: WorkerGroup, warm: bool = False, replay_target_ms: float | None = None) -> None:
         cmd = [sys.executable, "-m", "simperf.calibrate.worker", "--group", group.name]
         if warm:
             cmd.append("--warm")
+        if replay_target_ms is not None:
+            cmd += ["--replay-target-ms", repr(float(replay_target_ms))]
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env(), bufsize=0
         )
@@ -454,7 +459,7 @@ def _run_group(
                 stopped = True
                 break
             if worker is None:
-                worker = WorkerProcess(group)
+                worker = WorkerProcess(group, replay_target_ms=options.replay_target_ms)
             timeout = options.first_point_timeout_s if worker.points_done == 0 else options.point_timeout_s
             try:
                 row = worker.measure(point, timeout)

@@ -68,11 +68,16 @@ def measure_point(module: Any, point: dict[str, Any], ctx: WorkerContext) -> dic
     return row
 
 
-def serve(group_name: str, warm_only: bool) -> int:
+def timing_config(replay_target_ms: float | None) -> TimingConfig:
+    """The timers' knobs: TimingConfig's defaults, with the replay target of `--replay-target-ms` if given."""
+    return TimingConfig() if replay_target_ms is None else TimingConfig(target_ms=replay_target_ms)
+
+
+def serve(group_name: str, warm_only: bool, replay_target_ms: float | None = None) -> int:
     results = _result_stream()
     group = group_by_name(group_name)
     device = detect_device(use_torch=group.needs_gpu)
-    timing = TimingConfig()
+    timing = timing_config(replay_target_ms)
     timing.warm_only = warm_only
     ctx = WorkerContext(device=device, timing=timing)
     module = importlib.import_module(group.module)
@@ -96,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", action="store_true")
     parser.add_argument("--probe", action="store_true")
     parser.add_argument("--ceilings", action="store_true")
+    parser.add_argument("--replay-target-ms", type=float)
     args = parser.parse_args(argv)
     if args.probe:
         print(json.dumps(detect_device().to_dict()))
@@ -107,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.group:
         parser.error("--group is required")
-    return serve(args.group, args.warm)
+    return serve(args.group, args.warm, args.replay_target_ms)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
     python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix.jsonl --shared-prefix
     python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix-fa3.jsonl --shared-prefix sgl_fa3
     python -m simperf.perfdb.offgrid generate calibration/offgrid/gemm-recheck.jsonl --recheck-gemm
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/gemm-m-check.jsonl --gemm-m-check 400 --seed 20261127
     python -m simperf.perfdb.offgrid time calibration/offgrid/samples.jsonl --out results.jsonl [--time-budget-s S]
     python -m simperf.perfdb.offgrid docs [--check]     # regenerate the numbers in docs/accuracy.md, docs/perfdb.md
 
@@ -42,6 +43,8 @@ def _generate(args: argparse.Namespace) -> int:
         write_samples(args.path, recheck.set_header(samples), samples)
         print(f"{args.path}: {len(samples)} bf16 GEMM grid points to time again", file=sys.stderr)
         return 0
+    if args.gemm_m_check is not None:
+        return _generate_gemm_m_check(args)
     if args.stragglers:
         from simperf.perfdb.offgrid.samples import generate_stragglers
 
@@ -74,6 +77,22 @@ def _generate(args: argparse.Namespace) -> int:
     write_samples(args.path, set_header(args.seed or OFFGRID_SEED), samples)
     ragged = sum(1 for s in samples if s["ragged"])
     print(f"{args.path}: {len(samples)} samples, {ragged} ragged", file=sys.stderr)
+    return 0
+
+
+def _generate_gemm_m_check(args: argparse.Namespace) -> int:
+    from simperf.perfdb.offgrid import recheck
+    from simperf.perfdb.offgrid.io import write_samples
+    from simperf.perfdb.offgrid.samples import OFFGRID_SEED
+
+    if args.gemm_m_check < 1 or not args.seed or args.seed == OFFGRID_SEED:
+        print("--gemm-m-check: give a count of at least 1 and a --seed other than the off-grid set's", file=sys.stderr)
+        return 2
+    samples = recheck.generate_gemm_m_check(args.gemm_m_check, args.seed)
+    header = {"seed": args.seed, "counts": {"gemm": len(samples)}, "ragged_share": {},
+              "generator": "simperf.perfdb.offgrid.recheck.generate_gemm_m_check"}  # fmt: skip
+    write_samples(args.path, header, samples)
+    print(f"{args.path}: {len(samples)} GEMMs at random M (a held-out set for the M axis)", file=sys.stderr)
     return 0
 
 
@@ -133,6 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         "--recheck-gemm",
         action="store_true",
         help="every bf16 GEMM grid key of the shipped tables at m = 1 and 8, to time again (a designed set)",
+    )
+    gen.add_argument(
+        "--gemm-m-check",
+        type=int,
+        metavar="N",
+        help="N zoo GEMMs (bf16, block fp8) at log-uniform random M: a held-out set for the M axis (needs --seed)",
     )
     gen.add_argument(
         "--shared-prefix",

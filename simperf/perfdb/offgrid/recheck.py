@@ -20,6 +20,8 @@ import polars as pl
 from simperf.calibrate.points import make_point
 
 RECHECK_M = (1, 8)
+# The GEMM M check (`generate_gemm_m_check`): token counts a step can give a linear layer, log-uniform
+GEMM_M_CHECK_RANGE = (1, 8192)
 
 
 def _bf16_grid_rows(directory: Path) -> pl.DataFrame:
@@ -107,3 +109,37 @@ def table_vs_retimings(table_dir: Path, samples_path: Path, results: Sequence[Pa
         "passes_median": float(np.median(spreads)),
         "passes_p90": float(np.percentile(spreads, 90)),
     }
+
+
+def generate_gemm_m_check(count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` GEMMs of the zoo's linear layers (every family, TP 1-8; bf16, and block fp8 where n and k are
+    multiples of 128) at M drawn log-uniform over GEMM_M_CHECK_RANGE: a held-out set for the tables' M axis, whose
+    draws mostly fall between grid points. LM heads are drawn at M <= 512 (their M is the number of sequences)."""
+    import math
+    import random
+
+    from simperf.calibrate import shapes
+
+    rng = random.Random(seed)
+    layers = shapes.deepseek_gemm_shapes() + shapes.dense_gemm_shapes()
+    samples: list[dict[str, Any]] = []
+    while len(samples) < count:
+        shape = rng.choice(layers)
+        dtype = rng.choice(("bf16", "fp8_block"))
+        if dtype == "fp8_block" and (shape.n % 128 or shape.k % 128):
+            continue
+        high = 512 if "lm_head" in shape.name else GEMM_M_CHECK_RANGE[1]
+        m = int(round(math.exp(rng.uniform(math.log(GEMM_M_CHECK_RANGE[0]), math.log(high)))))
+        backend = "torch" if dtype == "bf16" else "torch_scaled_mm"
+        point = make_point("gemm", backend, dtype=dtype, n=shape.n, k=shape.k, m=m, sample="heldout")
+        samples.append(
+            {
+                "id": len(samples),
+                "category": "gemm",
+                "ragged": False,
+                "model": None,
+                "note": f"{shape.name} ({dtype}) at m={m}",
+                "point": point,
+            }
+        )
+    return samples
