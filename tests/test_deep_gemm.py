@@ -47,9 +47,10 @@ def test_the_grid_names_deep_gemm_shapes_and_rejects_unknown_ones(tmp_path):
     assert not out.exists()
 
 
-def test_deep_gemm_keys_follow_their_measurements_along_m_where_other_gemms_stay_monotone(h100):
+def test_gemm_keys_follow_their_measurements_along_m_where_other_ops_stay_monotone(h100):
     assert monotone_axes("gemm", DOWN) == MONOTONE_AXES - {"m"}
-    assert monotone_axes("gemm", {**DOWN, "backend": "torch_scaled_mm"}) == MONOTONE_AXES
+    assert monotone_axes("gemm", {**DOWN, "backend": "torch_scaled_mm"}) == MONOTONE_AXES - {"m"}
+    assert monotone_axes("bmm", {"backend": "torch"}) == MONOTONE_AXES
     rows = h100.grid_rows("gemm", DOWN)
     measured = {int(m): float(us) for m, us in zip(rows["m"], rows["time_us"], strict=True)}
     assert measured[1] > measured[16]  # DeepGEMM's tiles at one row are slower: the table keeps that
@@ -131,3 +132,14 @@ def test_a_backend_probes_its_library_once_per_worker_and_keeps_a_failure():
     assert (
         probed_once(ctx, "other", lambda: "module", "x") == "module" == probed_once(ctx, "other", broken, "x")
     )
+
+
+def test_a_cublas_gemm_slower_at_fewer_rows_keeps_both_measurements(h100):
+    """cuBLAS picks a slower kernel for DeepSeek's dense gate_up at TP 2 (n 18432, k 7168) at exactly M 320 than
+    at 321 on the H100 (and on the H200): the tile-boundary grid measured both, and neither raises the other."""
+    key = {"backend": "torch", "dtype": "bf16", "n": 18432, "k": 7168}
+    rows = h100.grid_rows("gemm", key)
+    measured = {int(m): float(us) for m, us in zip(rows["m"], rows["time_us"], strict=True)}
+    assert measured[320] > 1.3 * measured[321]
+    for m in (320, 321, 385, 448, 449):
+        assert h100.lookup("gemm", key, m=m).us == pytest.approx(measured[m], rel=1e-9)

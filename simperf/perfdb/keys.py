@@ -14,18 +14,21 @@ KeyTuple = tuple[
 # Causal extend attention is gridded over prefix + 1 instead of kv_len (perfdb.db explains why).
 PREFIX_AXIS = "prefix_plus_1"
 MONOTONE_AXES: frozenset[str] = frozenset({"batch", "kv_len", "q_len", "m", "message_bytes", PREFIX_AXIS})
-# Keys whose kernel really does get faster with more rows at small M, so that the running max along m would
-# overrule measurements: DeepGEMM's block-fp8 GEMM picks its tiles by M, and a served Qwen3-8B-FP8 decode (SGLang
-# 0.5.17, H100; groundtruth/forwards/h100/served-qwen3-8b-fp8-decode) ran its down projection in 23.8 us at one
-# row and 21.8 us at sixteen, its o projection in 10.0 and 9.1 us; the H100 table measures the same fall (down
-# projection 25.9 and 20.9 us; docs/perfdb.md).
-_NOT_MONOTONE_IN_M = frozenset({("gemm", "deep_gemm")})
+# GEMMs are not made monotone in m: the GEMM libraries choose their kernel by M, and the chosen kernel is at times
+# slower at fewer rows, so a running max along m overruled measurements that repeat. DeepGEMM's block-fp8 GEMM
+# picks its tiles by M: a served Qwen3-8B-FP8 decode (SGLang 0.5.17, H100;
+# groundtruth/forwards/h100/served-qwen3-8b-fp8-decode) ran its down projection in 23.8 us at one row and 21.8 us
+# at sixteen, as the table measures it (25.9 and 20.9 us). cuBLAS (bf16) and cuBLASLt (fp8) do the same: ~10% of
+# their grid rows are > 5% slower than a larger M of the same key; timed again (lightest first, 2026-11-27) they
+# repeat, and the held-out off-grid GEMMs are priced 4.3% -> 1.6% (H100) and 6.1% -> 1.9% (H200) median without
+# the running max (docs/perfdb.md "GEMM M at the tile boundaries").
+_NOT_MONOTONE_IN_M_OPS = frozenset({"gemm"})
 
 
 def monotone_axes(op: str, key: Mapping[str, object]) -> frozenset[str]:
-    """The axes an op's grid is made monotone along, for this key (MONOTONE_AXES, less m where the kernel is known
-    to speed up with more rows)."""
-    if (op, key.get("backend")) in _NOT_MONOTONE_IN_M:
+    """The axes an op's grid is made monotone along, for this key (MONOTONE_AXES, less m for GEMMs, whose
+    libraries pick kernels by M that are at times slower at fewer rows)."""
+    if op in _NOT_MONOTONE_IN_M_OPS:
         return MONOTONE_AXES - {"m"}
     return MONOTONE_AXES
 
