@@ -1055,6 +1055,27 @@ UNNAMED_CASES = [
     ),  # fmt: skip
 ]
 
+# the third sweep: duplicated keys, settings another setting makes meaningless, values no server runs with
+THIRD_SWEEP_CASES = [
+    Case(
+        "scenario-duplicate-key",
+        ("predict", "{ws}/d.yaml"),
+        "key 'tp' is given twice in one mapping (first on line",
+        {"d.yaml": scenario_text().replace("  tp: 1\n", "  tp: 1\n  tp: 2\n")},
+    ),  # fmt: skip
+    Case(
+        "sweep-duplicate-key",
+        ("sweep", "{ws}/d.yaml"),
+        "key 'axes' is given twice",
+        {"d.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1]})) + "axes: {serving.tp: [1]}\n"},
+    ),  # fmt: skip
+    Case(
+        "predict-set-duplicate-key",
+        ("predict", "{ws}/s.yaml", "--set", "serving={{tp: 1, tp: 2}}"),
+        "key 'tp' is given twice",
+    ),  # fmt: skip
+]
+
 CASES = (
     GROUNDTRUTH_CASES
     + NEWER_COMMAND_CASES
@@ -1069,6 +1090,7 @@ CASES = (
     + ACCURACY_CASES
     + IGNORED_OR_NONSENSE_CASES
     + UNNAMED_CASES
+    + THIRD_SWEEP_CASES
 )
 
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from simperf.output_paths import check_output_dir
+from simperf.strictyaml import safe_load
 
 err = Console(stderr=True)
 
@@ -37,7 +38,7 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             if not isinstance(child, dict):
                 raise ValueError(f"--set {item!r}: {part} is not a mapping in the scenario")
             node = child
-        node[parts[-1]] = yaml.safe_load(text)
+        node[parts[-1]] = safe_load(text)
     return data
 
 
@@ -56,7 +57,7 @@ def load_fleet_scenario(path: Path, overrides: list[str]):
     if not path.is_file():
         _fail(f"{path}: no such scenario file")
     try:
-        data = apply_overrides(yaml.safe_load(path.read_text()) or {}, overrides)
+        data = apply_overrides(safe_load(path.read_text()) or {}, overrides)
         scenario = parse_scenario(data, str(path), base_dir=path.parent)
     except (ScenarioError, ValueError, yaml.YAMLError) as e:
         _fail(str(e))
@@ -277,7 +278,7 @@ def is_fleet_scenario(path: Path) -> bool:
     if path.suffix not in (".yaml", ".yml") or not path.is_file():
         return False
     try:
-        data = yaml.safe_load(path.read_text())
+        data = safe_load(path.read_text())
     except yaml.YAMLError:
         return False
     return isinstance(data, dict) and "fleet" in data and "model" in data

@@ -343,6 +343,7 @@ def parse_set_values(items: list[str]) -> dict[str, Any]:
     """`--set serving.tp=4 --set serving.speculative={algorithm: mtp}`: values read as YAML."""
     import yaml
 
+    from simperf.strictyaml import safe_load
     from simperf.sweep.paths import scenario_field_paths, unknown_path_message
 
     out: dict[str, Any] = {}
@@ -354,7 +355,7 @@ def parse_set_values(items: list[str]) -> dict[str, Any]:
         if key not in scenario_field_paths():
             raise FlagError(f"--set {key}: {unknown_path_message(key)}")
         try:
-            out[key] = yaml.safe_load(text) if text.strip() else None
+            out[key] = safe_load(text) if text.strip() else None
         except yaml.YAMLError as e:
             raise FlagError(f"--set {key}: value {text!r} is not valid YAML: {e}") from None
     return out

@@ -11,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from simperf.scenario.models import Scenario
+from simperf.strictyaml import safe_load
 
 
 class ScenarioError(ValueError):
@@ -98,7 +99,7 @@ def load_scenario_mapping(path: Path | str) -> Any:
     if not path.exists():
         raise ScenarioError(f"{path}: no such scenario file")
     try:
-        return yaml.safe_load(path.read_text())
+        return safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise ScenarioError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
     except (OSError, UnicodeDecodeError) as err:

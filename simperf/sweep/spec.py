@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from simperf.scenario.load import format_validation_error
+from simperf.strictyaml import safe_load
 from simperf.sweep.paths import scenario_field_paths, unknown_path_message
 from simperf.sweep.sla import SlaError, parse_bound
 
@@ -132,7 +133,7 @@ def load_sweep_file(path: Path | str) -> tuple[SweepSpec, dict[str, Any], Path]:
     if not path.exists():
         raise SweepError(f"{path}: no such sweep file")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise SweepError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
     spec = parse_sweep(data, str(path))
@@ -147,7 +148,7 @@ def base_mapping(spec: SweepSpec, sweep_dir: Path) -> tuple[dict[str, Any], Path
     if not base_path.exists():
         raise SweepError(f"base: no such scenario file {base_path}")
     try:
-        data = yaml.safe_load(base_path.read_text())
+        data = safe_load(base_path.read_text())
     except yaml.YAMLError as err:
         raise SweepError(f"base: {base_path} is not valid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):

@@ -1,0 +1,38 @@
+"""YAML as users write it, read without silent choices: a key given twice in one mapping is an error.
+
+PyYAML's safe_load keeps the last of two equal keys without a word, so a scenario with `serving:` twice (or
+`tp: 2` and, further down the same block, `tp: 4`) ran with whichever came last. The error is a yaml.YAMLError,
+reported like any other YAML mistake, with the key and both lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+
+class _NoDuplicateKeysLoader(yaml.SafeLoader):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges keys that the mapping's own keys may override, as YAML allows
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: SafeLoader's own error says so
+                break
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    f"key {key!r} is given twice in one mapping (first on line {first.start_mark.line + 1}); "
+                    "give it once",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def safe_load(text: str) -> Any:
+    """yaml.safe_load that refuses a mapping key given twice (a yaml.YAMLError naming the key and its lines)."""
+    return yaml.load(text, Loader=_NoDuplicateKeysLoader)  # noqa: S506 - a SafeLoader subclass
