@@ -73,6 +73,9 @@ def format_validation_error(err: ValidationError, source: str) -> str:
             msg = "required field is missing"
         elif kind == "union_tag_invalid":
             msg = f"got kind {e.get('input', {}).get('kind')!r}; allowed: {e.get('ctx', {}).get('expected_tags')}"
+        elif kind == "value_error" and isinstance(e.get("input"), dict | list):
+            # a check across a block's fields: its message names them; the whole block echoed back is noise
+            msg = e["msg"].removeprefix("Value error, ")
         else:
             msg = f"{e['msg']} (got {e.get('input')!r})"
         lines.append(f"  {path}: {msg}")
