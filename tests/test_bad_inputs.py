@@ -1074,6 +1074,18 @@ THIRD_SWEEP_CASES = [
         ("predict", "{ws}/s.yaml", "--set", "serving={{tp: 1, tp: 2}}"),
         "key 'tp' is given twice",
     ),  # fmt: skip
+    scenario_case(
+        "spec-draft-tokens-chain",
+        "serving.speculative: num_draft_tokens (2): with eagle_topk 1 SGLang sets it to num_steps + 1 = 4",
+        **{
+            "serving.speculative": {
+                "algorithm": "eagle",
+                "num_draft_tokens": 2,
+                "accept_length": {"mean": 1.5},
+            }
+        },
+    ),  # fmt: skip
+    scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 
 CASES = (

@@ -142,6 +142,18 @@ class SpeculativeSpec(_Strict):
         default=None, description="measured acceptance (required for a prediction; SGLang logs `accept len`)"
     )
 
+    @model_validator(mode="after")
+    def _chain_drafts_num_steps_plus_one(self) -> SpeculativeSpec:
+        # SGLang's server_args.py sets speculative_num_draft_tokens to num_steps + 1 when eagle_topk is 1 (with a
+        # log warning): another value was costed here as given, a verify the server never runs
+        chain = self.num_steps + 1
+        if self.eagle_topk == 1 and self.num_draft_tokens not in (None, chain):
+            raise ValueError(
+                f"num_draft_tokens ({self.num_draft_tokens}): with eagle_topk 1 SGLang sets it to num_steps + 1 "
+                f"= {chain}; leave it out, give {chain}, or give eagle_topk > 1 (a draft tree)"
+            )
+        return self
+
 
 class ServingSpec(_Strict):
     """SGLang server arguments that shape performance. `None` means SGLang's own default rule."""
