@@ -1085,6 +1085,16 @@ THIRD_SWEEP_CASES = [
             }
         },
     ),  # fmt: skip
+    scenario_case(
+        "ep-dense-model",
+        "serving.ep: 2 has no effect on qwen3-8b, which has no routed experts",
+        **{"serving.tp": 2, "hardware.count": 2, "serving.ep": 2},
+    ),  # fmt: skip
+    scenario_case(
+        "dp-attention-dense-model",
+        "serving.dp_attention: 2: SGLang offers DP attention for Qwen3MoeForCausalLM",
+        **{"serving.tp": 2, "hardware.count": 2, "serving.dp_attention": 2},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -13,6 +13,7 @@ predicted with fractional heads.
 
 from __future__ import annotations
 
+from simperf.capabilities import FAMILIES
 from simperf.models.arch import ModelArch
 
 MAX_TP_LISTED = 64
@@ -59,6 +60,7 @@ def allowed_tp(arch: ModelArch, dp_attention: int, ep: int, limit: int = MAX_TP_
 
 
 def check_layout(arch: ModelArch, tp: int, dp_attention: int, ep: int, field: str = "serving") -> None:
+    check_parallel_kinds(arch, dp_attention, ep, field)
     problems = layout_problems(arch, tp, dp_attention, ep)
     if not problems:
         return
@@ -68,6 +70,24 @@ def check_layout(arch: ModelArch, tp: int, dp_attention: int, ep: int, field: st
         f"{field}.tp: {tp} cannot serve {arch.name}: {'; '.join(problems)}; allowed tp with {others}: "
         f"{', '.join(map(str, allowed)) or 'none'}"
     )
+
+
+def check_parallel_kinds(arch: ModelArch, dp_attention: int, ep: int, field: str = "serving") -> None:
+    """EP and DP attention only where the model has them: on a dense model ep was accepted and changed nothing,
+    and DP attention was predicted for families SGLang does not offer it for (the plan never proposes either)."""
+    if ep > 1 and not arch.is_moe:
+        raise LayoutError(
+            f"{field}.ep: {ep} has no effect on {arch.name}, which has no routed experts (a dense model); "
+            "use ep: 1"
+        )
+    if dp_attention > 1 and not arch.caps.dp_attention:
+        offered = ", ".join(
+            a for caps in FAMILIES.values() if caps.dp_attention for a in caps.hf_architectures
+        )
+        raise LayoutError(
+            f"{field}.dp_attention: {dp_attention}: SGLang offers DP attention for {offered} "
+            f"(--enable-dp-attention help, 0.5.17), not for {arch.name} ({arch.caps.name}); use dp_attention: 1"
+        )
 
 
 def idle_gpus(count: int, used: int) -> str | None:
