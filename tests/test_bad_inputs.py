@@ -242,12 +242,16 @@ SCENARIO_CASES = [
     scenario_case(
         "disagg-too-few-gpus",
         "disaggregation needs prefill.tp + decode.tp",
-        **{"disaggregation": {"prefill": {"tp": 1}, "decode": {"tp": 1}}},
+        **{"disaggregation": {"prefill": {"tp": 1}, "decode": {"tp": 1}}, "serving": DELETE},
     ),  # fmt: skip
     scenario_case(
         "disagg-bad-tp",
         "disaggregation.prefill.tp: 3 cannot serve",
-        **{"hardware.count": 4, "disaggregation": {"prefill": {"tp": 3}, "decode": {"tp": 1}}},
+        **{
+            "hardware.count": 4,
+            "disaggregation": {"prefill": {"tp": 3}, "decode": {"tp": 1}},
+            "serving": DELETE,
+        },
     ),  # fmt: skip
     scenario_case(
         "disagg-link-0",
@@ -1094,6 +1098,20 @@ THIRD_SWEEP_CASES = [
         "dp-attention-dense-model",
         "serving.dp_attention: 2: SGLang offers DP attention for Qwen3MoeForCausalLM",
         **{"serving.tp": 2, "hardware.count": 2, "serving.dp_attention": 2},
+    ),  # fmt: skip
+    scenario_case(
+        "serving-with-disaggregation",
+        "serving.page_size, serving.tp: not used with disaggregation",
+        **{
+            "hardware.count": 2,
+            "serving.page_size": 64,
+            "disaggregation": {"prefill": {"tp": 1}, "decode": {"tp": 1}},
+        },
+    ),  # fmt: skip
+    scenario_case(
+        "serving-under-fleet-groups",
+        "serving.page_size, serving.tp: not used: every fleet group gives its own serving",
+        **{"serving.page_size": 32, "fleet": {"replicas": [{"count": 2, "serving": {"tp": 1}}]}},
     ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]

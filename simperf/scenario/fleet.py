@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from simperf.scenario.models import HardwareSpec, ServingSpec, _Strict
+from simperf.scenario.models import HardwareSpec, ServingSpec, _Strict, unused_serving_fields
 
 Policy = Literal["round_robin", "random", "power_of_two", "cache_aware", "consistent_hashing", "prefix_hash"]
 PrefillPolicy = Literal[
@@ -189,6 +189,13 @@ def check_fleet_layout(scenario) -> None:
     fleet: FleetSpec = scenario.fleet
     if scenario.disaggregation is not None:
         raise ValueError("fleet and disaggregation: describe a PD fleet with fleet.prefill and fleet.decode")
+    groups = [g for kind in ("replicas", "prefill", "decode") for g in getattr(fleet, kind) or []]
+    if scenario.serving.model_fields_set and all(g.serving is not None for g in groups):
+        # a group's serving replaces the scenario's block whole (it is not merged), so these changed nothing
+        raise ValueError(
+            f"{unused_serving_fields(scenario.serving)}: not used: every fleet group gives its own serving, "
+            "which replaces the scenario's whole block (it is not merged); move them into the groups' serving"
+        )
     for kind in ("replicas", "prefill", "decode"):
         for i, group in enumerate(getattr(fleet, kind) or []):
             if kind != "replicas" and group.hardware is None:

@@ -78,7 +78,9 @@ def format_validation_error(err: ValidationError, source: str) -> str:
             msg = e["msg"].removeprefix("Value error, ")
         else:
             msg = f"{e['msg']} (got {e.get('input')!r})"
-        lines.append(f"  {path}: {msg}")
+        # a check across the whole scenario names its own fields: "(top level)" before them says nothing
+        top_level_check = path == "(top level)" and kind == "value_error"
+        lines.append(f"  {msg}" if top_level_check else f"  {path}: {msg}")
     if len(lines) == 2:
         return f"{source}: {lines[1].strip()}"
     return "\n".join(lines)

@@ -863,6 +863,12 @@ class Scenario(_Strict):
             check_fleet_layout(self)
             return self
         if self.disaggregation is not None:
+            if self.serving.model_fields_set:
+                # the pair runs disaggregation.prefill and .decode; serving's fields changed nothing
+                raise ValueError(
+                    f"{unused_serving_fields(self.serving)}: not used with disaggregation, whose servers take "
+                    "their arguments from disaggregation.prefill and disaggregation.decode; move them there"
+                )
             need = self.disaggregation.prefill.tp + self.disaggregation.decode.tp
             if need > self.hardware.count:
                 raise ValueError(
@@ -875,6 +881,11 @@ class Scenario(_Strict):
                 f"serving.tp ({self.serving.tp}) needs at least that many GPUs; hardware.count is {self.hardware.count}"
             )
         return self
+
+
+def unused_serving_fields(serving: ServingSpec) -> str:
+    """The serving fields a scenario wrote, as dotted paths (for an error saying they are not used)."""
+    return ", ".join(f"serving.{name}" for name in sorted(serving.model_fields_set))
 
 
 # the fleet section refers to the server models above, so it is defined in its own module and attached last
