@@ -48,8 +48,12 @@ class Case:
 
 
 def scenario_text(**changes) -> str:
-    """GOOD with changes at dotted paths ("serving.tp": 3); DELETE removes a key."""
+    """GOOD with changes at dotted paths ("serving.tp": 3); DELETE removes a key. A trace dataset replays its own
+    timestamps, so GOOD's request_rate is left out with it (unless the changes set one)."""
     data = json.loads(json.dumps(GOOD))
+    dataset = changes.get("workload.dataset")
+    if isinstance(dataset, dict) and dataset.get("kind") == "trace":
+        changes = {"workload.request_rate": DELETE, **changes}
     for dotted, value in changes.items():
         *parents, last = dotted.split(".")
         node = data
@@ -1112,6 +1116,11 @@ THIRD_SWEEP_CASES = [
         "serving-under-fleet-groups",
         "serving.page_size, serving.tp: not used: every fleet group gives its own serving",
         **{"serving.page_size": 32, "fleet": {"replicas": [{"count": 2, "serving": {"tp": 1}}]}},
+    ),  # fmt: skip
+    scenario_case(
+        "trace-timestamps-with-rate",
+        "workload: request_rate: not used: the trace's timestamps set the arrivals",
+        **{"workload.dataset": {"kind": "trace", "path": "t.jsonl"}, "workload.request_rate": 20},
     ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]

@@ -28,7 +28,7 @@ from rich.table import Table
 
 from simperf import strictjson
 from simperf.jsonl import json_object_lines
-from simperf.scenario.models import Scenario, WorkloadSpec
+from simperf.scenario.models import ARRIVAL_FIELDS, Scenario, WorkloadSpec
 
 
 class BenchImportError(ValueError):
@@ -308,6 +308,9 @@ def scenario_like(scenario: Scenario, measured: Path, run: int | None = None) ->
     data = scenario.workload.model_dump(mode="json", exclude_unset=True)
     if "dataset" in like:
         data.pop("dataset", None)
+        if like["dataset"].get("use_timestamps"):  # the run's send times replace the scenario's arrivals
+            for key in ARRIVAL_FIELDS:
+                data.pop(key, None)
     data.update(like)
     workload = WorkloadSpec.model_validate(data)
     return scenario.model_copy(update={"workload": workload})

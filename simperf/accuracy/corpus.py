@@ -241,7 +241,7 @@ def workload_of(run_dir: Path, bench: dict[str, Any]) -> dict[str, Any]:
     return {
         "dataset": dataset,
         "num_prompts": int(bench["completed"]) + int(bench.get("failed") or 0),
-        "request_rate": "inf",
+        **({} if open_loop else {"request_rate": "inf"}),  # an open loop replays the recorded send times
         "max_concurrency": concurrency,
         "tokenize_prompt": not sends_text(run_dir),
     }

@@ -373,6 +373,10 @@ Dataset = Annotated[
 ]
 
 
+# the workload fields that draw arrival times; a trace replayed with its timestamps uses none of them
+ARRIVAL_FIELDS = ("request_rate", "arrival_process", "burstiness")
+
+
 class WorkloadSpec(_Strict):
     dataset: Dataset = Field(description="bench_serving's dataset: one of the kinds below, chosen by `kind`")
     num_prompts: int = Field(default=1000, ge=1, description="--num-prompts")
@@ -431,6 +435,19 @@ class WorkloadSpec(_Strict):
                     f"num_prompts ({self.num_prompts}) differs from the {d.kind} dataset's {what} ({count}); "
                     "leave num_prompts out or make them equal"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _trace_times_replace_the_arrival_process(self) -> WorkloadSpec:
+        # a trace replayed with its timestamps sends each request at its recorded time: a request_rate (or gamma
+        # arrivals) beside it was accepted and changed nothing
+        d = self.dataset
+        unused = [f for f in ARRIVAL_FIELDS if f in self.model_fields_set]
+        if isinstance(d, TraceDataset) and d.use_timestamps and unused:
+            raise ValueError(
+                f"{', '.join(unused)}: not used: the trace's timestamps set the arrivals (dataset.use_timestamps: "
+                "true); re-time them with dataset.target_rate or dataset.time_scale, or set use_timestamps: false"
+            )
         return self
 
     @model_validator(mode="after")
