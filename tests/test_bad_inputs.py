@@ -1122,6 +1122,21 @@ THIRD_SWEEP_CASES = [
         "workload: request_rate: not used: the trace's timestamps set the arrivals",
         **{"workload.dataset": {"kind": "trace", "path": "t.jsonl"}, "workload.request_rate": 20},
     ),  # fmt: skip
+    scenario_case(
+        "mixed-chunk-without-chunks",
+        "serving: enable_mixed_chunk: has no effect with chunked_prefill_size -1",
+        **{"serving.enable_mixed_chunk": True, "serving.chunked_prefill_size": -1},
+    ),  # fmt: skip
+    scenario_case(
+        "graph-bs-without-graphs",
+        "serving: cuda_graph_max_bs: has no effect with disable_cuda_graph: true",
+        **{"serving.cuda_graph_max_bs": 8, "serving.disable_cuda_graph": True},
+    ),  # fmt: skip
+    scenario_case(
+        "gamma-at-infinite-rate",
+        "workload: arrival_process: gamma draws gaps around a finite request_rate",
+        **{"workload.arrival_process": "gamma", "workload.burstiness": 0.5, "workload.request_rate": "inf"},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

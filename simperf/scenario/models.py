@@ -246,9 +246,25 @@ class ServingSpec(_Strict):
             )
         if self.tp % self.dp_attention != 0:
             raise ValueError(f"dp_attention ({self.dp_attention}) must divide tp ({self.tp})")
+        self._no_setting_without_effect()
         if self.ep > 1 and self.tp % self.ep != 0:
             raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
         return self
+
+    def _no_setting_without_effect(self) -> None:
+        """Settings SGLang accepts and then does not use because of another one: each was costed as if used."""
+        if self.enable_mixed_chunk and self.chunked_prefill_size == -1:
+            # 0.5.17 scheduler.py: is_mixed_chunk = chunked_prefill_size is not None and enable_mixed_chunk
+            raise ValueError(
+                "enable_mixed_chunk: has no effect with chunked_prefill_size -1 (SGLang mixes decode rows into "
+                "chunked prefills only); drop one of them"
+            )
+        if self.disable_cuda_graph and self.cuda_graph_max_bs is not None and self.dp_attention == 1:
+            # without DP attention the value only sizes the decode graphs (and their memory reserve)
+            raise ValueError(
+                "cuda_graph_max_bs: has no effect with disable_cuda_graph: true (no decode CUDA graph is "
+                "captured); drop one of them"
+            )
 
 
 class RandomDataset(_Strict):
@@ -423,6 +439,12 @@ class WorkloadSpec(_Strict):
     def _generated_counts_agree(self) -> WorkloadSpec:
         if self.arrival_process == "poisson" and self.burstiness != 1.0:
             raise ValueError("burstiness applies to arrival_process: gamma (Poisson is burstiness 1)")
+        if self.arrival_process == "gamma" and self.request_rate == "inf":
+            # every request is sent at 0 s whatever the process: the gamma shape changed nothing
+            raise ValueError(
+                "arrival_process: gamma draws gaps around a finite request_rate; with request_rate 'inf' every "
+                "request is sent at once (give a rate, or leave arrival_process out)"
+            )
         d = self.dataset
         if "num_prompts" in self.model_fields_set:
             count = None
