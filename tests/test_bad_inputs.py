@@ -1137,6 +1137,21 @@ THIRD_SWEEP_CASES = [
         "workload: arrival_process: gamma draws gaps around a finite request_rate",
         **{"workload.arrival_process": "gamma", "workload.burstiness": 0.5, "workload.request_rate": "inf"},
     ),  # fmt: skip
+    scenario_case(
+        "fleet-kv-link-regular",
+        "fleet: kv_link_gbytes_per_s: applies to PD fleets",
+        fleet={"replicas": [{"count": 2}], "kv_link_gbytes_per_s": 10},
+    ),  # fmt: skip
+    scenario_case(
+        "fleet-workers-serial",
+        "fleet: workers: executor serial runs every replica in this process",
+        fleet={"replicas": [{"count": 2}], "executor": "serial", "workers": 4},
+    ),  # fmt: skip
+    scenario_case(
+        "fleet-ray-address-not-ray",
+        "fleet: ray_address: applies to executor ray",
+        fleet={"replicas": [{"count": 2}], "ray_address": "head:6379"},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

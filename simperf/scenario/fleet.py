@@ -175,6 +175,19 @@ class FleetSpec(_Strict):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _no_setting_without_effect(self) -> FleetSpec:
+        # each of these was accepted and changed nothing: a regular fleet ships no KV, a serial run starts no
+        # worker, and only the ray executor connects to a cluster
+        link = [f for f in ("kv_link_gbytes_per_s", "kv_link_latency_us") if f in self.model_fields_set]
+        if link and not (self.prefill is not None or self.decode is not None):
+            raise ValueError(f"{', '.join(link)}: applies to PD fleets (prefill + decode), which ship KV")
+        if self.workers is not None and self.executor == "serial":
+            raise ValueError("workers: executor serial runs every replica in this process; drop one of them")
+        if self.ray_address is not None and self.executor != "ray":
+            raise ValueError(f"ray_address: applies to executor ray (got executor {self.executor})")
+        return self
+
     @property
     def is_pd(self) -> bool:
         return self.prefill is not None
