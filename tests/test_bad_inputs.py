@@ -1152,6 +1152,22 @@ THIRD_SWEEP_CASES = [
         "fleet: ray_address: applies to executor ray",
         fleet={"replicas": [{"count": 2}], "ray_address": "head:6379"},
     ),  # fmt: skip
+    Case(
+        "predict-flag-twice",
+        ("predict", "{ws}/s.yaml", "--tp-size", "1", "--tp", "2"),
+        "--tp: given twice ('1'",
+    ),
+    Case(
+        "predict-set-twice",
+        ("predict", "{ws}/s.yaml", "--set", "serving.page_size=16", "--set", "serving.page_size=32"),
+        "--set serving.page_size: given twice",
+    ),  # fmt: skip
+    Case(
+        "fleet-compare-set-twice",
+        ("fleet", "compare", "{ws}/f.yaml", "--set", "fleet.router.seed=1", "--set", "fleet.router.seed=2"),
+        "--set fleet.router.seed: given twice",
+        {"f.yaml": FLEET},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

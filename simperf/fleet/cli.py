@@ -25,10 +25,14 @@ def _fail(message: str, code: int = 2) -> None:
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:
     """`a.b.c=VALUE` (VALUE read as YAML) set in the scenario mapping before it is validated."""
+    seen: set[str] = set()
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--set {item!r}: write KEY.PATH=VALUE, e.g. fleet.router.policy=round_robin")
+        if key.strip() in seen:  # the later one was used without a word
+            raise ValueError(f"--set {key.strip()}: given twice; give each field once")
+        seen.add(key.strip())
         parts = key.strip().split(".")
         node = data
         for part in parts[:-1]:

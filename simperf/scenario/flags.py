@@ -293,6 +293,13 @@ def did_you_mean(name: str) -> str:
     return f"; did you mean {', '.join(close)}?" if close else ""
 
 
+def _check_not_given_twice(settings: FlagSettings, flag: Flag, name: str, value: Any, text: str) -> None:
+    """A flag (or its alias) given twice with two values: the last one was used without a word."""
+    for earlier, earlier_value, earlier_text in settings.values:
+        if earlier is flag and earlier_value != value:
+            raise FlagError(f"{name}: given twice ({earlier_text!r}, then {text!r}); give {flag.name} once")
+
+
 def parse_flags(tokens: list[str]) -> FlagSettings:
     """Read `[SCENARIO.yaml] --flag value --switch ...` (also --flag=value) in order."""
     settings = FlagSettings()
@@ -335,6 +342,7 @@ def parse_flags(tokens: list[str]) -> FlagSettings:
             raise FlagError(
                 f"{name}: got {text!r}; expected {flag.convert.__name__.strip('_')} ({flag.help})"
             ) from None
+        _check_not_given_twice(settings, flag, name, value, text)
         settings.values.append((flag, value, text))
     return settings
 
@@ -354,6 +362,8 @@ def parse_set_values(items: list[str]) -> dict[str, Any]:
             raise FlagError(f"--set {item!r}: write FIELD=VALUE, e.g. --set serving.tp=4")
         if key not in scenario_field_paths():
             raise FlagError(f"--set {key}: {unknown_path_message(key)}")
+        if key in out:  # the later one was used without a word
+            raise FlagError(f"--set {key}: given twice; give each field once")
         try:
             out[key] = safe_load(text) if text.strip() else None
         except yaml.YAMLError as e:
