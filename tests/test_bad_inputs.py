@@ -1168,6 +1168,37 @@ THIRD_SWEEP_CASES = [
         "--set fleet.router.seed: given twice",
         {"f.yaml": FLEET},
     ),  # fmt: skip
+    Case(
+        "plan-sla-twice",
+        ("plan", "{table}", "--rate", "5", "--sla", "ttft.p90 <= 2s", "--sla", "ttft.p90 <= 1s"),
+        "ttft.p90 is already bounded by 'ttft.p90 <= 2s'",
+    ),  # fmt: skip
+    Case(
+        "sweep-plan-sla-twice",
+        ("sweep", "{ws}/a.yaml"),
+        "ttft.median is already bounded by 'ttft.p50 <= 2s'",
+        {
+            "a.yaml": yaml.safe_dump(
+                sweep_dict({"serving.page_size": [1]}, plan={"sla": ["ttft.p50 <= 2s", "ttft.median <= 1s"]})
+            )
+        },
+    ),  # fmt: skip
+    Case(
+        "fleet-plan-sla-twice",
+        (
+            "fleet",
+            "plan",
+            "{ws}/f.yaml",
+            "--rate",
+            "5",
+            "--sla",
+            "tpot.p90 <= 50ms",
+            "--sla",
+            "tpot.p90 <= 20ms",
+        ),
+        "tpot.p90 is already bounded",
+        {"f.yaml": FLEET},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -84,4 +84,15 @@ def parse_bound(text: str) -> LatencyBound:
 
 
 def parse_sla(texts: list[str] | tuple[str, ...]) -> Sla:
-    return Sla(tuple(parse_bound(t) for t in texts))
+    """The bounds, each statistic bounded once: two bounds on one (2 s, then 1 s) were both applied, so the tighter
+    one decided without a word about the other."""
+    bounds = tuple(parse_bound(t) for t in texts)
+    seen: dict[str, str] = {}
+    for text, bound in zip(texts, bounds, strict=True):
+        key = f"{bound.metric}.{STATS[bound.stat]}"
+        if key in seen:
+            raise SlaError(
+                f"{text!r}: {key} is already bounded by {seen[key]!r}; give one bound per statistic"
+            )
+        seen[key] = text
+    return Sla(bounds)

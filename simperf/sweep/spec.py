@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from simperf.scenario.load import format_validation_error
 from simperf.strictyaml import safe_load
 from simperf.sweep.paths import scenario_field_paths, unknown_path_message
-from simperf.sweep.sla import SlaError, parse_bound
+from simperf.sweep.sla import SlaError, parse_sla
 
 
 class SweepError(ValueError):
@@ -54,11 +54,10 @@ class PlanSpec(_Strict):
     @field_validator("sla")
     @classmethod
     def _bounds_parse(cls, v: list[str]) -> list[str]:
-        for text in v:
-            try:
-                parse_bound(text)
-            except SlaError as e:
-                raise ValueError(str(e)) from None
+        try:
+            parse_sla(v)
+        except SlaError as e:
+            raise ValueError(str(e)) from None
         return v
 
 
