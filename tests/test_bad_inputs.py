@@ -1199,6 +1199,12 @@ THIRD_SWEEP_CASES = [
         "tpot.p90 is already bounded",
         {"f.yaml": FLEET},
     ),  # fmt: skip
+    Case(
+        "sweep-axis-value-twice",
+        ("sweep", "{ws}/a.yaml"),
+        "axes: workload.request_rate: 1 is listed twice",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"workload.request_rate": [1, 2, 1]}))},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -81,6 +82,7 @@ class SweepSpec(_Strict):
         fields = scenario_field_paths()
         problems: list[str] = []
         for key, values in axes.items():
+            problems += _repeated_values(key, values)
             if not values:
                 problems.append(f"{key}: an axis needs at least one value")
             elif key in fields:
@@ -113,6 +115,18 @@ class SweepSpec(_Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return axes
+
+
+def _repeated_values(key: str, values: list[Any]) -> list[str]:
+    """An axis value listed twice ran the same point twice (two rows with one point_id)."""
+    seen: set[str] = set()
+    problems = []
+    for value in values:
+        text = json.dumps(value, sort_keys=True, default=str)
+        if text in seen:
+            problems.append(f"{key}: {value!r} is listed twice; give each value once")
+        seen.add(text)
+    return problems
 
 
 def parse_sweep(data: Any, source: str = "<sweep>") -> SweepSpec:
