@@ -1205,6 +1205,11 @@ THIRD_SWEEP_CASES = [
         "axes: workload.request_rate: 1 is listed twice",
         {"a.yaml": yaml.safe_dump(sweep_dict({"workload.request_rate": [1, 2, 1]}))},
     ),  # fmt: skip
+    scenario_case(
+        "kv-pool-beyond-gpu",
+        "serving.max_total_tokens: 1,000,000,000 tokens x",
+        **{"serving.max_total_tokens": 10**9},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

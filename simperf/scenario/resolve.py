@@ -222,6 +222,17 @@ def _nothing_left_message(
     )
 
 
+def _check_pool_fits(max_total_tokens: int, kv_bytes: float, gpu: GpuSpec, field: str) -> None:
+    """A given KV pool must fit the GPU: 10^9 tokens was simulated as if a rank could hold them."""
+    need = max_total_tokens * kv_bytes
+    if need > gpu.memory_bytes:
+        raise ValueError(
+            f"{field}.max_total_tokens: {max_total_tokens:,} tokens x {kv_bytes:,.0f} B of KV per token need "
+            f"{need / 1e9:,.1f} GB per GPU; a {gpu.key} has {gpu.memory_bytes / 1e9:.1f} GB (give the pool size "
+            "from the server's startup log, max_total_num_tokens)"
+        )
+
+
 def resolve(
     scenario: Scenario, field: str = "serving", disaggregated: bool | None = None
 ) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
@@ -276,6 +287,7 @@ def resolve(
 
     kv_bytes = arch.kv_bytes_per_token_per_rank(layout, kv_dtype, decode_backend)
     if s.max_total_tokens is not None:
+        _check_pool_fits(s.max_total_tokens, kv_bytes, gpu, field)
         max_total_tokens = s.max_total_tokens
         notes.append("max_total_tokens given by the user (server log)")
     else:
