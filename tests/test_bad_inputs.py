@@ -1210,6 +1210,11 @@ THIRD_SWEEP_CASES = [
         "serving.max_total_tokens: 1,000,000,000 tokens x",
         **{"serving.max_total_tokens": 10**9},
     ),  # fmt: skip
+    scenario_case(
+        "page-longer-than-context",
+        "serving.page_size: 100000 tokens per page is more than qwen3-8b's context length",
+        **{"serving.page_size": 100000},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -256,6 +256,14 @@ def resolve(
     decode_backend = s.decode_attention_backend or s.attention_backend or auto_decode
     check_backends(arch, gpu, prefill_backend, decode_backend, kv_dtype)
     page_size = s.page_size or default_page_size(arch, prefill_backend, decode_backend)
+    if page_size > arch.context_len:
+        # a page (tokens, not bytes) longer than any request: each request took a whole page and the run ended
+        # with every request rejected, an error that named no setting
+        raise ValueError(
+            f"{field}.page_size: {page_size} tokens per page is more than {arch.name}'s context length "
+            f"({arch.context_len:,} tokens); a page size counts tokens (SGLang's default for this backend: "
+            f"{default_page_size(arch, prefill_backend, decode_backend)})"
+        )
 
     if s.chunked_prefill_size is None:
         chunk = default_chunked_prefill_size(gpu)
