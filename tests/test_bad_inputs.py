@@ -1215,6 +1215,18 @@ THIRD_SWEEP_CASES = [
         "serving.page_size: 100000 tokens per page is more than qwen3-8b's context length",
         **{"serving.page_size": 100000},
     ),  # fmt: skip
+    Case(
+        "fleet-compare-policy-unknown",
+        ("fleet", "compare", "{ws}/f.yaml", "--policy", "psychic"),
+        "--policy 'psychic': policy: got 'psychic'; allowed values: 'round_robin'",
+        {"f.yaml": FLEET},
+    ),  # fmt: skip
+    Case(
+        "fleet-plan-two-groups-one-line",
+        ("fleet", "plan", "{ws}/g.yaml", "--rate", "5"),
+        "give exactly one group under fleet.replicas",
+        {"g.yaml": scenario_text(fleet={"replicas": [{"count": 1}, {"count": 1, "name": "b"}]})},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -9,18 +9,21 @@ from typing import Annotated, Any
 
 import typer
 import yaml
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from simperf.output_paths import check_output_dir
+from simperf.scenario.load import format_validation_error
 from simperf.strictyaml import safe_load
 
 err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
+    from simperf.cli_errors import fail
+
+    fail(message, code)  # simperf's one error line: unwrapped (rich wrapped it at the terminal's width)
 
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:
@@ -103,8 +106,8 @@ def compare_command(
             routers[name] = base.fleet.router.model_validate(
                 {**base.fleet.router.model_dump(), "policy": name}
             )
-        except ValueError as e:
-            _fail(f"--policy {name!r}: {str(e).splitlines()[-1].strip()}")
+        except ValidationError as e:  # its last line was pydantic's help URL, which named no allowed policy
+            _fail(format_validation_error(e, f"--policy {name!r}"))
     # each policy is a whole fleet simulation (seconds each on a recorded trace): a bar over them on stderr
     with bar("fleet compare", len(names), quiet=quiet, transient=True) as progress:
         for name in names:
