@@ -1227,6 +1227,12 @@ THIRD_SWEEP_CASES = [
         "give exactly one group under fleet.replicas",
         {"g.yaml": scenario_text(fleet={"replicas": [{"count": 1}, {"count": 1, "name": "b"}]})},
     ),  # fmt: skip
+    Case(
+        "plan-fleet-scenario-top",
+        ("plan", "{ws}/f.yaml", "--rate", "5", "--top", "3"),
+        "--top: apply to a sweep table or file",
+        {"f.yaml": FLEET},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -194,6 +194,14 @@ def plan_from_table(
     if is_fleet_scenario(results):
         if rate is None:
             _fail("--rate: give the request rate the fleet must serve")
+        # a fleet is planned by simulating it: these options of the table form were accepted and changed nothing
+        given = [f"--{name}" for name, value in (("top", top), ("workers", workers)) if value is not None]
+        given += ["--executor"] if executor != "process" else []
+        if given:
+            _fail(
+                f"{', '.join(given)}: apply to a sweep table or file; {results} is a fleet scenario, planned by "
+                "simulating the fleet (`simperf fleet plan` takes --policy, --max-replicas, --charts)"
+            )
         return plan_fleet_command(results, rate, sla, None, 64, None, None, output)
 
     if output not in ("text", "json"):
