@@ -1233,6 +1233,11 @@ THIRD_SWEEP_CASES = [
         "--top: apply to a sweep table or file",
         {"f.yaml": FLEET},
     ),  # fmt: skip
+    Case(
+        "report-top-without-rate",
+        ("report", "{table}", "-o", "{ws}/r.html", "--top", "3"),
+        "--top: counts the plan",
+    ),
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -330,6 +330,8 @@ def report_command(
     check_plan_numbers(rate, top)
     table, meta = _load_table(results, executor, workers, quiet)
     target, parsed, top_n = _plan_inputs(meta, rate, sla, top)
+    if top is not None and target is None:  # the page has no plan then, so no runner-ups to cut
+        _fail("--top: counts the plan's runner-ups; give --rate (or plan.rate in the sweep file) for a plan")
     try:
         with phases(f"report {out.name}", quiet=quiet) as phase:
             report = build_report(
