@@ -1238,6 +1238,26 @@ THIRD_SWEEP_CASES = [
         ("report", "{table}", "-o", "{ws}/r.html", "--top", "3"),
         "--top: counts the plan",
     ),
+    Case(
+        "model-config-zero-heads",
+        ("predict", "{ws}/mc.yaml"),
+        "config.json: num_attention_heads: got 0; a model has at least 1",
+        {
+            "mc.yaml": scenario_text(**{"model.name": "x", "model.config": "config.json"}),
+            "config.json": json.dumps(
+                {
+                    "architectures": ["Qwen3ForCausalLM"],
+                    "hidden_size": 4096,
+                    "num_hidden_layers": 36,
+                    "num_attention_heads": 0,
+                    "num_key_value_heads": 8,
+                    "intermediate_size": 12288,
+                    "vocab_size": 151936,
+                    "max_position_embeddings": 40960,
+                }
+            ),
+        },
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -90,9 +90,33 @@ def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "con
             f"{source}: architecture {hf_arch or '(none)'!r} is not supported; supported: {', '.join(supported)}"
         )
     try:
-        return _parse(name, hf_arch, caps, config)
+        arch = _parse(name, hf_arch, caps, config)
     except KeyError as e:
         raise UnknownModelError(f"{source}: {hf_arch} config lacks the field {e.args[0]!r}") from None
+    _check_sizes(arch, source)
+    return arch
+
+
+# ModelArch fields that count something a model has at least one of, and the config.json key each comes from
+POSITIVE_SIZES = {
+    "hidden_size": "hidden_size",
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "num_kv_heads": "num_key_value_heads",
+    "head_dim": "head_dim",
+    "intermediate_size": "intermediate_size",
+    "vocab_size": "vocab_size",
+    "context_len": "max_position_embeddings",
+}
+
+
+def _check_sizes(arch: ModelArch, source: str) -> None:
+    """A config.json count below 1 (0 attention heads, -3 layers) was costed as given: 0 heads predicted a
+    faster model without a word, negative layers ended in a 'KV pool of -5,584,961 tokens' naming no field."""
+    for field, key in POSITIVE_SIZES.items():
+        value = getattr(arch, field)
+        if value < 1:
+            raise UnknownModelError(f"{source}: {key}: got {value}; a model has at least 1")
 
 
 def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> ModelArch:
@@ -118,7 +142,7 @@ def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> M
     )
     if caps.attention == "gqa":
         common.update(
-            head_dim=int(c.get("head_dim") or hidden // heads),
+            head_dim=int(c.get("head_dim") or (hidden // heads if heads else 0)),  # 0 heads: _check_sizes
             # Qwen2 always has q/k/v biases; Llama and Qwen3 say so in attention_bias.
             attention_bias=bool(c.get("attention_bias", hf_arch == "Qwen2ForCausalLM")),
             qk_norm=hf_arch.startswith("Qwen3"),
