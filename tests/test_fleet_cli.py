@@ -42,6 +42,18 @@ def test_predict_prints_the_fleet_block_and_a_row_per_server(fleet_file):
     assert "per server" in result.output and "Successful requests:" in result.output
 
 
+def test_servers_holding_more_gpus_than_their_layout_uses_are_reported_idle(tmp_path):
+    """hardware.count 4 with serving.tp 1 counted 4 GPUs per server in the fleet's total without a word (a single
+    server says 'Idle GPUs'); the fleet now says it too, and a fleet that uses every GPU says nothing."""
+    path = tmp_path / "idle.yaml"
+    path.write_text(FLEET.replace("count: 1}", "count: 4}"))
+    result = runner.invoke(app, ["predict", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "Idle GPUs:" in result.output and "3 of 4 per server" in result.output
+    path.write_text(FLEET)
+    assert "Idle GPUs" not in runner.invoke(app, ["predict", str(path)]).output
+
+
 def test_predict_json_and_rows_agree(fleet_file, tmp_path):
     rows_path = tmp_path / "rows.parquet"
     result = runner.invoke(app, ["predict", str(fleet_file), "-o", "json", "--requests", str(rows_path)])

@@ -230,7 +230,22 @@ def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[s
         notes["Requests capped to the context length"] = str(requests.num_capped)
     if prediction.records is None:
         notes["Per-token records"] = "not kept (large run): ITL mean/std from sums, percentiles exact"
+    idle = _idle_gpus(prediction.groups)
+    if idle:  # counted in the fleet's GPUs (and a plan's), as the single-server prediction says it
+        notes["Idle GPUs"] = idle
     return notes
+
+
+def _idle_gpus(groups) -> str:
+    """Groups whose servers hold more GPUs (hardware.count) than their layout uses (serving.tp)."""
+    parts = []
+    for g in groups:
+        unused = g.gpus_per_server - g.serving.layout.tp
+        if unused > 0:
+            parts.append(
+                f"{g.label}: {unused} of {g.gpus_per_server} per server (hardware.count above serving.tp)"
+            )
+    return "; ".join(parts)
 
 
 def _policy_text(policy: dict) -> str:
