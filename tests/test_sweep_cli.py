@@ -80,3 +80,16 @@ def test_report_writes_one_page(sweep_file, tmp_path):
     assert result.exit_code == 0, result.output
     text = page.read_text()
     assert "Plan for 20 req/s" in text and text.count("vegaEmbed('#chart-") == 4
+
+
+def test_a_sweep_in_which_no_point_ran_exits_non_zero_with_the_first_reason(tmp_path):
+    """Every point invalid (tp 3 and 5 on one GPU) ended with exit 0, as if the sweep had run; the table stays
+    (each row's reason), and the one error line gives the first."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(sweep_dict({"serving.tp": [3, 5]})))
+    out = tmp_path / "r.parquet"
+    result = runner.invoke(app, ["sweep", str(path), "-o", str(out), "--executor", "serial"])
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "no point of the sweep ran (invalid: 2)" in errors[0]
+    assert "serving.tp (3) needs at least that many GPUs" in errors[0] and out.exists()

@@ -128,6 +128,12 @@ def sweep_command(
         highlight=False,
         soft_wrap=True,
     )
+    if not run.status_counts.get("ok"):  # exit 0 told a script the sweep had run
+        first = run.frame.row(0, named=True)
+        _fail(
+            f"{sweep_file}: no point of the sweep ran ({counts}); first: {first['status']}: {first['reason']}",
+            1,
+        )
 
 
 def _load_table(results: Path, executor: str, workers: int | None, quiet: bool = False):
