@@ -179,7 +179,7 @@ def predict(
             from simperf.accuracy.bench_import import BenchImportError, scenario_like
 
             try:
-                sc = scenario_like(sc, like, run=like_run)
+                sc = scenario_like(sc, like, run=like_run, flags=built.origin)
             except BenchImportError as e:
                 _fail(f"--like {like}: {e}")
         # before any work

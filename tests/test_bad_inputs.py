@@ -1258,6 +1258,24 @@ THIRD_SWEEP_CASES = [
             ),
         },
     ),  # fmt: skip
+    Case(
+        "predict-random-flag-on-gsp",
+        (
+            "predict",
+            "{ws}/s.yaml",
+            "--dataset-name",
+            "generated-shared-prefix",
+            "--random-range-ratio",
+            "0.5",
+        ),
+        "--random-range-ratio applies to --dataset-name random",
+    ),  # fmt: skip
+    Case(
+        "predict-like-and-workload-flag",
+        ("predict", "{ws}/s.yaml", "--like", "{ws}/run.json", "--num-prompts", "99"),
+        "--num-prompts: the measured run sets workload.num_prompts",
+        {"run.json": json.dumps({"completed": 10, "duration": 2.0, "mean_ttft_ms": 30.0, "request_rate": 5})},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

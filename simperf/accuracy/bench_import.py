@@ -20,6 +20,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -300,11 +301,20 @@ def workload_from_bench(
     return out
 
 
-def scenario_like(scenario: Scenario, measured: Path, run: int | None = None) -> Scenario:
+def scenario_like(
+    scenario: Scenario, measured: Path, run: int | None = None, flags: Mapping[str, str] | None = None
+) -> Scenario:
     """`simperf predict --like measured.json`: the scenario with its workload overridden by the measured run's
-    settings where the run gives them (other workload keys, e.g. ignore_eos or warmup, stay the scenario's)."""
+    settings where the run gives them (other workload keys, e.g. ignore_eos or warmup, stay the scenario's).
+    flags: field path -> the command-line flag that set it; a flag setting a key the run gives is refused (the
+    run's value replaced it without a word)."""
     result = read_bench_result(measured, run)
     like = workload_from_bench(result, path=Path(measured).resolve(), run=run)
+    for path, flag in (flags or {}).items():
+        parts = path.split(".")
+        if parts[0] == "workload" and (len(parts) == 1 or parts[1] in like):
+            key = "workload" if len(parts) == 1 else f"workload.{parts[1]}"
+            raise BenchImportError(f"{flag}: the measured run sets {key}, which replaces it; drop one of them")
     data = scenario.workload.model_dump(mode="json", exclude_unset=True)
     if "dataset" in like:
         data.pop("dataset", None)

@@ -39,6 +39,7 @@ class CommandLineScenario:
     base_dir: Path  # relative paths in `mapping` are relative to this (as parse_scenario resolves them)
     source: str  # the scenario file, or "command line": what error messages start with
     notes: list[str] = field(default_factory=list)  # defaults taken, flags ignored
+    origin: dict[str, str] = field(default_factory=dict)  # field path -> the flag (or --set) that set it
 
 
 def _set(data: dict[str, Any], path: str, value: Any) -> None:
@@ -212,6 +213,9 @@ def _dataset_kind(settings: FlagSettings, data: dict[str, Any], from_file: bool)
                 f"--dataset-name: got {name!r}; simperf models {', '.join(DATASET_KINDS)} "
                 "(other datasets: convert them to a trace with `simperf trace convert`)"
             )
+        if random_flags and wanted != "random":
+            # --random-range-ratio landed on the shared-prefix dataset's own range_ratio (--gsp-range-ratio)
+            raise FlagError(f"{random_flags[0]} applies to --dataset-name random; this run's dataset is {name}")
         if kind != wanted:
             _set(data, "workload.dataset", {"kind": wanted})
     elif random_flags:
@@ -360,7 +364,7 @@ def scenario_from_command_line(tokens: list[str], set_items: list[str] | None = 
         scenario = parse_scenario(data, source, base_dir=base_dir)
     except ScenarioError as e:
         raise ScenarioError(_annotate(str(e), origin)) from None
-    return CommandLineScenario(scenario, data, base_dir, source, notes)
+    return CommandLineScenario(scenario, data, base_dir, source, notes, origin)
 
 
 def _scenario_paths(scenario: Scenario) -> dict[str, Path | None]:
