@@ -1276,6 +1276,16 @@ THIRD_SWEEP_CASES = [
         "--num-prompts: the measured run sets workload.num_prompts",
         {"run.json": json.dumps({"completed": 10, "duration": 2.0, "mean_ttft_ms": 30.0, "request_rate": 5})},
     ),  # fmt: skip
+    scenario_case(
+        "balance-without-dp",
+        "serving: load_balance_method: total_requests balances DP attention ranks; dp_attention is 1",
+        **{"serving.load_balance_method": "total_requests"},
+    ),  # fmt: skip
+    scenario_case(
+        "dsa-threshold-dense",
+        "serving.dsa_prefill_dense_attn_kv_len_threshold: applies to DSA models",
+        **{"serving.dsa_prefill_dense_attn_kv_len_threshold": 100},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

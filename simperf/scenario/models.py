@@ -259,6 +259,11 @@ class ServingSpec(_Strict):
                 "enable_mixed_chunk: has no effect with chunked_prefill_size -1 (SGLang mixes decode rows into "
                 "chunked prefills only); drop one of them"
             )
+        if self.load_balance_method != "round_robin" and self.dp_attention == 1:
+            # SGLang's DP controller balances requests over DP attention ranks; one rank has nothing to balance
+            raise ValueError(
+                f"load_balance_method: {self.load_balance_method} balances DP attention ranks; dp_attention is 1"
+            )
         if self.disable_cuda_graph and self.cuda_graph_max_bs is not None and self.dp_attention == 1:
             # without DP attention the value only sizes the decode graphs (and their memory reserve)
             raise ValueError(

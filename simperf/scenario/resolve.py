@@ -243,6 +243,11 @@ def resolve(
     gpu = get_gpu(scenario.hardware.gpu)
     arch = load_arch(scenario.model.name, scenario.model.config)
     check_layout(arch, s.tp, s.dp_attention, s.ep, field)
+    if "dsa_prefill_dense_attn_kv_len_threshold" in s.model_fields_set and arch.attention != "dsa":
+        raise ValueError(
+            f"{field}.dsa_prefill_dense_attn_kv_len_threshold: applies to DSA models (DeepSeek-V3.2); "
+            f"{arch.name} has {arch.attention} attention"
+        )
     layout = ParallelLayout(tp=s.tp, dp_attention=s.dp_attention, ep=s.ep)
     notes: list[str] = []
 
