@@ -1286,6 +1286,20 @@ THIRD_SWEEP_CASES = [
         "serving.dsa_prefill_dense_attn_kv_len_threshold: applies to DSA models",
         **{"serving.dsa_prefill_dense_attn_kv_len_threshold": 100},
     ),  # fmt: skip
+    scenario_case(
+        "gsp-block-longer-than-prefix",
+        "workload.dataset: block_tokens (1024) is longer than system_prompt_len (512)",
+        **{
+            "workload.dataset": {
+                "kind": "shared_prefix",
+                "num_groups": 2,
+                "prompts_per_group": 2,
+                "system_prompt_len": 512,
+                "block_tokens": 1024,
+            },
+            "workload.num_prompts": DELETE,
+        },
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

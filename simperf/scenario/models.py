@@ -367,6 +367,17 @@ class SharedPrefixDataset(_Strict):
         default=64, ge=1, description="tokens per prefix block id; shared prefixes are matched in these units"
     )
 
+    @model_validator(mode="after")
+    def _prefix_holds_a_block(self) -> SharedPrefixDataset:
+        # prefixes match in whole blocks: a block longer than the system prompt never matched, and the run reported
+        # a 0% prefix hit where SGLang's radix cache would reuse the whole shared prompt
+        if self.block_tokens > self.system_prompt_len:
+            raise ValueError(
+                f"block_tokens ({self.block_tokens}) is longer than system_prompt_len ({self.system_prompt_len}): "
+                "no shared prefix could match; give block_tokens at most the system prompt's length"
+            )
+        return self
+
 
 class MultiTurnDataset(_Strict):
     """Conversations whose every turn re-sends the previous context (prompts and answers) plus a new message."""
