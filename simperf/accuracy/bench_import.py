@@ -314,7 +314,9 @@ def scenario_like(
         parts = path.split(".")
         if parts[0] == "workload" and (len(parts) == 1 or parts[1] in like):
             key = "workload" if len(parts) == 1 else f"workload.{parts[1]}"
-            raise BenchImportError(f"{flag}: the measured run sets {key}, which replaces it; drop one of them")
+            raise BenchImportError(
+                f"{flag}: the measured run sets {key}, which replaces it; drop one of them"
+            )
     data = scenario.workload.model_dump(mode="json", exclude_unset=True)
     if "dataset" in like:
         data.pop("dataset", None)

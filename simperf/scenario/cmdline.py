@@ -215,7 +215,9 @@ def _dataset_kind(settings: FlagSettings, data: dict[str, Any], from_file: bool)
             )
         if random_flags and wanted != "random":
             # --random-range-ratio landed on the shared-prefix dataset's own range_ratio (--gsp-range-ratio)
-            raise FlagError(f"{random_flags[0]} applies to --dataset-name random; this run's dataset is {name}")
+            raise FlagError(
+                f"{random_flags[0]} applies to --dataset-name random; this run's dataset is {name}"
+            )
         if kind != wanted:
             _set(data, "workload.dataset", {"kind": wanted})
     elif random_flags:
