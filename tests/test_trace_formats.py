@@ -175,3 +175,28 @@ def test_a_written_trace_keeps_request_order_for_equal_times(tmp_path):
     shuffled = replace(trace, format="simperf")
     again = read_trace(write_trace(shuffled, tmp_path / "t.parquet"))
     assert_same_requests(trace, again)
+
+
+@pytest.mark.parametrize(
+    "extra,what",
+    [
+        ({"hash_ids": [1, 2]}, r"column hash_ids must be a list of integer block ids, found int64"),
+        ({"hash_ids": [["a"], ["b"]]}, r"column hash_ids must be a list of integer block ids"),
+        ({"hash_ids": [[1], [2, None]]}, r"row 1: hash_ids holds a null block id"),
+        (
+            {"hash_ids": [[1], [2]], "hash_block_tokens": [16.5, 16.5]},
+            r"hash_block_tokens must be one positive integer, found \[16\.5\]",
+        ),
+    ],
+)
+def test_malformed_parquet_block_ids_are_refused_not_cast(tmp_path, extra, what):
+    """A scalar or string hash_ids column used to crash; null ids and a fractional block size were cast silently."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "bad.parquet"
+    pq.write_table(
+        pa.table({"arrival_s": [0.0, 1.0], "input_len": [5, 6], "output_len": [1, 2], **extra}), path
+    )
+    with pytest.raises(TraceError, match=rf"bad\.parquet: {what}"):
+        read_trace(path)

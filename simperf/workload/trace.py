@@ -352,13 +352,7 @@ def _read_parquet(path: Path, limit: int | None) -> Trace:
         lengths.append(values.astype(np.int64))
     hashes = None
     if fmt.hashes_key is not None and fmt.hashes_key in table.column_names:
-        column = table.column(fmt.hashes_key).combine_chunks()
-        if column.null_count:
-            bad = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
-            raise TraceError(f"{path}: row {bad}: missing {fmt.hashes_key}")
-        offsets = column.offsets.to_numpy()
-        flat = column.values.to_numpy(zero_copy_only=False).astype(np.int64)
-        hashes = [flat[offsets[i] : offsets[i + 1]] for i in range(len(column))]
+        hashes = _parquet_hashes(table.column(fmt.hashes_key).combine_chunks(), fmt.hashes_key, path)
     accept_len = None
     block_tokens = HASH_BLOCK_TOKENS
     if fmt.name == "simperf" and "accept_len" in table.column_names:
@@ -370,8 +364,10 @@ def _read_parquet(path: Path, limit: int | None) -> Trace:
             )
     if fmt.name == "simperf" and "hash_block_tokens" in table.column_names:
         sizes = np.unique(numeric("hash_block_tokens"))
-        if sizes.size != 1 or sizes[0] < 1:
-            raise TraceError(f"{path}: hash_block_tokens must be one positive value, found {sizes.tolist()}")
+        if sizes.size != 1 or sizes[0] < 1 or sizes[0] != np.floor(sizes[0]):
+            raise TraceError(
+                f"{path}: hash_block_tokens must be one positive integer, found {sizes.tolist()}"
+            )
         block_tokens = int(sizes[0])
     return _in_time_order(
         seconds,
@@ -382,3 +378,23 @@ def _read_parquet(path: Path, limit: int | None) -> Trace:
         hash_block_tokens=block_tokens,
         accept_len=accept_len,
     )
+
+
+def _parquet_hashes(column: Any, key: str, path: Path) -> list[np.ndarray]:
+    """A list<integer> column -> one array of block ids per row; anything else names the column and row."""
+    import pyarrow as pa
+
+    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)) or not (
+        pa.types.is_integer(column.type.value_type)
+    ):
+        raise TraceError(f"{path}: column {key} must be a list of integer block ids, found {column.type}")
+    if column.null_count:
+        bad = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise TraceError(f"{path}: row {bad}: missing {key}")
+    offsets = column.offsets.to_numpy()
+    if column.values.null_count:
+        first = int(np.flatnonzero(column.values.is_null().to_numpy(zero_copy_only=False))[0])
+        bad = int(np.searchsorted(offsets, first, side="right")) - 1
+        raise TraceError(f"{path}: row {bad}: {key} holds a null block id")
+    flat = column.values.to_numpy(zero_copy_only=False).astype(np.int64)
+    return [flat[offsets[i] : offsets[i + 1]] for i in range(len(column))]
