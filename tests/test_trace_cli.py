@@ -108,3 +108,15 @@ def test_hit_rate_over_time_weights_by_prompt_tokens():
     rates = hit_rate_over_time(times, np.array([0, 50, 0, 10, 30]), np.array([100, 100, 100, 20, 40]), bins=2)
     assert rates == pytest.approx([50 / 300, 40 / 60])
     assert np.isnan(hit_rate_over_time(times, times, times + 1, bins=20)[5])
+
+
+@pytest.mark.parametrize("times,expected", [((0.0, 0.5), "rate per 0.0417 s"), ((0.0, 0.0), "every request")])
+def test_inspect_labels_short_bins_and_no_rate_for_one_instant(tmp_path, times, expected):
+    """A sub-second trace was labelled "rate per 0 s"; requests all at 0 s printed "mean rate inf req/s"."""
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        "".join(json.dumps({"arrival_s": t, "input_len": 5, "output_len": 1}) + "\n" for t in times)
+    )
+    result = runner.invoke(app, ["inspect", str(path)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert expected in result.output and "inf" not in result.output and "per 0 s" not in result.output

@@ -142,9 +142,12 @@ def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
     table.add_row("requests", f"{summary.count:,}")
     if summary.has_times:
         table.add_row("duration", f"{summary.duration_s:,.1f} s")
-        table.add_row("mean rate", f"{summary.mean_rate:.3f} req/s")
-        rates = " ".join(f"{r:.2f}" for r in summary.rate_over_time)
-        table.add_row(f"rate per {summary.rate_bin_s:,.0f} s", rates)
+        if summary.rate_over_time:
+            table.add_row("mean rate", f"{summary.mean_rate:.3f} req/s")
+            rates = " ".join(f"{r:.2f}" for r in summary.rate_over_time)
+            table.add_row(f"rate per {_seconds(summary.rate_bin_s)}", rates)
+        else:  # one request, or all at the same instant: no rate to speak of
+            table.add_row("mean rate", "- (every request arrives at 0 s)")
     else:
         table.add_row("arrival times", "none recorded")
     for name, s in (("input tokens", summary.input_len), ("output tokens", summary.output_len)):
@@ -169,7 +172,7 @@ def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
         )
         if reuse.ratio_over_time:
             table.add_row(
-                f"reuse per {summary.rate_bin_s:,.0f} s",
+                f"reuse per {_seconds(summary.rate_bin_s)}",
                 " ".join(f"{100 * r:.0f}%" for r in reuse.ratio_over_time),
             )
     if summary.accept_len_mean is not None:
@@ -177,3 +180,8 @@ def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
     if summary.skipped:
         table.add_row("skipped", f"{len(summary.skipped)}: " + "; ".join(summary.skipped[:5]))
     console.print(table)
+
+
+def _seconds(span_s: float) -> str:
+    """A bin width: whole seconds when long, three significant digits when short (not "0 s" for 0.04 s)."""
+    return f"{span_s:,.0f} s" if span_s >= 10 else f"{span_s:.3g} s"
