@@ -44,7 +44,9 @@ class Case:
     id: str
     args: tuple[str, ...]  # {ws} is the case's workspace, {repo} the repository
     expected: str  # a substring of the error line
-    files: dict[str, str] = field(default_factory=dict)  # extra files written into the workspace first
+    files: dict[str, str | bytes] = field(
+        default_factory=dict
+    )  # extra files written into the workspace first
 
 
 def scenario_text(**changes) -> str:
@@ -1303,8 +1305,41 @@ THIRD_SWEEP_CASES = [
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 
+GEMM_ROW = {"op": "gemm", "backend": "cublas", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",
+            "time_us": 12.5, "status": "ok", "sample": "grid"}  # fmt: skip
+
+
+def gemm_table(drop: tuple[str, ...] = (), **changes) -> bytes:
+    """A one-row calibration table (gemm on h100), with columns changed or dropped."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from simperf.perfdb.tables import rows_to_table
+
+    buffer = io.BytesIO()
+    pq.write_table(rows_to_table([{**GEMM_ROW, **changes}]).drop(list(drop)), buffer)
+    return buffer.getvalue()
+
+
+def table_case(case_id: str, expected: str, table: bytes, command: str = "coverage") -> Case:
+    return Case(case_id, ("perfdb", command, "{ws}/cal"), expected, {"cal/gemm.parquet": table})
+
+
+CALIBRATION_TABLE_CASES = [
+    table_case("table-time-nan", "row 0: time_us is nan", gemm_table(time_us=float("nan"))),
+    table_case("table-time-negative", "row 0: time_us is -3.0", gemm_table(time_us=-3.0), "check"),
+    table_case("table-time-zero", "row 0: time_us is 0.0", gemm_table(time_us=0.0)),
+    table_case("table-time-inf", "row 0: time_us is inf", gemm_table(time_us=float("inf"))),
+    table_case("table-time-null", "row 0: time_us is None", gemm_table(time_us=None), "check"),
+    table_case("table-no-time-column", "no column time_us", gemm_table(drop=("time_us",))),
+    table_case("table-no-axis-column", "no column m", gemm_table(drop=("m",)), "check"),
+    table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
+]
+
 CASES = (
-    GROUNDTRUTH_CASES
+    CALIBRATION_TABLE_CASES
+    + GROUNDTRUTH_CASES
     + NEWER_COMMAND_CASES
     + SCENARIO_CASES
     + FILE_CASES
@@ -1402,7 +1437,10 @@ def test_bad_input_gives_one_error_line_and_changes_nothing(case, tmp_path, monk
     _write_workspace(ws)
     for name, text in case.files.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
-        (ws / name).write_text(text)
+        if isinstance(text, bytes):
+            (ws / name).write_bytes(text)
+        else:
+            (ws / name).write_text(text)
     table = request.getfixturevalue("sweep_table") if any("{table}" in a for a in case.args) else None
     args = [a.format(ws=ws, repo=REPO, table=table) for a in case.args]
     monkeypatch.chdir(tmp_path)  # default outputs (tables, validation/<stem>) would land here

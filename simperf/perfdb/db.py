@@ -881,12 +881,45 @@ def _polars_schema() -> dict[str, pl.DataType]:
     return dict(pl.from_arrow(arrow_schema().empty_table()).schema)  # type: ignore[union-attr]
 
 
+_STATUSES = ("ok", "failed", "unsupported")
+
+
+def _check_table(frame: pl.DataFrame, path: Path) -> None:
+    """A table whose rows can time something: the columns its ops are keyed and interpolated on (a column a
+    newer schema added may be absent; these never were), known statuses, and a positive finite time on every
+    usable row. A NaN, negative or missing time would otherwise be interpolated as if measured."""
+    needed = {"op", "status", "time_us"}
+    ops = frame["op"].drop_nulls().unique().to_list() if "op" in frame.columns else []
+    for op in ops:
+        if op in OP_SPECS:
+            needed |= set(OP_SPECS[op].axis_columns) | set(OP_SPECS[op].key_columns)
+    absent = sorted(needed - set(frame.columns))
+    if absent:
+        raise ValueError(f"{path}: not a calibration table: no column {', '.join(absent)}")
+    statuses = set(frame["status"].unique().to_list()) - set(_STATUSES)
+    if statuses:
+        raise ValueError(
+            f"{path}: status: got {sorted(map(str, statuses))}; allowed values: {', '.join(_STATUSES)}"
+        )
+    times = frame["time_us"].cast(pl.Float64, strict=False)
+    bad = (
+        (frame["status"] == "ok") & ~(times.is_finite().fill_null(False) & (times > 0).fill_null(False))
+    ).arg_true()
+    if bad.len():
+        row = int(bad[0])
+        raise ValueError(
+            f"{path}: row {row}: time_us is {times[row]} on a status 'ok' row ({bad.len()} such rows); "
+            "a usable row needs a positive finite time (mark it failed, or recalibrate)"
+        )
+
+
 def _read_tables(files: Sequence[Path]) -> pl.DataFrame:
     """Concatenate tables in the schema's column types; a column a table lacks becomes null."""
     schema = _polars_schema()
     aligned = []
     for path in files:
         frame = pl.read_parquet(path)
+        _check_table(frame, path)
         missing = [
             pl.lit(None, dtype=dtype).alias(name)
             for name, dtype in schema.items()
