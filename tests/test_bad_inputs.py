@@ -1334,6 +1334,13 @@ CALIBRATION_TABLE_CASES = [
     table_case("table-time-null", "row 0: time_us is None", gemm_table(time_us=None), "check"),
     table_case("table-no-time-column", "no column time_us", gemm_table(drop=("time_us",))),
     table_case("table-no-axis-column", "no column m", gemm_table(drop=("m",)), "check"),
+    Case(
+        "tables-of-two-gpus",
+        ("perfdb", "check", "{ws}/cal"),
+        "several GPUs: h100 (a.parquet), h200 (b.parquet)",
+        {"cal/a.parquet": gemm_table(), "cal/b.parquet": gemm_table(gpu="h200")},
+    ),
+    table_case("table-no-gpu-odd-directory", "record no gpu and its name is no GPU", gemm_table(gpu=None)),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

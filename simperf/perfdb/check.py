@@ -27,15 +27,22 @@ def resolve_gpu(directory: Path, gpu: GpuSpec | str | None = None) -> GpuSpec:
         return gpu
     if isinstance(gpu, str):
         return get_gpu(gpu)
-    found: set[str] = set()
+    found: dict[str, str] = {}  # GPU -> the first table measured on it
     for path in sorted(Path(directory).glob("*.parquet")):
         column = pl.read_parquet(path, columns=["gpu"])["gpu"]
-        found |= {g for g in column.drop_nulls().unique().to_list()}
+        for g in column.drop_nulls().unique().sort().to_list():
+            found.setdefault(g, path.name)
     if len(found) == 1:
-        return get_gpu(found.pop())
+        return get_gpu(next(iter(found)))
     if len(found) > 1:
-        raise ValueError(f"tables in {directory} come from several GPUs {sorted(found)}; pass gpu=")
-    return get_gpu(Path(directory).name)
+        tables = ", ".join(f"{g} ({name})" for g, name in sorted(found.items()))
+        raise ValueError(
+            f"{directory}: tables measured on several GPUs: {tables}; a calibration directory holds one GPU's tables"
+        )
+    try:
+        return get_gpu(Path(directory).name)
+    except ValueError as exc:  # name the directory and why its name was asked
+        raise ValueError(f"{directory}: its tables record no gpu and its name is no GPU: {exc}") from None
 
 
 _ERROR_SCHEMA = {
