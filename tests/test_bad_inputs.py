@@ -1322,6 +1322,15 @@ def gemm_table(drop: tuple[str, ...] = (), **changes) -> bytes:
     return buffer.getvalue()
 
 
+RATIOS = """format: simperf-scaled-ratios/1
+target: {target}
+reference: h200
+edges: [0.5]
+cells:
+- {{family: gemm, bound: compute, bucket: 0, median: {median}, points: 9, p10: 1.0, p90: 1.2}}
+"""
+
+
 def table_case(case_id: str, expected: str, table: bytes, command: str = "coverage") -> Case:
     return Case(case_id, ("perfdb", command, "{ws}/cal"), expected, {"cal/gemm.parquet": table})
 
@@ -1341,6 +1350,42 @@ CALIBRATION_TABLE_CASES = [
         {"cal/a.parquet": gemm_table(), "cal/b.parquet": gemm_table(gpu="h200")},
     ),
     table_case("table-no-gpu-odd-directory", "record no gpu and its name is no GPU", gemm_table(gpu=None)),
+    *(
+        Case(
+            f"scaled-from-{name}",
+            ("perfdb", "coverage", "{ws}/cal"),
+            expected,
+            {"cal/gemm.parquet": gemm_table(), "cal/scaled_from.yaml": text},
+        )
+        for name, text, expected in (
+            ("not-yaml", "reference: [\n", "cal/scaled_from.yaml: not YAML"),
+            (
+                "unknown-gpu",
+                "reference: h300\n",
+                "scaled_from.yaml: reference: unknown GPU 'h300'; the hardware",
+            ),
+            ("itself", "reference: h100\n", "scaled_from.yaml: reference: h100 is this directory's own GPU"),
+        )
+    ),
+    *(
+        Case(
+            f"scaled-ratios-{name}",
+            ("perfdb", "coverage", "{ws}/cal"),
+            expected,
+            {
+                "cal/gemm.parquet": gemm_table(),
+                "h200/gemm.parquet": gemm_table(gpu="h200"),
+                "cal/scaled_from.yaml": "reference: h200\n",
+                "cal/scaled_ratios.yaml": text,
+            },
+        )
+        for name, text, expected in (
+            ("list", "- 1\n", "scaled_ratios.yaml: not a measured-ratio file"),
+            ("not-yaml", "cells: [\n", "scaled_ratios.yaml: not YAML"),
+            ("nan", RATIOS.format(target="h100", median=".nan"), "ratios must be positive, got [nan"),
+            ("other-target", RATIOS.format(target="b200", median=1.1), "target: 'b200', but these are h100"),
+        )
+    ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

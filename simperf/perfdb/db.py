@@ -487,9 +487,13 @@ class PerfDB:
                 stacklevel=2,
             )
         if reference is None and scaled_from and directory is not None:
-            reference = _load_reference(Path(directory))
+            reference = _load_reference(Path(directory), gpu)
         if ratios is None and reference is not None:
             ratios = read_ratios(directory, reference.gpu.key)
+            if ratios is not None and ratios.target != gpu.key:  # another GPU's ratios would scale this one's
+                raise ValueError(
+                    f"{directory}/scaled_ratios.yaml: target: {ratios.target!r}, but these are {gpu.key} tables"
+                )
         db = cls(gpu, rows, files, Path(directory) if directory is not None else None, reference, ratios)
         db.vintages = vintages
         db.cta_stream = read_cta_stream(directory) or db.cta_stream
@@ -851,11 +855,13 @@ def _third_party_sources(rows: pl.DataFrame, spec: OpSpec) -> dict[KeyTuple, str
     return {tuple(key): source for *key, source in found.iter_rows()}
 
 
-def _load_reference(directory: Path) -> PerfDB | None:
+def _load_reference(directory: Path, gpu: GpuSpec) -> PerfDB | None:
     """The scaled-from reference named in the directory's scaled_from.yaml (never itself scaled)."""
     reference_gpu = read_scaled_from(directory)
     if reference_gpu is None:
         return None
+    if reference_gpu == gpu.key:  # a directory scaled from itself prices nothing it lacks, silently
+        raise ValueError(f"{directory}/scaled_from.yaml: reference: {gpu.key} is this directory's own GPU")
     reference_dir = reference_directory(directory, reference_gpu)
     if not reference_dir.is_dir():
         warnings.warn(

@@ -86,16 +86,31 @@ class RatioTable:
 
     @classmethod
     def from_yaml(cls, path: Path) -> RatioTable:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if data.get("format") != FORMAT:
+        """The file `to_yaml` writes; anything else is a one-line error naming the file and the field."""
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"{path}: not a measured-ratio file (expected format {FORMAT!r})")
-        cells = {
-            (c["family"], c["bound"], int(c["bucket"])): Cell(
-                float(c["median"]), int(c["points"]), c["p10"], c["p90"]
-            )
-            for c in data["cells"]
-        }
-        return cls(data["target"], data["reference"], cells, tuple(data["edges"]), data.get("provenance", ""))
+        try:
+            cells = dict(_cell(c) for c in data["cells"])
+            edges = tuple(float(e) for e in data["edges"])
+            return cls(str(data["target"]), str(data["reference"]), cells, edges, data.get("provenance", ""))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: malformed measured-ratio file ({type(exc).__name__}: {exc})") from None
+
+
+def _cell(c: dict) -> tuple[tuple[str, str, int], Cell]:
+    """One `cells` entry; the ratios must be positive finite numbers (a NaN one would price every op it covers)."""
+    ratios = [float(c[name]) for name in ("median", "p10", "p90")]
+    if not all(np.isfinite(r) and r > 0 for r in ratios):
+        raise ValueError(
+            f"cell {c['family']}/{c['bound']}/{c['bucket']}: ratios must be positive, got {ratios}"
+        )
+    return (str(c["family"]), str(c["bound"]), int(c["bucket"])), Cell(
+        ratios[0], int(c["points"]), *ratios[1:]
+    )
 
 
 def read_ratios(directory: Path | None, reference: str) -> RatioTable | None:

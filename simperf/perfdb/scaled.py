@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from simperf.hardware.catalog import get_gpu
 from simperf.perfdb.ratios import RatioTable, ratio_for
 from simperf.perfdb.roofline import Roofline
 from simperf.perfdb.schema import SOURCE_INDEX
@@ -46,9 +47,16 @@ def read_scaled_from(directory: Path | None) -> str | None:
     path = Path(directory) / SCALED_FROM_FILE
     if not path.is_file():
         return None
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict) or set(data) != {"reference"} or not isinstance(data["reference"], str):
         raise ValueError(f"{path}: expected exactly one key 'reference: <gpu key>', got {data!r}")
+    try:
+        get_gpu(data["reference"])
+    except ValueError as exc:
+        raise ValueError(f"{path}: reference: {exc}") from None
     return data["reference"]
 
 
