@@ -1386,6 +1386,12 @@ CALIBRATION_TABLE_CASES = [
             ("other-target", RATIOS.format(target="b200", median=1.1), "target: 'b200', but these are h100"),
         )
     ),
+    Case(
+        "diff-points-onto-a-table",
+        ("perfdb", "diff", "{repo}/calibration/h100", "{ws}/cal", "--points", "{ws}/cal/gemm.parquet"),
+        "gemm.parquet: inside calibration directory B",
+        {"cal/gemm.parquet": gemm_table()},
+    ),  # fmt: skip
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

@@ -265,6 +265,7 @@ def diff_command(
         check_table_files(Path(directory), label)
     if points is not None:
         check_output_file(points, "--points", suffixes=(".parquet",), what="Parquet")
+        _points_outside(points, a, b)
     unknown = sorted(set(op or ()) - set(OP_SPECS))
     if unknown:
         raise typer.BadParameter(
@@ -297,3 +298,15 @@ def diff_command(
         print(f"{disagreements.height} key(s) disagree by more than x{DISAGREE_FACTOR} at the median")
     if points is not None:
         result.points.write_parquet(points)
+
+
+def _points_outside(points: Path, *directories: Path) -> None:
+    """--points never lands in A or B: it would replace one of their tables, or be read as one from then on."""
+    from simperf.errors import UserError
+
+    for label, directory in zip("AB", directories, strict=True):
+        if Path(points).absolute().parent.resolve() == Path(directory).resolve():
+            raise UserError(
+                f"--points {points}: inside calibration directory {label} ({directory}), where a *.parquet "
+                "is one of its tables; write it somewhere else"
+            )
