@@ -91,7 +91,8 @@ def test_diff_command_prints_the_ratio_table(imported_h200, tmp_path):
     mine = measured_like(imported_h200, tmp_path, {"bf16": 1.0, "fp8": 0.25})
     app = typer.Typer()
     app.command()(diff_command)
-    points = tmp_path / "points.parquet"
+    points = tmp_path / "out" / "points.parquet"  # not in A: there it would be read as one of its tables
+    points.parent.mkdir()
     result = CliRunner().invoke(
         app, [str(mine), str(imported_h200), "--points", str(points)], terminal_width=200
     )
