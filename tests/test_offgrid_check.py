@@ -158,3 +158,22 @@ def test_results_read_with_another_set_are_refused_not_paired_by_id():
         timed_samples(offgrid / "samples.jsonl", offgrid / "shared-prefix-h100-results.jsonl")
     gpu, pairs = timed_samples(offgrid / "shared-prefix.jsonl", offgrid / "shared-prefix-h100-results.jsonl")
     assert gpu == "h100" and len(pairs) == 1368
+
+
+@pytest.mark.parametrize(
+    "out,message",
+    [("set.jsonl", "--out {set}: is also an input"), ("r.txt", ".jsonl"), ("r.jsonl", "on a CUDA GPU")],
+)
+def test_time_refuses_its_own_set_and_a_machine_without_a_gpu(tmp_path, capsys, monkeypatch, out, message):
+    """`time SET --out SET` appended results to the set; without a GPU every sample was recorded failed, exit 0."""
+    from simperf.calibrate import runner
+    from simperf.perfdb.offgrid.__main__ import main
+
+    monkeypatch.setattr(runner, "probe_device", lambda *a, **k: {"gpu_name": None, "torch": None})
+    samples = tmp_path / "set.jsonl"
+    samples.write_bytes((ROOT / "calibration" / "offgrid" / "straggler-dev.jsonl").read_bytes())
+    before = samples.read_bytes()
+    assert main(["time", str(samples), "--out", str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message.format(set=samples) in err[0]
+    assert samples.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["set.jsonl"]

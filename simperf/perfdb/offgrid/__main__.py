@@ -22,11 +22,13 @@ from pathlib import Path
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from simperf.output_paths import check_output_file
     from simperf.perfdb.db import shipped_calibration_dir
     from simperf.perfdb.offgrid.grids import measured_grid
     from simperf.perfdb.offgrid.io import write_samples
     from simperf.perfdb.offgrid.samples import OFFGRID_SEED, generate, set_header
 
+    check_output_file(args.path, "PATH", suffixes=(".jsonl",), what="off-grid set JSONL")
     if args.shared_prefix:
         from simperf.perfdb.offgrid import shared_prefix
 
@@ -59,12 +61,12 @@ def _generate(args: argparse.Namespace) -> int:
 
         if args.ragged_extends < 1:
             print(
-                f"--ragged-extends: got {args.ragged_extends}; expected a count of at least 1",
+                f"error: --ragged-extends: got {args.ragged_extends}; expected a count of at least 1",
                 file=sys.stderr,
             )
             return 2
         if not args.seed or args.seed == OFFGRID_SEED:
-            print("--ragged-extends: give a --seed other than the off-grid set's", file=sys.stderr)
+            print("error: --ragged-extends: give a --seed other than the off-grid set's", file=sys.stderr)
             return 2
         samples = generate_ragged_extends(args.ragged_extends, args.seed)
         header = {"seed": args.seed, "counts": {"extend": args.ragged_extends}, "ragged_share": {"extend": 1.0},
@@ -100,7 +102,16 @@ def _generate_gemm_m_check(args: argparse.Namespace) -> int:
 
 
 def _time(args: argparse.Namespace) -> int:
+    from simperf.calibrate.preflight import require_device
+    from simperf.calibrate.runner import probe_device
+    from simperf.output_paths import check_output_file
     from simperf.perfdb.offgrid.timing import time_samples
+
+    if not args.samples.is_file():
+        raise FileNotFoundError(f"{args.samples}: no such off-grid set (generate writes one)")
+    # --out onto the set appended results to it; without a GPU every sample was recorded as failed, exit 0
+    check_output_file(args.out, "--out", suffixes=(".jsonl",), inputs=(args.samples,), what="JSONL")
+    require_device(probe_device(), "the off-grid set is timed")
 
     def stop(signum: int, frame: object) -> None:  # results are fsynced per sample: nothing to fold
         raise SystemExit(128 + signum)
@@ -186,10 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     doc.add_argument("--check", action="store_true", help="only say whether they are stale (exit 1 if so)")
     args = parser.parse_args(argv)
+    from simperf.calibrate.preflight import CalibrateError
+    from simperf.errors import UserError
+
     try:
         return {"generate": _generate, "time": _time, "docs": _docs}[args.command](args)
     except (FileExistsError, FileNotFoundError, PermissionError) as exc:  # one line, nothing overwritten
-        print(f"{args.command}: {exc}", file=sys.stderr)
+        print(f"error: {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except (UserError, CalibrateError) as exc:
+        print(f"error: {args.command}: {exc}", file=sys.stderr)
         return 2
 
 
