@@ -1392,6 +1392,25 @@ CALIBRATION_TABLE_CASES = [
         "gemm.parquet: inside calibration directory B",
         {"cal/gemm.parquet": gemm_table()},
     ),  # fmt: skip
+    *(
+        Case(
+            f"compare-metric-{name}",
+            ("compare", "{ws}/p.json", "{ws}/result.json"),
+            expected,
+            {"p.json": f'{{"completed": 10, "duration": 2.0, "mean_ttft_ms": {value}}}'},
+        )
+        for name, value, expected in (
+            ("nan", "NaN", "p.json: mean_ttft_ms: got nan; expected a finite number >= 0"),
+            ("negative", "-30.0", "p.json: mean_ttft_ms: got -30.0"),
+            ("text", '"30"', "p.json: mean_ttft_ms: got '30'; expected a number"),
+        )
+    ),
+    Case(
+        "compare-nothing-completed",
+        ("compare", "{ws}/result.json", "{ws}/z.json"),
+        "z.json: completed: 0",
+        {"z.json": '{"completed": 0, "duration": 2.0, "mean_ttft_ms": 0.0}'},
+    ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

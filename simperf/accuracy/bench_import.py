@@ -356,6 +356,21 @@ COMPARED = (
 _SETTINGS = ("request_rate", "max_concurrency", "random_input_len", "random_output_len", "random_range_ratio")
 
 
+def check_compared_metrics(result: dict[str, Any], path: Path) -> None:
+    """The metrics a comparison reads are numbers, finite and >= 0, of a run where requests completed: a NaN,
+    negative or text value was compared (or silently left out) as if measured."""
+    for key in COMPARED:
+        value = result.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise BenchImportError(f"{path}: {key}: got {value!r}; expected a number")
+        if not math.isfinite(value) or value < 0:
+            raise BenchImportError(f"{path}: {key}: got {value}; expected a finite number >= 0")
+    if result.get("completed") == 0:
+        raise BenchImportError(f"{path}: completed: 0 requests completed in this run; nothing to compare")
+
+
 def compare_results(predicted: dict[str, Any], measured: dict[str, Any]) -> list[dict[str, Any]]:
     """Metric-by-metric deltas for the keys both results have: predicted − measured, absolute and in %."""
     rows = []
@@ -404,6 +419,8 @@ def compare_command(
     try:
         pred = read_bench_result(predicted)
         meas = read_bench_result(measured, run)
+        for result, path in ((pred, predicted), (meas, measured)):
+            check_compared_metrics(result, path)
     except BenchImportError as e:
         fail(str(e))
     rows = compare_results(pred, meas)
