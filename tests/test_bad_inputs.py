@@ -1411,6 +1411,12 @@ CALIBRATION_TABLE_CASES = [
         "z.json: completed: 0",
         {"z.json": '{"completed": 0, "duration": 2.0, "mean_ttft_ms": 0.0}'},
     ),
+    Case(
+        "compare-runs-without-settings",
+        ("compare", "{ws}/result.json", "{ws}/two.jsonl"),
+        "2 runs in the file, choose one with --run N (run 0: completed 10 duration 2.0; run 1: completed 20",
+        {"two.jsonl": '{"completed": 10, "duration": 2.0}\n{"completed": 20, "duration": 3.0}\n'},
+    ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

@@ -204,13 +204,17 @@ def _check_results(runs: list[dict[str, Any]], path: Path) -> None:
 
 
 def _describe(r: dict[str, Any]) -> str:
-    parts = [str(r.get("dataset_name", "?"))]
+    """What tells one run of a file from the others: its settings, else its size ("? rate None" said nothing)."""
+    parts = [str(r["dataset_name"])] if r.get("dataset_name") else []
     if r.get("random_input_len") is not None:
         parts.append(f"{r.get('random_input_len')}/{r.get('random_output_len')}")
-    parts.append(f"rate {r.get('request_rate')}")
+    if r.get("request_rate") is not None:
+        parts.append(f"rate {r['request_rate']}")
     if r.get("max_concurrency"):
         parts.append(f"concurrency {r['max_concurrency']}")
-    return " ".join(parts)
+    if not parts:
+        parts = [f"{key} {r[key]}" for key in ("completed", "duration") if r.get(key) is not None]
+    return " ".join(parts) or "no settings recorded"
 
 
 # ---------------------------------------------------------------------------------------------------- workload
