@@ -1322,6 +1322,7 @@ def gemm_table(drop: tuple[str, ...] = (), **changes) -> bytes:
     return buffer.getvalue()
 
 
+TRUTH_HEADER = "id,source,gpu,n_gpu,backend_flags,model,metric,value,unit\n"
 RATIOS = """format: simperf-scaled-ratios/1
 target: {target}
 reference: h200
@@ -1416,6 +1417,30 @@ CALIBRATION_TABLE_CASES = [
         ("compare", "{ws}/result.json", "{ws}/two.jsonl"),
         "2 runs in the file, choose one with --run N (run 0: completed 10 duration 2.0; run 1: completed 20",
         {"two.jsonl": '{"completed": 10, "duration": 2.0}\n{"completed": 20, "duration": 3.0}\n'},
+    ),
+    *(
+        Case(
+            f"truth-{name}",
+            ("accuracy", "{ws}", "--truth", "{ws}/t.csv"),
+            expected,
+            {"index.yaml": "scenarios: {s.yaml: [T1]}\n", "t.csv": TRUTH_HEADER + row + "\n"},
+        )
+        for name, row, expected in (
+            ("value-nan", "T1,src,H100,1,--tp 1,qwen3-8b,ttft_mean,nan,ms", "t.csv:2: value: got 'nan'"),
+            ("value-negative", "T1,src,H100,1,--tp 1,qwen3-8b,ttft_mean,-30,ms", "t.csv:2: value: got '-30'"),
+            (
+                "value-empty",
+                "T1,src,H100,1,--tp 1,qwen3-8b,ttft_mean,,ms",
+                "t.csv:2: value: got ''; expected a",
+            ),
+            ("gpus-0", "T1,src,H100,0,--tp 1,qwen3-8b,ttft_mean,30,ms", "t.csv:2: n_gpu: got 0"),
+            ("short-row", "T1,src,H100,1,--tp 1,qwen3-8b,ttft_mean", "t.csv:2: expected 9 fields"),
+            (
+                "nothing-predicted",
+                "T1,src,H200,1,--tp 1,qwen3-8b,ttft_mean,30,ms",
+                "no row could be predicted (T1: s.yaml runs on 1x h100, the row on 1x H200)",
+            ),
+        )
     ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]

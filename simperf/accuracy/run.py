@@ -516,6 +516,12 @@ def report_json(report: AccuracyReport) -> str:
     return strictjson.dumps(data, indent=2)
 
 
+def _first_reasons(report: AccuracyReport, shown: int = 3) -> str:
+    reasons = [f"{u.row.id}: {u.reason}" for u in report.unpredicted[:shown]]
+    more = len(report.unpredicted) - shown
+    return "; ".join(reasons + ([f"{more} more"] if more > 0 else [])) or "the index names none of its rows"
+
+
 def accuracy_command(
     scenarios_dir: Annotated[
         Path,
@@ -571,6 +577,8 @@ def accuracy_command(
             progress.set_total(len(started), len(started))
     except (IndexError_, TruthError) as e:
         fail(str(e))
+    if not report.rows:  # empty tables and exit 0 read as an accuracy report with nothing wrong
+        fail(f"--truth {truth}: no row could be predicted ({_first_reasons(report)})")
     if update_doc is not None:
         try:
             replace_generated_block(update_doc, markdown(report))

@@ -9,6 +9,7 @@ a bench_serving result key (simperf writes the same keys), a unit, and optionall
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,11 +83,7 @@ def read_truth(path: Path) -> list[TruthRow]:
         if missing:
             raise TruthError(f"{path}: missing column(s) {', '.join(missing)}")
         for line, rec in enumerate(reader, start=2):
-            try:
-                value = float(rec["value"])
-                n_gpu = int(rec["n_gpu"] or 1)
-            except ValueError as e:
-                raise TruthError(f"{path}:{line}: {e}") from None
+            value, n_gpu = _measured(rec, f"{path}:{line}", len(reader.fieldnames or []))
             rows.append(
                 TruthRow(
                     id=rec["id"].strip(),
@@ -106,6 +103,26 @@ def read_truth(path: Path) -> list[TruthRow]:
     if dupes:
         raise TruthError(f"{path}: duplicate row id(s) {', '.join(dupes)}")
     return rows
+
+
+def _measured(rec: dict, where: str, columns: int) -> tuple[float, int]:
+    """A row's value (finite and > 0: an error ratio against NaN, 0 or a negative figure means nothing) and GPU
+    count (>= 1), or a one-line error naming the file and line."""
+    if None in rec.values() or None in rec:  # fewer or more fields than the header
+        raise TruthError(f"{where}: expected {columns} fields like the header, got another number")
+    try:
+        value = float(rec["value"])
+    except ValueError:
+        raise TruthError(f"{where}: value: got {rec['value']!r}; expected a number") from None
+    try:
+        n_gpu = int(rec["n_gpu"] or 1)
+    except ValueError:
+        raise TruthError(f"{where}: n_gpu: got {rec['n_gpu']!r}; expected a whole GPU count") from None
+    if not math.isfinite(value) or value <= 0:
+        raise TruthError(f"{where}: value: got {rec['value']!r}; a measured figure is a finite number > 0")
+    if n_gpu < 1:
+        raise TruthError(f"{where}: n_gpu: got {n_gpu}; a GPU count is at least 1")
+    return value, n_gpu
 
 
 def unit_factor(row: TruthRow) -> float | None:
