@@ -1322,6 +1322,7 @@ def gemm_table(drop: tuple[str, ...] = (), **changes) -> bytes:
     return buffer.getvalue()
 
 
+RUN_OK = '{"status": "ok"}'
 TRUTH_HEADER = "id,source,gpu,n_gpu,backend_flags,model,metric,value,unit\n"
 RATIOS = """format: simperf-scaled-ratios/1
 target: {target}
@@ -1439,6 +1440,47 @@ CALIBRATION_TABLE_CASES = [
                 "nothing-predicted",
                 "T1,src,H200,1,--tp 1,qwen3-8b,ttft_mean,30,ms",
                 "no row could be predicted (T1: s.yaml runs on 1x h100, the row on 1x H200)",
+            ),
+        )
+    ),
+    *(
+        Case(
+            f"groundtruth-{name}",
+            ("groundtruth", command, "{ws}/gt"),
+            expected,
+            {f"gt/h100/srv/r1/{k}": v for k, v in files.items()},
+        )
+        for name, command, files, expected in (
+            (
+                "index-run-json-list",
+                "index",
+                {"run.json": "[1]"},
+                "r1/run.json: expected a JSON object, got list",
+            ),
+            (
+                "index-bench-not-json",
+                "index",
+                {"run.json": RUN_OK, "bench.json": "{bad"},
+                "r1/bench.json: not valid JSON",
+            ),
+            (
+                "index-ok-without-bench",
+                "index",
+                {"run.json": RUN_OK},
+                "says ok, but its bench.json is missing",
+            ),
+            ("overheads-run-not-json", "overheads", {"run.json": ""}, "r1/run.json: not valid JSON"),
+            (
+                "overheads-ok-without-requests",
+                "overheads",
+                {"run.json": RUN_OK},
+                "says ok, but its requests.parquet is missing",
+            ),
+            (
+                "overheads-requests-of-another-kind",
+                "overheads",
+                {"run.json": RUN_OK, "requests.parquet": gemm_table()},
+                "requests.parquet: not a run's requests table: no column client_send_s",
             ),
         )
     ),

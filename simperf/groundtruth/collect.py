@@ -26,6 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from simperf.jsonl import read_json_object
+
 # bench_serving's result also embeds the server's /server_info (kept once per server in server_facts.json)
 PER_REQUEST_KEYS = (
     "server_info",
@@ -265,6 +267,13 @@ def collect_run(work: Path, dest: Path, server_log: Path, export_dir: Path) -> d
     }
 
 
+def _parquet_columns(path: Path) -> list[str]:
+    try:
+        return pq.read_schema(path).names
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+
+
 def upgrade_server_runs(server_dir: Path) -> int:
     """Bring run directories written by the first version of the runner to the current format (idempotent):
     ITLs from float milliseconds to integer microseconds, and the scheduler's full /server_info after each run to
@@ -272,7 +281,7 @@ def upgrade_server_runs(server_dir: Path) -> int:
     each one's `before` being the previous run's state. Returns how many runs changed."""
     runs = sorted(
         (d for d in server_dir.iterdir() if (d / "run.json").exists()),
-        key=lambda d: json.loads((d / "run.json").read_text(encoding="utf-8")).get("start_s") or 0.0,
+        key=lambda d: read_json_object(d / "run.json").get("start_s") or 0.0,
     )
     changed, previous = 0, None
     for run in runs:
@@ -280,11 +289,11 @@ def upgrade_server_runs(server_dir: Path) -> int:
         touched = False
         bench_path = run / "bench.json"
         if bench_path.exists():
-            bench = json.loads(bench_path.read_text(encoding="utf-8"))
+            bench = read_json_object(bench_path)
             if "server_info" in bench:
                 bench_path.write_text(json.dumps(bench_summary(bench), indent=1), encoding="utf-8")
                 touched = True
-        if requests.exists() and "itl_ms" in pq.read_schema(requests).names:
+        if requests.exists() and "itl_ms" in _parquet_columns(requests):
             table = pq.read_table(requests)
             itl_us = pa.array(
                 [[round(x * 1e3) for x in row] for row in table.column("itl_ms").to_pylist()],

@@ -21,14 +21,15 @@ The stages, each a median over a run's requests:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simperf.groundtruth.hosts import feeds_defaults, host_speed_of
+from simperf.jsonl import read_json_object
 
 STAGES = ("http_in", "api_server", "to_scheduler", "queue", "prefill", "out", "to_client")
 # Runs the service times come from: one request at a time, on an idle scheduler, prompts short enough that the
@@ -48,8 +49,18 @@ class RunStages:
     feeds_defaults: bool = True  # False: a check-only plan's run (groundtruth/hosts.py, CHECK_ONLY_PLANS)
 
 
+_TIMES = ("client_send_s", "server_received_s", "server_dispatched_s", "server_waiting_entry_s",
+          "server_first_scheduled_s", "server_prefill_finished_s", "server_first_chunk_sent_s", "ttft_ms")  # fmt: skip
+
+
 def _stage_arrays(path: Path) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    t = pq.read_table(path).to_pydict()
+    try:
+        t = pq.read_table(path).to_pydict()
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+    missing = [name for name in _TIMES if name not in t]
+    if missing:  # another table under this name ended with the bare KeyError "client_send_s"
+        raise ValueError(f"{path}: not a run's requests table: no column {', '.join(missing)}")
 
     def col(name: str) -> np.ndarray:
         return np.array([np.nan if v is None else v for v in t[name]], dtype=np.float64)
@@ -97,15 +108,17 @@ def _attention_backend(server_dir: Path) -> str:
     facts = server_dir / "server_facts.json"
     if not facts.exists():
         return ""
-    info = json.loads(facts.read_text(encoding="utf-8")).get("server_info") or {}
+    info = read_json_object(facts).get("server_info") or {}
     return str(info.get("attention_backend") or "")
 
 
 def corpus_stages(corpus: Path) -> list[RunStages]:
     out = []
     for status in sorted(corpus.glob("*/*/*/run.json")):
-        if json.loads(status.read_text(encoding="utf-8")).get("status") != "ok":
+        if read_json_object(status).get("status") != "ok":
             continue
+        if not (status.parent / "requests.parquet").exists():  # an ok run is recorded with its requests
+            raise ValueError(f"{status.parent}: run.json says ok, but its requests.parquet is missing")
         stages = run_stages(status.parent)
         if stages is not None:
             out.append(stages)

@@ -14,12 +14,13 @@ Layout of a corpus directory (written by `simperf groundtruth run`, read by `sim
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from simperf.jsonl import read_json_object
 
 INDEX_NAME = "index.parquet"
 _METRICS = (
@@ -48,13 +49,17 @@ def run_dirs(corpus: Path) -> list[Path]:
 
 
 def _json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return read_json_object(path) if path.exists() else {}
 
 
 def index_row(run_dir: Path) -> dict[str, Any]:
     server_dir, gpu_dir = run_dir.parent, run_dir.parent.parent
     status = _json(run_dir / "run.json")
     bench = _json(run_dir / "bench.json")
+    if (
+        status.get("status") == "ok" and not bench
+    ):  # indexed with every metric empty, then compared to nothing
+        raise ValueError(f"{run_dir}: run.json says ok, but its bench.json is missing or empty")
     facts = _json(server_dir / "server_facts.json")
     env = _json(gpu_dir / "env.json")
     startup = facts.get("startup", {})
