@@ -1484,6 +1484,24 @@ CALIBRATION_TABLE_CASES = [
             ),
         )
     ),
+    Case(
+        "groundtruth-trace-negative-duration",
+        ("groundtruth", "trace", "{ws}/tr.json"),
+        "tr.json: event 0 ('k'): dur -5; a duration is a number >= 0",
+        {"tr.json": '{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": 0, "dur": -5}]}'},
+    ),
+    Case(
+        "groundtruth-trace-top-with-replays",
+        ("groundtruth", "trace", "{ws}/tr.json", "--top", "3", "--decode-replays"),
+        "--top: lists the summary's kernel groups",
+        {"tr.json": '{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": 0, "dur": 5}]}'},
+    ),
+    Case(
+        "groundtruth-trace-top-negative",
+        ("groundtruth", "trace", "{ws}/tr.json", "--top", "-1"),
+        "'--top'",
+        {"tr.json": '{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": 0, "dur": 5}]}'},
+    ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

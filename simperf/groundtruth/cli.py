@@ -165,7 +165,10 @@ HOSTS_END = "<!-- simperf groundtruth overheads, hosts: end -->"
 @groundtruth_app.command("trace")
 def trace_command(
     traces: Annotated[list[Path], typer.Argument(help="torch profiler chrome traces (.json or .json.gz)")],
-    top: Annotated[int, typer.Option(help="kernel groups listed per trace")] = 25,
+    top: Annotated[
+        int | None,
+        typer.Option(min=0, help="kernel groups listed per trace (default 25; not with --decode-replays)"),
+    ] = None,
     decode_replays: Annotated[
         bool,
         typer.Option(
@@ -181,10 +184,18 @@ def trace_command(
     from simperf.groundtruth.trace import decode_replays as split_replays
     from simperf.groundtruth.trace import read_trace, summarize
 
+    if (
+        decode_replays and top is not None
+    ):  # the replay split lists no kernel groups: --top was read by nothing
+        _fail("--top: lists the summary's kernel groups; --decode-replays prints no such list")
     for path in traces:
         try:
             events = read_trace(path)
-            row = asdict(split_replays(events)) if decode_replays else summarize(events, top=top).as_dict()
+            row = (
+                asdict(split_replays(events))
+                if decode_replays
+                else summarize(events, top=25 if top is None else top).as_dict()
+            )
         except (OSError, ValueError, KeyError) as e:
             _fail(f"{path}: {e}")
         print(json.dumps({"trace": path.name, **row}))

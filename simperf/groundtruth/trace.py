@@ -192,4 +192,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise ValueError("not a chrome trace: expected a list of events or an object with 'traceEvents'")
+    for i, e in enumerate(events):  # a negative or NaN span was summed into busy time and kernel totals
+        if e.get("ph") == "X" and "dur" in e and not float(e["dur"]) >= 0:
+            raise ValueError(f"event {i} ({e.get('name')!r}): dur {e['dur']}; a duration is a number >= 0")
     return events
