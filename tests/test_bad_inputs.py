@@ -1502,6 +1502,22 @@ CALIBRATION_TABLE_CASES = [
         "'--top'",
         {"tr.json": '{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": 0, "dur": 5}]}'},
     ),
+    *(
+        Case(
+            f"calibrate-grid-{name}",
+            ("calibrate", "--dry-run", "--gpu", "h100", "--grid", "{ws}/g.yaml", "--out", "{ws}/cal"),
+            expected,
+            {"g.yaml": text},
+        )
+        for name, text, expected in (
+            ("misspelt-axis", "gemm: {mm: [1, 8]}\n", "gemm.mm: unknown key; known:"),
+            ("negative-size", "gemm: {m: [1, -8]}\n", "gemm.m: got -8; expected whole numbers >= 1"),
+            ("fractional-size", "gemm: {m: [1, 8.5]}\n", "gemm.m: got 8.5"),
+            ("text-size", "gemm: {m: [1, x]}\n", "gemm.m: got 'x'"),
+            ("zero-kv", "gqa_decode: {kv_len: [0, 512]}\n", "gqa_decode.kv_len: got 0"),
+            ("unknown-routing", "moe: {routings: [balanced, chaos]}\n", "moe.routings: got 'chaos'; allowed"),
+        )
+    ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

@@ -199,13 +199,53 @@ def load_grid(path: Path | None) -> dict[str, dict[str, Any]]:
         if params is not None and not isinstance(params, dict):
             raise ValueError(f"{family}: maps axis names to lists of values; got {params!r}")
         for key, value in (params or {}).items():
+            _check_key(family, key, grid[family])
             _check_list(family, key, value, grid[family].get(key))
+            _check_counts(family, key, value, grid[family].get(key))
+            _check_choices(family, key, value)
         grid[family].update(params or {})
     return grid
 
 
 # keys a family takes beyond its defaults whose values are lists (the moe layout filters)
 OPTIONAL_LIST_KEYS = {"moe": ("ep", "tp")}
+# other keys a family's generator reads beyond its defaults ("enabled" for every family but caps)
+OPTIONAL_KEYS = {"gemm": ("by_dtype", "deep_gemm", "extra_nk", "include"), "gqa_decode": ("heads",)}
+
+
+def _check_key(family: str, key: str, defaults: dict[str, Any]) -> None:
+    """A misspelt key (gemm: {mm: [...]}) was kept and read by nothing: the default grid was measured instead."""
+    known = {*defaults, *OPTIONAL_LIST_KEYS.get(family, ()), *OPTIONAL_KEYS.get(family, ())}
+    known |= {"enabled"} if family != "caps" else set()
+    if key not in known:
+        raise ValueError(f"{family}.{key}: unknown key; known: {', '.join(sorted(known))}")
+
+
+def _check_counts(family: str, key: str, value: Any, default: Any) -> None:
+    """A list whose default holds sizes (token counts, batches, heads) holds whole numbers: >= 1, or >= 0 where
+    the default has a 0 (prefix lengths). -8 or 8.5 was passed on to the kernels, 'x' failed naming no key."""
+    if not (isinstance(default, list) and default) or not all(_is_int(v) for v in default):
+        return
+    low = 0 if min(default) == 0 else 1
+    for v in value:
+        if not (_is_int(v) and v >= low):
+            raise ValueError(f"{family}.{key}: got {v!r}; expected whole numbers >= {low}")
+
+
+# list keys whose values name something the workers know (backends/moe.py routes "balanced" and "zipf" only)
+CHOICES = {("moe", "routings"): ("balanced", "zipf")}
+
+
+def _check_choices(family: str, key: str, value: Any) -> None:
+    """An unknown name was measured as 'unsupported' at every point, after the GPU run was paid for."""
+    allowed = CHOICES.get((family, key))
+    unknown = [v for v in value if v not in allowed] if allowed else []
+    if unknown:
+        raise ValueError(f"{family}.{key}: got {unknown[0]!r}; allowed values: {', '.join(allowed)}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _check_list(family: str, key: str, value: Any, default: Any) -> None:
