@@ -1518,6 +1518,52 @@ CALIBRATION_TABLE_CASES = [
             ("unknown-routing", "moe: {routings: [balanced, chaos]}\n", "moe.routings: got 'chaos'; allowed"),
         )
     ),
+    *(
+        Case(
+            f"merge-{name}",
+            ("calibrate", "--merge-from", "{ws}/src", "--out", "{ws}/cal", *extra),
+            expected,
+            {"cal/gemm.parquet": gemm_table(), "src/gemm.parquet": source},
+        )
+        for name, extra, source, expected in (
+            ("nan-times", (), gemm_table(time_us=float("nan")), "src/gemm.parquet: row 0: time_us is nan"),
+            ("dry-run", ("--dry-run",), gemm_table(), "--dry-run: does not apply to --merge-from"),
+            ("ops", ("--ops", "gemm"), gemm_table(), "--ops: does not apply to --merge-from"),
+        )
+    ),
+    Case(
+        "merge-into-itself",
+        ("calibrate", "--merge-from", "{ws}/cal", "--out", "{ws}/cal"),
+        "is --out itself",
+        {"cal/gemm.parquet": gemm_table()},
+    ),
+    Case(
+        "merge-mixed-gpus",
+        ("calibrate", "--merge-from", "{ws}/src", "--out", "{ws}/cal"),
+        "src: tables measured on several GPUs: h100 (a.parquet), h200 (gemm.parquet)",
+        {
+            "cal/gemm.parquet": gemm_table(),
+            "src/a.parquet": gemm_table(),
+            "src/gemm.parquet": gemm_table(gpu="h200"),
+        },
+    ),
+    Case(
+        "retime-heldout",
+        (
+            "calibrate",
+            "--retime",
+            "{ws}/cal",
+            "--out",
+            "{ws}/new",
+            "--dry-run",
+            "--gpu",
+            "h100",
+            "--heldout",
+            "5",
+        ),
+        "--heldout: shapes the grid's points; --retime measures recorded",
+        {"cal/gemm.parquet": gemm_table()},
+    ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

@@ -128,8 +128,10 @@ def _exit_on_sigterm() -> None:
 def main(argv: list[str] | None = None) -> int:
     """`simperf calibrate ARGS` and `python -m simperf.calibrate ARGS`; bad arguments and a run that cannot start
     raise CalibrateError, which both entry points print as one `error:` line (exit 2)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.merge_from is not None:
+        _merge_alone(parser, args)
         return merge_command(args.merge_from, args.out)
     _exit_on_sigterm()
     return calibrate_command(
@@ -152,6 +154,18 @@ def main(argv: list[str] | None = None) -> int:
     )
 
 
+def _merge_alone(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--merge-from measures nothing: --ops, --dry-run, ... were read by nothing (--dry-run merged for real)."""
+    given = [
+        k for k, v in vars(args).items() if k not in ("merge_from", "out") and v != parser.get_default(k)
+    ]
+    if given:
+        flag = "--" + ("no-resume" if given[0] == "resume" else given[0].replace("_", "-"))
+        raise CalibrateError(
+            f"{flag}: does not apply to --merge-from, which folds every table of SRC into --out"
+        )
+
+
 def merge_command(source: Path, dest: Path | None) -> int:
     """`--merge-from SRC --out DST`: fold a re-timing's tables into the tables they re-time (one GPU's)."""
     from simperf.calibrate.journal import merge_tables
@@ -162,6 +176,9 @@ def merge_command(source: Path, dest: Path | None) -> int:
     for flag, path in (("--merge-from", source), ("--out", dest)):
         if not Path(path).is_dir():
             raise CalibrateError(f"{flag} {path}: not a directory")
+    if Path(source).resolve() == Path(dest).resolve():
+        raise CalibrateError(f"--merge-from {source}: is --out itself; give the directory of a re-timing")
+    _check_source_tables(source)
     theirs, ours = table_gpu(source), table_gpu(dest)
     if theirs and ours and theirs != ours:
         raise CalibrateError(f"--merge-from {source}: holds {theirs} rows and --out {dest} holds {ours}")
@@ -174,3 +191,17 @@ def merge_command(source: Path, dest: Path | None) -> int:
             + (f", {kept} earlier ok rows kept (new one failed)" if kept else "")
         )
     return 0
+
+
+def _check_source_tables(source: Path) -> None:
+    """Rows folded in are checked as a prediction would read them: a NaN or negative time, a missing column or an
+    unknown status would otherwise land in --out's tables."""
+    import polars as pl
+
+    from simperf.perfdb.db import check_table_rows
+
+    for path in sorted(Path(source).glob("*.parquet")):
+        try:
+            check_table_rows(pl.read_parquet(path), path)
+        except ValueError as exc:
+            raise CalibrateError(f"--merge-from {exc}") from None

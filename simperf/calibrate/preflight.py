@@ -58,6 +58,15 @@ def check_options(options: Any) -> None:
             raise CalibrateError(f"--retime {retime}: no calibration tables there")
         if options.grid_path is not None:
             raise CalibrateError("--retime: measures the recorded points, not a grid's; drop --grid")
+        for name in (
+            "heldout",
+            "ragged",
+            "models",
+        ):  # they shape a grid: with --retime they were read by nothing
+            if getattr(options, name, None):
+                raise CalibrateError(
+                    f"--{name}: shapes the grid's points; --retime measures recorded points only"
+                )
         out = options.out or Path("calibration") / (retime_gpu or "unknown")
         if Path(out).resolve() == Path(retime).resolve():
             raise CalibrateError(
@@ -110,8 +119,11 @@ def table_gpu(directory: Path) -> str | None:
     import pyarrow.parquet as pq
 
     paths = sorted(Path(directory).glob("*.parquet"))
+    found: dict[str, str] = {}  # GPU -> the first table naming it
     for path in paths:
-        column = pq.read_table(path, columns=["gpu"]).column("gpu").drop_null()
-        if len(column):
-            return str(column[0])
-    return "" if paths else None
+        for gpu in pq.read_table(path, columns=["gpu"]).column("gpu").drop_null().unique().to_pylist():
+            found.setdefault(str(gpu), path.name)
+    if len(found) > 1:  # the first table's GPU stood for all: another GPU's rows were folded in unseen
+        tables = ", ".join(f"{gpu} ({name})" for gpu, name in sorted(found.items()))
+        raise CalibrateError(f"{directory}: tables measured on several GPUs: {tables}")
+    return next(iter(found), "") if paths else None

@@ -890,7 +890,7 @@ def _polars_schema() -> dict[str, pl.DataType]:
 _STATUSES = ("ok", "failed", "unsupported")
 
 
-def _check_table(frame: pl.DataFrame, path: Path) -> None:
+def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
     """A table whose rows can time something: the columns its ops are keyed and interpolated on (a column a
     newer schema added may be absent; these never were), known statuses, and a positive finite time on every
     usable row. A NaN, negative or missing time would otherwise be interpolated as if measured."""
@@ -925,7 +925,7 @@ def _read_tables(files: Sequence[Path]) -> pl.DataFrame:
     aligned = []
     for path in files:
         frame = pl.read_parquet(path)
-        _check_table(frame, path)
+        check_table_rows(frame, path)
         missing = [
             pl.lit(None, dtype=dtype).alias(name)
             for name, dtype in schema.items()
