@@ -1322,6 +1322,8 @@ def gemm_table(drop: tuple[str, ...] = (), **changes) -> bytes:
     return buffer.getvalue()
 
 
+AIC_IMPORT = ("calibrate", "import", "aiconfigurator", "--system", "b200_sxm", "--package-root",
+              "{repo}/tests/fixtures/aiconfigurator")  # fmt: skip
 RUN_OK = '{"status": "ok"}'
 TRUTH_HEADER = "id,source,gpu,n_gpu,backend_flags,model,metric,value,unit\n"
 RATIOS = """format: simperf-scaled-ratios/1
@@ -1562,6 +1564,17 @@ CALIBRATION_TABLE_CASES = [
             "5",
         ),
         "--heldout: shapes the grid's points; --retime measures recorded",
+        {"cal/gemm.parquet": gemm_table()},
+    ),
+    Case(
+        "import-relabelled-gpu",
+        (*AIC_IMPORT, "--gpu", "h100", "--out", "{ws}/imp"),
+        "--gpu h100: system 'b200_sxm' is a b200; its timings are b200's",
+    ),
+    Case(
+        "import-into-another-gpus-directory",
+        (*AIC_IMPORT, "--out", "{ws}/cal"),
+        "cal: holds h100 tables; import 'b200_sxm' (b200) into a directory of its own GPU",
         {"cal/gemm.parquet": gemm_table()},
     ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),

@@ -25,6 +25,7 @@ import polars as pl
 import yaml
 
 import simperf
+from simperf.hardware.catalog import get_gpu
 from simperf.perfdb.importers.aiconfigurator_tables import (
     SOURCE_TABLES,
     AIConfiguratorImportError,
@@ -160,11 +161,7 @@ def import_system(
         raise AIConfiguratorImportError(
             f"no data for system {system!r} under {root}; systems published: {known}"
         )
-    gpu_key = gpu or SYSTEM_GPUS.get(system)
-    if gpu_key is None:
-        raise AIConfiguratorImportError(
-            f"system {system!r} has no simperf GPU key; pass gpu= (known: {SYSTEM_GPUS})"
-        )
+    gpu_key = _gpu_key(system, gpu, Path(out))
     version = tool_version or package_version(root)
     report = ImportReport(TOOL, version, system, gpu_key, str(out))
     sm = system_sm(root, system)
@@ -186,6 +183,37 @@ def import_system(
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{TOOL}_import.json").write_text(report.to_json() + "\n", encoding="utf-8")
     return report
+
+
+def _gpu_key(system: str, gpu: str | None, out: Path) -> str:
+    """The GPU the tables are labelled with: the system's, or --gpu for a system simperf does not map. --gpu naming
+    another GPU than the system's relabelled its timings silently; an --out holding another GPU's tables was
+    turned into a directory of two GPUs."""
+    from simperf.perfdb.check import resolve_gpu
+
+    known = SYSTEM_GPUS.get(system)
+    if gpu is not None and known is not None and gpu != known:
+        raise AIConfiguratorImportError(
+            f"--gpu {gpu}: system {system!r} is a {known}; its timings are {known}'s"
+        )
+    gpu_key = gpu or known
+    if gpu_key is None:
+        raise AIConfiguratorImportError(
+            f"system {system!r} has no simperf GPU key; pass --gpu (known: {SYSTEM_GPUS})"
+        )
+    try:
+        get_gpu(gpu_key)
+    except ValueError as exc:
+        raise AIConfiguratorImportError(f"--gpu: {exc}") from None
+    try:
+        theirs = resolve_gpu(out).key if any(out.glob("*.parquet")) else gpu_key
+    except ValueError as exc:
+        raise AIConfiguratorImportError(f"--out {out}: {exc}") from None
+    if theirs != gpu_key:
+        raise AIConfiguratorImportError(
+            f"--out {out}: holds {theirs} tables; import {system!r} ({gpu_key}) into a directory of its own GPU"
+        )
+    return gpu_key
 
 
 def _import_vintage(
