@@ -303,8 +303,11 @@ def schema(
         _fail("--update: rewrites the reference tables' block of a markdown file; give --markdown too")
     if update is not None and out is not None:
         _fail("--out: --update rewrites its file in place and writes nothing else; give one of them")
-    if out is not None:
-        check_output_file(out, "--out", suffixes=(".json", ".md"), what="JSON Schema or Markdown")
+    if (
+        out is not None
+    ):  # the suffix names what is written: Markdown in x.json (or the schema in x.md) was accepted
+        suffix, what = (".md", "Markdown") if markdown else (".json", "JSON Schema")
+        check_output_file(out, "--out", suffixes=(suffix,), what=what)
     if markdown:
         from simperf.scenario.docs import reference_markdown, replace_block
 

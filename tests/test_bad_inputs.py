@@ -1577,6 +1577,10 @@ CALIBRATION_TABLE_CASES = [
         "cal: holds h100 tables; import 'b200_sxm' (b200) into a directory of its own GPU",
         {"cal/gemm.parquet": gemm_table()},
     ),
+    Case(
+        "schema-markdown-into-json", ("schema", "--markdown", "--out", "{ws}/x.json"), "writes Markdown .md"
+    ),
+    Case("schema-json-into-markdown", ("schema", "--out", "{ws}/x.md"), "JSON Schema .json"),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 
