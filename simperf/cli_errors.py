@@ -59,8 +59,12 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     """(message without the `error: ` prefix, exit status) for a failure a user can cause; None for a bug."""
     import pyarrow as pa
     import yaml
-    from polars.exceptions import PolarsError
     from pydantic import ValidationError
+
+    try:
+        from polars.exceptions import PolarsError
+    except ImportError:  # `python -m simperf.groundtruth` runs on GPU hosts without polars
+        PolarsError = pa.ArrowException  # noqa: N806
 
     if isinstance(exc, UserError):
         return exc.message, exc.code

@@ -489,3 +489,19 @@ def test_later_waves_reach_the_server_slower_than_the_first():
     assert medians == pytest.approx([0.44, 1.74, 0.42], abs=0.005)
     doc = (REPO / "docs" / "overheads.md").read_text(encoding="utf-8")
     assert "0.44 ms apart (median over 38 runs)" in doc and "**1.74 ms** apart" in doc
+
+
+def test_the_module_entry_point_ends_a_bad_corpus_in_one_error_line(tmp_path):
+    """`python -m simperf.groundtruth index` on a malformed run printed a Python traceback (the `simperf` entry
+    point's error boundary was not on this path)."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "h100" / "srv" / "r1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text("[1]")
+    done = subprocess.run(
+        [sys.executable, "-m", "simperf.groundtruth", "index", str(tmp_path)], capture_output=True, text=True
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [f"error: {run}/run.json: expected a JSON object, got list"]

@@ -9,7 +9,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from simperf.cli_errors import SafeGroup
+
 groundtruth_app = typer.Typer(
+    cls=SafeGroup,  # `python -m simperf.groundtruth` too: a bad file ends as one error line, not a traceback
     no_args_is_help=True,
     help="Record real SGLang runs (server + bench_serving) as ground truth, on a GPU host with SGLang installed.",
 )
