@@ -199,9 +199,11 @@ def _check_source_tables(source: Path) -> None:
     import polars as pl
 
     from simperf.perfdb.db import check_table_rows
+    from simperf.perfdb.locate import check_table_files
 
-    for path in sorted(Path(source).glob("*.parquet")):
-        try:
+    try:
+        check_table_files(Path(source))
+        for path in sorted(Path(source).glob("*.parquet")):
             check_table_rows(pl.read_parquet(path), path)
-        except ValueError as exc:
-            raise CalibrateError(f"--merge-from {exc}") from None
+    except ValueError as exc:
+        raise CalibrateError(f"--merge-from {exc}") from None
