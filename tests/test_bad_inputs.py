@@ -1581,6 +1581,15 @@ CALIBRATION_TABLE_CASES = [
         "schema-markdown-into-json", ("schema", "--markdown", "--out", "{ws}/x.json"), "writes Markdown .md"
     ),
     Case("schema-json-into-markdown", ("schema", "--out", "{ws}/x.md"), "JSON Schema .json"),
+    Case(
+        "offgrid-results-nan-time",
+        ("perfdb", "check", "{repo}/calibration/h100", "--offgrid", "{ws}/r.jsonl"),
+        "r.jsonl: id 1: time_us nan on an ok row",
+        {
+            "r.jsonl": '{"format": "simperf-offgrid-results/1", "samples": "samples.jsonl", "gpu": "h100"}\n'
+            '{"id": 1, "status": "ok", "time_us": NaN}\n'
+        },
+    ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

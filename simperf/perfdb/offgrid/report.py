@@ -8,6 +8,7 @@ tables (the scaled-from fallback, with the measured ratios and with the roofline
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,15 @@ def timed_samples(samples_path: Path, results_path: Path) -> tuple[str, list[tup
         for s in samples
         if s["id"] in results and results[s["id"]].get("status") == "ok" and results[s["id"]].get("time_us")
     ]
+    for (
+        _,
+        result,
+    ) in pairs:  # a NaN or negative time was scored as a measurement (an error of -100% and below)
+        time_us = result["time_us"]
+        if isinstance(time_us, bool) or not isinstance(time_us, int | float) or not 0 < time_us < math.inf:
+            raise ValueError(
+                f"{results_path}: id {result.get('id')}: time_us {time_us!r} on an ok row; expected a positive time"
+            )
     return str(header.get("gpu") or ""), pairs
 
 
