@@ -1590,6 +1590,16 @@ CALIBRATION_TABLE_CASES = [
             '{"id": 1, "status": "ok", "time_us": NaN}\n'
         },
     ),
+    Case(
+        "prefix-path-nan",
+        ("perfdb", "coverage", "{ws}/cal"),
+        "sglang_path_us nan / table_kernel_us 24.0 is not",
+        {
+            "cal/gemm.parquet": gemm_table(),
+            "cal/extend_prefix_path.jsonl": '{"heads": 32, "kv_heads": 8, "q_len": 512, "prefix": 1024, "table_kernel_us": 24.0, '
+            '"sglang_path_us": NaN}\n',
+        },
+    ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

@@ -89,9 +89,15 @@ def parse_records(lines: list[str], source: str = "extend_prefix_path records") 
 def ratios_from_records(records: list[dict], provenance: str) -> PrefixPathRatios:
     by_variant: dict[tuple[int, int], dict[tuple[int, int], float]] = {}
     for r in records:
+        ratio = float(r["sglang_path_us"]) / float(r["table_kernel_us"])
+        if not 0 < ratio < np.inf:  # a NaN or negative time scaled every extend over a cached prefix by it
+            raise ValueError(
+                f"heads {r['heads']}/{r['kv_heads']}, q_len {r['q_len']}, prefix {r['prefix']}: sglang_path_us "
+                f"{r['sglang_path_us']} / table_kernel_us {r['table_kernel_us']} is not a positive ratio"
+            )
         by_variant.setdefault((int(r["heads"]), int(r["kv_heads"])), {})[
             (int(r["q_len"]), int(r["prefix"]))
-        ] = float(r["sglang_path_us"]) / float(r["table_kernel_us"])
+        ] = ratio
     variants = []
     for (heads, kv_heads), points in sorted(by_variant.items()):
         qs = sorted({q for q, _ in points})
