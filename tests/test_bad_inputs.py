@@ -1600,6 +1600,11 @@ CALIBRATION_TABLE_CASES = [
             '"sglang_path_us": NaN}\n',
         },
     ),
+    Case(
+        "inspect-cache-without-block-ids",
+        ("trace", "inspect", "{ws}/t.jsonl", "--cache-tokens", "1000"),
+        "--cache-tokens: bounds the prefix reuse figure; ",
+    ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
 ]
 

@@ -54,9 +54,12 @@ def inspect_command(
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
     try:
-        summary = summarize_trace(read_trace(path, run=run), bins=bins, capacity_tokens=cache_tokens)
+        trace = read_trace(path, run=run)
     except TraceError as e:
         _fail(str(e))
+    if cache_tokens is not None and trace.block_hashes is None:  # accepted, and no reuse figure to bound
+        _fail(f"--cache-tokens: bounds the prefix reuse figure; {path} has no prefix-block ids (hash_ids)")
+    summary = summarize_trace(trace, bins=bins, capacity_tokens=cache_tokens)
     if output == "json":
         sys.stdout.write(strictjson.dumps(asdict(summary), indent=2) + "\n")
     else:
