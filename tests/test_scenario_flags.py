@@ -213,3 +213,15 @@ def test_output_file_appends_bench_serving_lines_with_details(tmp_path):
     assert sum(len(x) for x in detailed["itls"]) == detailed["total_output_tokens"] - n
     assert sum(detailed["output_lens"]) == detailed["total_output_tokens"]
     assert read_bench_result(out, run=1)["median_ttft_ms"] == pytest.approx(detailed["median_ttft_ms"])
+
+
+def test_a_short_shared_prompt_from_the_flags_is_one_prefix_block(tmp_path):
+    """bench_serving's --gsp-system-prompt-len 16 with no block_tokens of the user's: the default 64-token block
+    would never match it (a 0% prefix hit where SGLang reuses the prompt), so the block is the prompt; a block the
+    user gives that is longer is refused."""
+    from simperf.scenario.models import SharedPrefixDataset
+
+    assert SharedPrefixDataset(kind="shared_prefix", system_prompt_len=16).block_tokens == 16
+    assert SharedPrefixDataset(kind="shared_prefix", system_prompt_len=4096).block_tokens == 64
+    with pytest.raises(ValueError, match=r"block_tokens \(64\) is longer than system_prompt_len \(16\)"):
+        SharedPrefixDataset(kind="shared_prefix", system_prompt_len=16, block_tokens=64)

@@ -349,6 +349,9 @@ class TraceDataset(_Strict):
         return self
 
 
+DEFAULT_PREFIX_BLOCK_TOKENS = 64  # SharedPrefixDataset.block_tokens unless the shared prompt is shorter
+
+
 class SharedPrefixDataset(_Strict):
     """bench_serving's `generated-shared-prefix` (gsp): groups of prompts sharing a system prompt.
 
@@ -364,8 +367,26 @@ class SharedPrefixDataset(_Strict):
     range_ratio: float = Field(default=1.0, ge=0.0, le=1.0, description="--gsp-range-ratio")
     ordered: bool = Field(default=False, description="--gsp-ordered: keep group order instead of shuffling")
     block_tokens: int = Field(
-        default=64, ge=1, description="tokens per prefix block id; shared prefixes are matched in these units"
+        default=DEFAULT_PREFIX_BLOCK_TOKENS,
+        ge=1,
+        description="tokens per prefix block id; shared prefixes are matched in these units; without one, 64 or "
+        "the system prompt's length if that is shorter",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_block_fits_the_prefix(cls, data: Any) -> Any:
+        # the default block (64 tokens) never matches a shorter shared prompt (bench_serving's
+        # --gsp-system-prompt-len 16): without a block_tokens of their own, such prompts are one block
+        if isinstance(data, dict) and "block_tokens" not in data:
+            length = data.get("system_prompt_len")
+            if (
+                isinstance(length, int)
+                and not isinstance(length, bool)
+                and 1 <= length < DEFAULT_PREFIX_BLOCK_TOKENS
+            ):
+                return {**data, "block_tokens": length}
+        return data
 
     @model_validator(mode="after")
     def _prefix_holds_a_block(self) -> SharedPrefixDataset:
