@@ -257,3 +257,20 @@ def test_a_plan_is_reused_until_the_scenario_or_settings_change(tmp_path):
     # a torn programs file (killed while writing) is not trusted
     (out / "programs.jsonl").write_text((out / "programs.jsonl").read_text().splitlines()[0] + "\n")
     assert load_plan(out) is None
+
+
+def test_a_missing_calibration_directory_names_no_option_validate_lacks(tmp_path):
+    """validate times the tables' kernels and has no --roofline-only: its error for a missing --calibration
+    directory must not point at that option, as predict's does."""
+    from typer.testing import CliRunner
+
+    from simperf.cli import app
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "qwen3-8b-h100.yaml"
+    result = CliRunner().invoke(
+        app, ["validate", str(scenario), "--calibration", str(tmp_path / "none"), "--plan-only", "--out",
+              str(tmp_path / "val")],
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert "no such directory" in result.output and "--roofline-only" not in result.output
+    assert not (tmp_path / "val").exists()

@@ -19,6 +19,12 @@ from simperf.perfdb.schema import OP_SPECS
 ROOFLINE_HINT = "--roofline-only predicts from datasheet rooflines alone"
 
 
+def without_roofline_hint(message: str) -> str:
+    """A CalibrationError's message for a command that has no --roofline-only (validate times the tables'
+    kernels, it cannot run on rooflines): the hint pointed at an option the command does not take."""
+    return message.replace(f" ({ROOFLINE_HINT})", "").replace(f", or {ROOFLINE_HINT}", "")
+
+
 class CalibrationError(ValueError):
     """A calibration directory that cannot back a prediction; names where the directory came from."""
 

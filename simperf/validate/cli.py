@@ -132,6 +132,7 @@ def _require_gpu() -> None:
 
 
 def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail, phase=None) -> None:
+    from simperf.perfdb.locate import CalibrationError, without_roofline_hint
     from simperf.pipeline import UnsupportedScenario
     from simperf.scenario.load import ScenarioError
     from simperf.validate.build import UnsupportedStep
@@ -147,6 +148,8 @@ def _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, f
         )
     except (ScenarioError, UnsupportedScenario, UnsupportedStep) as exc:
         fail(str(exc))
+    except CalibrationError as exc:
+        fail(f"{scenario}: {without_roofline_hint(str(exc))}")
     except (ValueError, FileNotFoundError) as exc:
         fail(f"{scenario}: {exc}")
     verb = "reusing the plan in" if reused else "planned into"
