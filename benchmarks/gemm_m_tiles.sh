@@ -14,14 +14,10 @@
 set -uo pipefail
 : "${OUT:?set OUT to the results directory}"
 gpu=$1; budget=$2; t0=$(date +%s)
-work=/tmp/gm/$gpu; mkdir -p /tmp/site "$work/fp8" "$work/tiles"
-[ -f /tmp/site/.ok ] || { tar -xJf .kit/gpu-kit.tar.xz -C /tmp/site && touch /tmp/site/.ok; }
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+work=/tmp/gm/$gpu; mkdir -p "$work/fp8" "$work/tiles"
 log=$work/gemm-m-$gpu.log
+source benchmarks/device_env.sh; device_env kit "$log"
 for d in fp8 tiles; do [ -f "$work/$d/device.json" ] || cp calibration/$gpu/device.json "$work/$d/"; done
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader
-  python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'
-  echo "unpacked after $(( $(date +%s) - t0 )) s"; } 2>&1 | tee -a "$log"
 left() { echo $(( budget - ($(date +%s) - t0) - ${1:-0} )); }
 res=$work/gemm-m-check-$gpu-results.jsonl
 python3 -m simperf.perfdb.offgrid time calibration/offgrid/gemm-m-check.jsonl --out "$res" \
