@@ -59,3 +59,22 @@ def test_the_gemm_m_check_set_is_what_its_generator_writes_from_its_seed():
         assert (p["n"], p["k"]) in layers and GEMM_M_CHECK_RANGE[0] <= p["m"] <= GEMM_M_CHECK_RANGE[1]
         assert p["dtype"] == "bf16" or (p["n"] % 128 == 0 and p["k"] % 128 == 0)
     assert {s["point"]["dtype"] for s in committed} == {"bf16", "fp8_block"}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--gemm-m-check", "0", "--seed", "5"], "error: --gemm-m-check: got 0; expected a count of at least 1"),
+        (["--gemm-m-check", "4"], "other than the off-grid set's"),
+        (["--gemm-m-check", "4", "--seed", "19"], "other than the off-grid set's"),
+    ],
+)
+def test_the_gemm_m_check_needs_a_count_and_its_own_seed(tmp_path, capsys, args, message):
+    """A bad request writes nothing and says why in one error line."""
+    from simperf.perfdb.offgrid.__main__ import main
+
+    out = tmp_path / "m.jsonl"
+    assert main(["generate", str(out), *args]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
