@@ -64,7 +64,10 @@ def test_the_gemm_m_check_set_is_what_its_generator_writes_from_its_seed():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--gemm-m-check", "0", "--seed", "5"], "error: --gemm-m-check: got 0; expected a count of at least 1"),
+        (
+            ["--gemm-m-check", "0", "--seed", "5"],
+            "error: --gemm-m-check: got 0; expected a count of at least 1",
+        ),
         (["--gemm-m-check", "4"], "other than the off-grid set's"),
         (["--gemm-m-check", "4", "--seed", "19"], "other than the off-grid set's"),
     ],

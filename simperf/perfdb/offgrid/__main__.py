@@ -88,7 +88,9 @@ def _generate_gemm_m_check(args: argparse.Namespace) -> int:
     from simperf.perfdb.offgrid.samples import OFFGRID_SEED
 
     if args.gemm_m_check < 1:
-        print(f"error: --gemm-m-check: got {args.gemm_m_check}; expected a count of at least 1", file=sys.stderr)
+        print(
+            f"error: --gemm-m-check: got {args.gemm_m_check}; expected a count of at least 1", file=sys.stderr
+        )
         return 2
     if not args.seed or args.seed == OFFGRID_SEED:
         print("error: --gemm-m-check: give a --seed other than the off-grid set's", file=sys.stderr)
