@@ -15,16 +15,12 @@
 set -uo pipefail
 : "${OUT:?set OUT to the results directory}"
 gpu=$1; budget=$2; t0=$(date +%s)
-work=/tmp/rt/$gpu; mkdir -p /tmp/sgsite "$work/cal"
+work=/tmp/rt/$gpu; mkdir -p "$work/cal"
 [ -d .rt/$gpu ] && cp -rn .rt/$gpu/* "$work"/
-[ -f /tmp/sgsite/.ok ] || { xz -dc -T0 .sgk/sgkit.tar.xz | tar -xf - -C /tmp/sgsite && touch /tmp/sgsite/.ok; }
-export PYTHONPATH=/tmp/sgsite:$PWD PYTHONUNBUFFERED=1 CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH
-export FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=16
 log=$work/retime-$gpu.log
+source benchmarks/device_env.sh; device_env sgk "$log"
 [ -f "$work/cal/device.json" ] || cp calibration/$gpu/device.json "$work/cal/"  # no ceilings run
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader
-  python3 -c 'import flashinfer, torch; print("flashinfer", flashinfer.__version__, "torch", torch.__version__)'
-  lscpu | grep -E 'Model name'; echo "unpacked after $(( $(date +%s) - t0 )) s"; } 2>&1 | tee -a "$log"
+{ lscpu | grep -E 'Model name'; echo "unpacked after $(( $(date +%s) - t0 )) s"; } 2>&1 | tee -a "$log"
 left() { echo $(( budget - ($(date +%s) - t0) - ${1:-0} )); }
 [ "${TABLES:-1}" = 0 ] || python3 -m simperf.calibrate --retime calibration/$gpu --ops attn_gqa_decode \
   --backends flashinfer --out "$work/cal" --retry-failed --time-budget-s $(left 90) 2>&1 | grep -v "^\s*$" \

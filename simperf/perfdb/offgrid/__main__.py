@@ -59,14 +59,7 @@ def _generate(args: argparse.Namespace) -> int:
     if args.ragged_extends is not None:
         from simperf.perfdb.offgrid.samples import generate_ragged_extends
 
-        if args.ragged_extends < 1:
-            print(
-                f"error: --ragged-extends: got {args.ragged_extends}; expected a count of at least 1",
-                file=sys.stderr,
-            )
-            return 2
-        if not args.seed or args.seed == OFFGRID_SEED:
-            print("error: --ragged-extends: give a --seed other than the off-grid set's", file=sys.stderr)
+        if not _count_and_own_seed("--ragged-extends", args.ragged_extends, args.seed):
             return 2
         samples = generate_ragged_extends(args.ragged_extends, args.seed)
         header = {"seed": args.seed, "counts": {"extend": args.ragged_extends}, "ragged_share": {"extend": 1.0},
@@ -82,18 +75,25 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count_and_own_seed(flag: str, count: int, seed: int | None) -> bool:
+    """A designed or held-out set needs a count of at least 1 and a seed of its own (not the off-grid set's, whose
+    draws it would repeat); otherwise one error line, and False."""
+    from simperf.perfdb.offgrid.samples import OFFGRID_SEED
+
+    if count < 1:
+        print(f"error: {flag}: got {count}; expected a count of at least 1", file=sys.stderr)
+        return False
+    if not seed or seed == OFFGRID_SEED:
+        print(f"error: {flag}: give a --seed other than the off-grid set's", file=sys.stderr)
+        return False
+    return True
+
+
 def _generate_gemm_m_check(args: argparse.Namespace) -> int:
     from simperf.perfdb.offgrid import recheck
     from simperf.perfdb.offgrid.io import write_samples
-    from simperf.perfdb.offgrid.samples import OFFGRID_SEED
 
-    if args.gemm_m_check < 1:
-        print(
-            f"error: --gemm-m-check: got {args.gemm_m_check}; expected a count of at least 1", file=sys.stderr
-        )
-        return 2
-    if not args.seed or args.seed == OFFGRID_SEED:
-        print("error: --gemm-m-check: give a --seed other than the off-grid set's", file=sys.stderr)
+    if not _count_and_own_seed("--gemm-m-check", args.gemm_m_check, args.seed):
         return 2
     samples = recheck.generate_gemm_m_check(args.gemm_m_check, args.seed)
     header = {"seed": args.seed, "counts": {"gemm": len(samples)}, "ragged_share": {},
