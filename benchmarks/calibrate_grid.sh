@@ -2,7 +2,10 @@
 # One op's calibration grids timed on a lent GPU into a work directory a warm host keeps (a rerun resumes what is
 # not measured yet); the table and the log come back in $OUT/<name>/. Run from the project root with the kit carried:
 #   bash benchmarks/calibrate_grid.sh KIT OP NAME GPU BUDGET_S GRID [GRID ...]
-# KIT: kit (.kit) or sgk (.sgk), see benchmarks/device_env.sh; EXTRA (environment): more calibrate options.
+# KIT: kit (.kit) or sgk (.sgk), see benchmarks/device_env.sh; EXTRA (environment): more calibrate options;
+# SEED=1 (environment): a fresh work directory starts from the committed table calibration/<gpu>/<op>.parquet, so
+# only its missing points are timed and a grid too big for one call goes on where the last merged call stopped,
+# warm host or not.
 # Then, on the CPU machine: python -m simperf.calibrate --merge-from <files_at>/<name> --out calibration/<gpu>
 set -uo pipefail
 : "${OUT:?set OUT to the results directory}"
@@ -10,6 +13,7 @@ kit=$1 op=$2 name=$3 gpu=$4 budget=$5; shift 5; t0=$(date +%s)
 work=/tmp/$name/$gpu; log=$work/$name-$gpu.log
 source benchmarks/device_env.sh; device_env "$kit" "$log"
 [ -f "$work/device.json" ] || cp calibration/$gpu/device.json "$work/"
+if [ -n "${SEED:-}" ] && [ ! -f "$work/$op.parquet" ]; then cp "calibration/$gpu/$op.parquet" "$work/"; fi
 for grid in "$@"; do
   # shellcheck disable=SC2086  # EXTRA holds several options
   python3 -m simperf.calibrate --ops "$op" --grid "$grid" --out "$work" --retry-failed ${EXTRA:-} \
