@@ -48,10 +48,11 @@ def test_factor_is_one_on_grid_points(h200):
 def test_between_grid_points_follows_the_plan(h200):
     db, _ = h200
     curve = db.curve("attn_mla_decode", KEY)
-    # held-out row of the table: batch 55, kv 3580 measured 156.5 us; the grid alone says ~102
+    # held-out row of the table: batch 55, kv 3580 measured 156.5 us; the grid alone says ~137 between its buckets
+    # 48 and 64 and KV 2048 and 4096 (~102 when the key had batch 16/64 and KV 2048/8192 only)
     plain = float(curve(batch=55, kv_len=3580)[0])
     planned, factor = workplan.planned_us(curve, np.full(55, 3580), 132)
-    assert factor > 1.2 and planned > plain
+    assert factor > 1.1 and planned > plain
     assert abs(planned / 156.5 - 1) < abs(plain / 156.5 - 1)
 
 
