@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simperf.scenario.docs import REFRESH, documented_paths, reference_markdown
+from simperf.scenario.docs import REFRESH, documented_paths, reference_markdown, replace_block
 from simperf.sweep.paths import scenario_field_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +28,13 @@ def test_scenario_doc_lists_every_schema_key():
     assert not missing, (
         f"docs/scenario.md lacks {len(missing)} key(s): {', '.join(missing[:10])}; run `{REFRESH}`"
     )
+
+
+def test_scenario_doc_is_the_commands_output():
+    """Every row's default and meaning as the schema states them, not only its key (a default changed in the
+    nineteenth session left the shared-prefix block's description behind while every key was still listed)."""
+    text = (ROOT / "docs" / "scenario.md").read_text()
+    assert text == replace_block(text, reference_markdown()), f"docs/scenario.md is stale; run `{REFRESH}`"
 
 
 def test_the_key_check_notices_a_missing_row():
