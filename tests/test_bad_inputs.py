@@ -1096,6 +1096,12 @@ THIRD_SWEEP_CASES = [
         },
     ),  # fmt: skip
     scenario_case(
+        "mtp-without-mtp-layers",
+        "serving.speculative.algorithm: mtp (the default) drafts with the checkpoint's own MTP layers, and qwen3-8b "
+        "has none",
+        **{"serving.speculative": {"num_steps": 3, "accept_length": {"mean": 2.4}}},
+    ),  # fmt: skip
+    scenario_case(
         "ep-dense-model",
         "serving.ep: 2 has no effect on qwen3-8b, which has no routed experts",
         **{"serving.tp": 2, "hardware.count": 2, "serving.ep": 2},

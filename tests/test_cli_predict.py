@@ -71,19 +71,24 @@ def test_speculative_without_accept_length_is_refused_with_field_path(tmp_path):
 def test_speculative_decoding_lowers_tpot_at_low_load(tmp_path):
     plain = tmp_path / "plain.yaml"
     plain.write_text(SMALL.replace("request_rate: 8", "request_rate: 1"))
-    mtp = tmp_path / "mtp.yaml"
-    mtp.write_text(
-        plain.read_text() + "serving:\n  speculative: {num_steps: 3, accept_length: {mean: 2.5}}\n"
+    # an EAGLE draft model: the small scenario's model has no MTP layers of its own
+    eagle = tmp_path / "eagle.yaml"
+    eagle.write_text(
+        plain.read_text()
+        + "serving:\n  speculative: {algorithm: eagle, num_steps: 3, accept_length: {mean: 2.5}}\n"
     )
     a = json.loads(runner.invoke(app, ["predict", str(plain), "-o", "json"]).stdout)
-    b = json.loads(runner.invoke(app, ["predict", str(mtp), "-o", "json"]).stdout)
+    b = json.loads(runner.invoke(app, ["predict", str(eagle), "-o", "json"]).stdout)
     assert b["median_tpot_ms"] < a["median_tpot_ms"]
 
 
 def test_a_spread_of_accept_lengths_reaches_the_simulator(tmp_path):
     """accept_length.min/max were validated and then dropped on the way to the simulator: a spread across requests
     changed nothing. The same mean with a spread must give another prediction (per-request means drawn over it)."""
-    base = SMALL.replace("request_rate: 8", "request_rate: 1") + "serving:\n  speculative: {num_steps: 3, "
+    base = (
+        SMALL.replace("request_rate: 8", "request_rate: 1")
+        + "serving:\n  speculative: {algorithm: eagle, num_steps: 3, "
+    )
     narrow, wide = tmp_path / "narrow.yaml", tmp_path / "wide.yaml"
     narrow.write_text(base + "accept_length: {mean: 2.5}}\n")
     wide.write_text(base + "accept_length: {mean: 2.5, min: 1.5, max: 3.5}}\n")

@@ -128,7 +128,8 @@ class AcceptLength(_Strict):
 class SpeculativeSpec(_Strict):
     algorithm: Literal["eagle", "eagle3", "mtp"] = Field(
         default="mtp",
-        description="--speculative-algorithm (mtp: DeepSeek's nextn layer, SGLang's NEXTN/EAGLE)",
+        description="--speculative-algorithm (mtp: the checkpoint's own nextn layers, SGLang's NEXTN/EAGLE; only "
+        "models that ship them, e.g. DeepSeek-V3/R1; others take eagle or eagle3 with a draft model)",
     )
     num_steps: int = Field(default=3, ge=1, le=16, description="--speculative-num-steps")
     eagle_topk: int = Field(default=1, ge=1, le=16, description="--speculative-eagle-topk")

@@ -12,7 +12,7 @@ from simperf.models.arch import ModelArch
 from simperf.models.zoo import load_arch
 from simperf.scenario.backends import check_backends
 from simperf.scenario.layout import check_layout
-from simperf.scenario.models import Scenario, ServingSpec
+from simperf.scenario.models import Scenario, ServingSpec, SpeculativeSpec
 from simperf.scenario.resolved import ParallelLayout, ResolvedServing, SpecSettings
 from simperf.sglang_defaults import (
     CUDA_GRAPH_MAX_BS_TP_THRESHOLD,
@@ -233,6 +233,20 @@ def _check_pool_fits(max_total_tokens: int, kv_bytes: float, gpu: GpuSpec, field
         )
 
 
+def _check_speculative_model(speculative: SpeculativeSpec | None, arch: ModelArch, field: str) -> None:
+    """MTP drafts with the checkpoint's own next-token layers (num_nextn_predict_layers in its config): SGLang
+    0.5.17 turns --speculative-algorithm NEXTN into EAGLE with the target checkpoint as its draft, which only the
+    models that ship those layers have. On any other model mtp was priced as an EAGLE draft of one decoder layer
+    that the checkpoint does not have (and mtp is the algorithm's default)."""
+    if speculative is None or speculative.algorithm != "mtp" or arch.num_nextn_predict_layers > 0:
+        return
+    raise ValueError(
+        f"{field}.speculative.algorithm: mtp (the default) drafts with the checkpoint's own MTP layers, and "
+        f"{arch.name} has none (num_nextn_predict_layers: 0); use eagle or eagle3 with its draft model, or drop "
+        f"{field}.speculative"
+    )
+
+
 def resolve(
     scenario: Scenario, field: str = "serving", disaggregated: bool | None = None
 ) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
@@ -248,6 +262,7 @@ def resolve(
             f"{field}.dsa_prefill_dense_attn_kv_len_threshold: applies to DSA models (DeepSeek-V3.2); "
             f"{arch.name} has {arch.attention} attention"
         )
+    _check_speculative_model(s.speculative, arch, field)
     layout = ParallelLayout(tp=s.tp, dp_attention=s.dp_attention, ep=s.ep)
     notes: list[str] = []
 
