@@ -827,6 +827,11 @@ IGNORED_OR_NONSENSE_CASES = [
         fleet={"replicas": [{"count": 2}], "router": {"seed": -5}},
     ),  # fmt: skip
     scenario_case(
+        "router-parameter-of-another-policy",
+        "fleet.router: cache_threshold: read only by the cache_aware policy; this router uses round_robin",
+        fleet={"replicas": [{"count": 2}], "router": {"policy": "round_robin", "cache_threshold": 0.5}},
+    ),  # fmt: skip
+    scenario_case(
         "trace-run-not-bench-serving",
         "only bench_serving output files hold several runs",
         **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "run": 1}},

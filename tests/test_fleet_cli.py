@@ -92,6 +92,25 @@ def test_compare_lists_each_policy(fleet_file, tmp_path):
     assert all(0 <= r["prefix_hit_rate"] <= 1 for r in rows)
 
 
+def test_compare_keeps_a_policys_own_parameters_with_that_policy(fleet_file):
+    """A cache_aware threshold in the file is refused on a round_robin router (it would change nothing), so fleet
+    compare leaves it out of the round_robin run and keeps it for the cache_aware one, where it moves the result."""
+    from simperf.scenario.fleet import RouterSpec
+
+    router = RouterSpec(policy="cache_aware", cache_threshold=0.9)
+    assert router.with_policy("round_robin") == {"policy": "round_robin"}
+    assert router.with_policy("cache_aware") == {"policy": "cache_aware", "cache_threshold": 0.9}
+    base = json.loads(runner.invoke(app, compare_args(fleet_file)).stdout)
+    result = runner.invoke(app, [*compare_args(fleet_file), "--set", "fleet.router.cache_threshold=0.99"])
+    assert result.exit_code == 0, result.output
+    rows = {r["policy"]: r for r in json.loads(result.stdout)}
+    assert rows["round_robin"] == {r["policy"]: r for r in base}["round_robin"]
+    assert (
+        rows["cache_aware"]["prefix_hit_rate"]
+        != {r["policy"]: r for r in base}["cache_aware"]["prefix_hit_rate"]
+    )
+
+
 def test_compare_shows_its_progress_on_a_terminal_and_keeps_stdout_clean(fleet_file, monkeypatch):
     """Each policy is a whole fleet simulation (9-17 s for five on a recorded trace): a bar over them on stderr,
     none with --quiet, and stdout only the JSON."""

@@ -103,9 +103,7 @@ def compare_command(
     routers = {}
     for name in names:  # every --policy checked before the first fleet is simulated
         try:
-            routers[name] = base.fleet.router.model_validate(
-                {**base.fleet.router.model_dump(), "policy": name}
-            )
+            routers[name] = base.fleet.router.model_validate(base.fleet.router.with_policy(name))
         except ValidationError as e:  # its last line was pydantic's help URL, which named no allowed policy
             _fail(format_validation_error(e, f"--policy {name!r}"))
     # each policy is a whole fleet simulation (seconds each on a recorded trace): a bar over them on stderr

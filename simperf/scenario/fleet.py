@@ -22,6 +22,22 @@ PrefillPolicy = Literal[
 STATE_INDEPENDENT = frozenset({"round_robin", "random", "consistent_hashing", "bucket"})
 
 
+# which policies read each parameter (simperf/fleet/policies/__init__.py `make_policy`, after the gateway's policy
+# files): a parameter no policy in use reads was accepted and changed nothing
+PARAMETER_POLICIES: dict[str, frozenset[str]] = {
+    "cache_threshold": frozenset({"cache_aware"}),
+    "balance_abs_threshold": frozenset({"cache_aware", "bucket"}),
+    "balance_rel_threshold": frozenset({"cache_aware", "bucket"}),
+    "eviction_interval_secs": frozenset({"cache_aware"}),
+    "max_tree_size": frozenset({"cache_aware"}),
+    "bucket_adjust_interval_secs": frozenset({"bucket"}),
+    "prefix_token_count": frozenset({"prefix_hash"}),
+    "load_factor": frozenset({"prefix_hash"}),
+    "chars_per_token": frozenset({"cache_aware", "bucket"}),
+    "seed": frozenset({"random", "power_of_two", "consistent_hashing", "bucket"}),
+}
+
+
 class RouterSpec(_Strict):
     """The gateway's routing policy and its parameters (RouterArgs names and defaults)."""
 
@@ -75,6 +91,30 @@ class RouterSpec(_Strict):
         ge=0,  # numpy's generators take no negative seed
         description="seed of random and power_of_two; default: workload.seed",
     )
+
+    @model_validator(mode="after")
+    def _parameters_of_a_policy_in_use(self) -> RouterSpec:
+        in_use = {self.policy, self.prefill(), self.decode()}
+        for name, readers in PARAMETER_POLICIES.items():
+            if name in self.model_fields_set and not readers & in_use:
+                names = sorted(readers)
+                readers_text = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+                raise ValueError(
+                    f"{name}: read only by the {readers_text} {'policies' if len(readers) > 1 else 'policy'}; "
+                    f"this router uses "
+                    f"{', '.join(sorted(in_use))}, so it would change nothing (drop it or change the policy)"
+                )
+        return self
+
+    def with_policy(self, policy: str) -> dict[str, object]:
+        """The router's settings for `policy` in place of its own (fleet compare): what the user set, less the
+        parameters only the replaced policy reads (a cache_aware threshold stays with the cache_aware run)."""
+        fields = self.model_dump(exclude_unset=True)
+        in_use = {policy, fields.get("prefill_policy") or policy, fields.get("decode_policy") or policy}
+        kept = {
+            k: v for k, v in fields.items() if k not in PARAMETER_POLICIES or PARAMETER_POLICIES[k] & in_use
+        }
+        return {**kept, "policy": policy}
 
     def prefill(self) -> str:
         return self.prefill_policy or self.policy
