@@ -56,6 +56,27 @@ def test_between_grid_points_follows_the_plan(h200):
     assert abs(planned / 156.5 - 1) < abs(plain / 156.5 - 1)
 
 
+def test_two_cta_clusters_take_the_busiest_clusters_load_in_full(h200):
+    """128 heads (two-CTA clusters, compute-bound): the factor is W_call / W_grid itself; 16 heads (one-CTA,
+    memory-bound): that ratio to the power of the grid's KV elasticity, which is below 1 there."""
+    from simperf.perfdb.db import _breakpoints
+
+    db, _ = h200
+    kv = np.array([200] * 100 + [60000])  # one long request among short ones
+    for heads, paired in ((128, True), (16, False)):
+        key = {**KEY, "num_heads": heads, "page_size": 1}
+        assert workplan.paired_clusters("attn_mla_decode", key) is paired
+        curve = db.curve("attn_mla_decode", key)
+        batches, kvs = _breakpoints(curve._model, "batch")[0], _breakpoints(curve._model, "kv_len")[0]
+        full = workplan.planned_factor("attn_mla_decode", curve.key, kv, batches, kvs, 1.0, 132)
+        _, factor = workplan.planned_us(curve, kv, 132)
+        assert full > 1.1
+        assert (factor == pytest.approx(full)) is paired
+        if not paired:
+            s = workplan.kv_elasticity(curve, kv.size, kv.mean(), kvs)
+            assert 0 < s < 1 and factor == pytest.approx(full**s)
+
+
 def test_not_applied_where_the_tables_do_not_confirm_it():
     assert not workplan.planned("attn_gqa_decode", dict(backend="flashinfer"))
     assert not workplan.planned("attn_mla_decode", dict(backend="flashmla"))

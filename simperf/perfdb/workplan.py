@@ -208,6 +208,18 @@ def planned_factor(
     return float((query / math.exp(log_grid)) ** elasticity)
 
 
+def paired_clusters(op: str, key: Mapping[str, object]) -> bool:
+    """flashinfer MLA with two-CTA clusters (q_len x heads > 64: 128 query rows per tile). Such a cluster is
+    compute-bound (per KV token it does twice the math of a 64-row tile for the same bytes), so the busiest
+    cluster's load sets the time in full, whatever the uniform grid's KV elasticity says (that elasticity is low at
+    short KV because of the call's fixed cost). Taken as 1 there: on the development sets the ragged calls went
+    8.0% -> 6.5% (H100) and 6.5% -> 5.9% (H200) median |error| (they were -11...-13% signed); one-CTA clusters
+    (8-16 heads, memory-bound) keep the elasticity (+1...+4% signed)."""
+    if op != "attn_mla_decode" or not planned(op, key):
+        return False
+    return int(key["q_len"]) * int(key["num_heads"]) > 64  # type: ignore[call-overload]
+
+
 def kv_elasticity(curve: object, batch: float, mean_kv: float, kv_grid: Sequence[float]) -> float:
     """d log(time) / d log(kv_len) of the key's own grid at this batch, between the KV grid values around the
     mean (the nearest pair outside the grid), clamped to [0, 1]; 0 without a KV grid."""
@@ -238,6 +250,6 @@ def planned_us(curve: object, kv_lens: Sequence[int] | np.ndarray, num_sms: int)
     if reference is not None:
         model = reference._model
     batch_grid, kv_grid = _breakpoints(model, "batch")[0], _breakpoints(model, "kv_len")[0]
-    s = kv_elasticity(curve, batch, mean, kv_grid)
+    s = 1.0 if paired_clusters(op, key) else kv_elasticity(curve, batch, mean, kv_grid)
     factor = planned_factor(op, key, kv.astype(np.int64), batch_grid, kv_grid, s, num_sms)
     return base * factor, factor
