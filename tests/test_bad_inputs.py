@@ -1313,6 +1313,11 @@ THIRD_SWEEP_CASES = [
             "workload.num_prompts": DELETE,
         },
     ),  # fmt: skip
+    scenario_case(
+        "lpm-without-radix-cache",
+        "serving: schedule_policy: lpm orders by cached prefix and runs as fcfs with disable_radix_cache: true",
+        **{"serving.schedule_policy": "lpm", "serving.disable_radix_cache": True},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -265,6 +265,14 @@ class ServingSpec(_Strict):
             raise ValueError(
                 f"load_balance_method: {self.load_balance_method} balances DP attention ranks; dp_attention is 1"
             )
+        if self.schedule_policy in ("lpm", "dfs-weight") and self.disable_radix_cache:
+            # 0.5.17 managers/schedule_policy.py, SchedulePolicy._validate_and_adjust_policy: a cache-aware policy
+            # over a disabled tree cache runs as fcfs (sim/policy/base.make_policy does the same), so it was
+            # reported as lpm / dfs-weight while every number was fcfs's
+            raise ValueError(
+                f"schedule_policy: {self.schedule_policy} orders by cached prefix and runs as fcfs with "
+                "disable_radix_cache: true (SGLang falls back); use fcfs, lof or random, or enable the radix cache"
+            )
         if self.disable_cuda_graph and self.cuda_graph_max_bs is not None and self.dp_attention == 1:
             # without DP attention the value only sizes the decode graphs (and their memory reserve)
             raise ValueError(
