@@ -1318,6 +1318,14 @@ THIRD_SWEEP_CASES = [
         "serving: schedule_policy: lpm orders by cached prefix and runs as fcfs with disable_radix_cache: true",
         **{"serving.schedule_policy": "lpm", "serving.disable_radix_cache": True},
     ),  # fmt: skip
+    scenario_case(
+        "mixed-chunk-with-speculative",
+        "serving: enable_mixed_chunk: SGLang refuses it with speculative decoding",
+        **{
+            "serving.enable_mixed_chunk": True,
+            "serving.speculative": {"algorithm": "eagle", "accept_length": {"mean": 2.5}},
+        },
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

@@ -245,6 +245,13 @@ class ServingSpec(_Strict):
                 "stream_interval > 1 with speculative decoding is not modelled (a step's several tokens can jump "
                 "past the interval's send points); use stream_interval 1"
             )
+        if self.enable_mixed_chunk and self.speculative is not None:
+            # 0.5.17 server_args.py, check_server_args: `assert not self.enable_mixed_chunk` when a speculative
+            # algorithm is set: the server refuses to start, and simperf predicted the pair
+            raise ValueError(
+                "enable_mixed_chunk: SGLang refuses it with speculative decoding (the server does not start); "
+                "drop enable_mixed_chunk or speculative"
+            )
         if self.tp % self.dp_attention != 0:
             raise ValueError(f"dp_attention ({self.dp_attention}) must divide tp ({self.tp})")
         self._no_setting_without_effect()
