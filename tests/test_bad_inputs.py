@@ -1326,6 +1326,11 @@ THIRD_SWEEP_CASES = [
             "serving.speculative": {"algorithm": "eagle", "accept_length": {"mean": 2.5}},
         },
     ),  # fmt: skip
+    scenario_case(
+        "chunk-not-whole-pages",
+        "serving.chunked_prefill_size: 1000 tokens is not a multiple of the page size (64)",
+        **{"serving.chunked_prefill_size": 1000, "serving.page_size": 64},
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

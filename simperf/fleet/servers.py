@@ -58,7 +58,7 @@ def build_groups(
     built = []
     for i, group in enumerate(groups):
         single = group_scenario(scenario, group, kind)
-        serving, arch, gpu = resolve(single, disaggregated=kind != "replicas")
+        serving, arch, gpu = resolve(single, disaggregated=kind != "replicas", pd_decode=kind == "decode")
         directory = calibration_dir or single.calibration_dir or shipped_calibration_dir(gpu.key)
         key = (str(directory), gpu.key, single.serving.sglang_version)
         if key not in databases:

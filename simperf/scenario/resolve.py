@@ -248,11 +248,15 @@ def _check_speculative_model(speculative: SpeculativeSpec | None, arch: ModelArc
 
 
 def resolve(
-    scenario: Scenario, field: str = "serving", disaggregated: bool | None = None
+    scenario: Scenario,
+    field: str = "serving",
+    disaggregated: bool | None = None,
+    pd_decode: bool | None = None,
 ) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
     """field: where the server arguments sit in the scenario file, for error messages (a PD pool's are under
     disaggregation.prefill / .decode). disaggregated: the server is one side of a PD pair (SGLang then runs extends
-    without a prefill CUDA graph); by default, when its arguments sit under disaggregation."""
+    without a prefill CUDA graph); by default, when its arguments sit under disaggregation. pd_decode: the server is
+    a PD decode server (it runs no chunked prefill); by default, when its arguments sit under disaggregation.decode."""
     s = scenario.serving
     gpu = get_gpu(scenario.hardware.gpu)
     arch = load_arch(scenario.model.name, scenario.model.config)
@@ -292,6 +296,15 @@ def resolve(
         chunk = s.chunked_prefill_size
     if chunk > 0 and s.dp_attention > 1:
         chunk = chunk // s.dp_attention  # docs/serving-model.md §1.5: C is split across DP ranks
+    decode_server = field.startswith("disaggregation.decode") if pd_decode is None else pd_decode
+    if chunk > 0 and chunk % page_size != 0 and not decode_server:
+        # 0.5.17 server_args.py, check_server_args: `chunked_prefill_size % page_size == 0` (after the DP split,
+        # skipped on a PD decode server) or the server does not start; simperf predicted chunks that end mid-page
+        per_rank = f" per DP rank ({s.dp_attention} ranks)" if s.dp_attention > 1 else ""
+        raise ValueError(
+            f"{field}.chunked_prefill_size: {chunk} tokens{per_rank} is not a multiple of the page size "
+            f"({page_size}), which SGLang refuses at startup; give a multiple of {page_size * s.dp_attention}"
+        )
 
     graphs_on = not s.disable_cuda_graph
     max_bs = s.cuda_graph_max_bs or default_cuda_graph_max_bs(gpu, s.tp)
