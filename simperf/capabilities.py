@@ -48,6 +48,11 @@ class BackendCaps:
     # GQA decode table simperf had before a backend's own kernel was timed), then `tables`
     gqa_decode_tables: tuple[str, ...] | None = None
     page_size: int | None = None  # page size it forces (docs/serving-model.md §1.11)
+    # the page sizes SGLang runs it with: a given --page-size outside them is changed at startup (0.5.17
+    # arg_groups/overrides.py, _mla_backend_page_constraints: as --attention-backend or --decode-attention-backend,
+    # and as --prefill-attention-backend too where page_rule_on_prefill); None: any
+    page_sizes: tuple[int, ...] | None = None
+    page_rule_on_prefill: bool = False
     kv_dtype: str | None = None  # KV dtype it requires
     kv_dtype_refusal: str = ""
     dsa_fp8_layout: str = "fp8_raw_576"  # how a DSA model's fp8 KV is laid out for it (§4.3)
@@ -123,6 +128,7 @@ for _caps in (
         attentions=MLA_KINDS,
         family_refusal=_MLA_ONLY,
         page_size=64,
+        page_sizes=(64,),
         dsa_fp8_layout="fp8_flashmla_656",
         sglang_flag="flashmla",
         sglang="srt/layers/attention/flashmla_backend.py",
@@ -165,6 +171,7 @@ for _caps in (
             "blackwell": ("trtllm", "flashinfer_fa3"),
         },
         page_size=64,
+        page_sizes=(32, 64),
         sglang_flag="trtllm_mla",
         sglang="srt/layers/attention/trtllm_mla_backend.py",
     ),
@@ -176,6 +183,7 @@ for _caps in (
         attentions=MLA_KINDS,
         family_refusal=_MLA_ONLY,
         page_size=128,
+        page_sizes=(128,),
         sglang_flag="cutlass_mla",
         sglang="srt/layers/attention/cutlass_mla_backend.py",
     ),
@@ -190,6 +198,8 @@ for _caps in (
             "hopper": ("trtllm", "flashinfer_fa3"),
             "blackwell": ("trtllm", "flashinfer_fa3"),
         },
+        page_sizes=(16, 32, 64, 128),
+        page_rule_on_prefill=True,
         sglang_flag="trtllm_mha",
         dsa_kernel=True,
         sglang="srt/layers/attention/trtllm_mha_backend.py; DSA: dsa_backend.py",

@@ -1331,6 +1331,18 @@ THIRD_SWEEP_CASES = [
         "serving.chunked_prefill_size: 1000 tokens is not a multiple of the page size (64)",
         **{"serving.chunked_prefill_size": 1000, "serving.page_size": 64},
     ),  # fmt: skip
+    scenario_case(
+        "page-size-backend-changes",
+        "serving.page_size: 1: SGLang runs the flashmla attention backend with page_size 64",
+        **{
+            "model.name": "deepseek-v3",
+            "hardware.gpu": "h200",
+            "hardware.count": 8,
+            "serving.tp": 8,
+            "serving.attention_backend": "flashmla",
+            "serving.page_size": 1,
+        },
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

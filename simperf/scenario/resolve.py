@@ -233,6 +233,33 @@ def _check_pool_fits(max_total_tokens: int, kv_bytes: float, gpu: GpuSpec, field
         )
 
 
+def _check_page_size(s: ServingSpec, arch: ModelArch, prefill: str, decode: str, field: str) -> None:
+    """A given page_size SGLang would change at startup (it only logs a warning): simperf priced the page size
+    given while the server runs another. DSA models always run 64 (0.5.17 arg_groups/overrides.py, the DeepSeek
+    DSA override); FlashMLA, cutlass_mla, trtllm_mla and trtllm_mha snap to the sizes they support
+    (_mla_backend_page_constraints)."""
+    if s.page_size is None:
+        return
+    forced = capabilities.family(arch.family).page_size
+    if forced is not None and s.page_size != forced:
+        raise ValueError(
+            f"{field}.page_size: {s.page_size}: SGLang runs {arch.name} with page_size {forced} whatever is given; "
+            f"give {forced} or leave page_size out"
+        )
+    sides = {s.attention_backend, decode} | {prefill}
+    for name in sorted(b for b in sides if b is not None):
+        caps = capabilities.BACKENDS.get(name)
+        if caps is None or caps.page_sizes is None or s.page_size in caps.page_sizes:
+            continue
+        if name == prefill and name not in (s.attention_backend, decode) and not caps.page_rule_on_prefill:
+            continue
+        allowed = " or ".join(str(p) for p in caps.page_sizes)
+        raise ValueError(
+            f"{field}.page_size: {s.page_size}: SGLang runs the {name} attention backend with page_size {allowed} "
+            f"and changes other values at startup; give {allowed} or leave page_size out"
+        )
+
+
 def _check_speculative_model(speculative: SpeculativeSpec | None, arch: ModelArch, field: str) -> None:
     """MTP drafts with the checkpoint's own next-token layers (num_nextn_predict_layers in its config): SGLang
     0.5.17 turns --speculative-algorithm NEXTN into EAGLE with the target checkpoint as its draft, which only the
@@ -279,6 +306,7 @@ def resolve(
     prefill_backend = s.prefill_attention_backend or s.attention_backend or auto_prefill
     decode_backend = s.decode_attention_backend or s.attention_backend or auto_decode
     check_backends(arch, gpu, prefill_backend, decode_backend, kv_dtype)
+    _check_page_size(s, arch, prefill_backend, decode_backend, field)
     page_size = s.page_size or default_page_size(arch, prefill_backend, decode_backend)
     if page_size > arch.context_len:
         # a page (tokens, not bytes) longer than any request: each request took a whole page and the run ended
