@@ -1343,6 +1343,18 @@ THIRD_SWEEP_CASES = [
             "serving.page_size": 1,
         },
     ),  # fmt: skip
+    scenario_case(
+        "draft-tree-on-paged-flashmla",
+        "serving.speculative.eagle_topk: 2 (a draft tree) with page_size 64 runs only on the flashinfer and fa3",
+        **{
+            "model.name": "deepseek-v3",
+            "hardware.gpu": "h200",
+            "hardware.count": 8,
+            "serving.tp": 8,
+            "serving.attention_backend": "flashmla",
+            "serving.speculative": {"eagle_topk": 2, "num_draft_tokens": 6, "accept_length": {"mean": 2.5}},
+        },
+    ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
 ]
 

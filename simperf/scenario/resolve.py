@@ -260,6 +260,33 @@ def _check_page_size(s: ServingSpec, arch: ModelArch, prefill: str, decode: str,
         )
 
 
+# backends that draft a tree (eagle_topk > 1) over pages longer than one token: 0.5.17 arg_groups/speculative_hook.py,
+# _PAGE_TREE_SPEC_BACKENDS (triton too, which simperf does not model)
+PAGE_TREE_SPEC_BACKENDS = ("flashinfer", "fa3")
+
+
+def _check_draft_tree(
+    s: ServingSpec, arch: ModelArch, prefill: str, decode: str, page_size: int, field: str
+) -> None:
+    """SGLang 0.5.17 (arg_groups/speculative_hook.py) refuses to start a draft tree (eagle_topk > 1) on trtllm_mha,
+    and with page_size > 1 on any attention backend but flashinfer, fa3 and triton; simperf priced both."""
+    sp = s.speculative
+    if sp is None or sp.eagle_topk == 1:
+        return
+    where = f"{field}.speculative.eagle_topk: {sp.eagle_topk} (a draft tree)"
+    if arch.attention != "dsa" and "trtllm" in (s.attention_backend, prefill, decode):
+        raise ValueError(
+            f"{where}: SGLang's trtllm_mha backend drafts with eagle_topk 1 only; use eagle_topk 1"
+        )
+    backend = s.attention_backend or decode
+    if page_size > 1 and (arch.attention == "dsa" or backend not in PAGE_TREE_SPEC_BACKENDS):
+        name = "the DSA backends" if arch.attention == "dsa" else backend
+        raise ValueError(
+            f"{where} with page_size {page_size} runs only on the flashinfer and fa3 attention backends; SGLang "
+            f"refuses {name} at startup; use eagle_topk 1 or attention_backend fa3 or flashinfer"
+        )
+
+
 def _check_speculative_model(speculative: SpeculativeSpec | None, arch: ModelArch, field: str) -> None:
     """MTP drafts with the checkpoint's own next-token layers (num_nextn_predict_layers in its config): SGLang
     0.5.17 turns --speculative-algorithm NEXTN into EAGLE with the target checkpoint as its draft, which only the
@@ -308,6 +335,7 @@ def resolve(
     check_backends(arch, gpu, prefill_backend, decode_backend, kv_dtype)
     _check_page_size(s, arch, prefill_backend, decode_backend, field)
     page_size = s.page_size or default_page_size(arch, prefill_backend, decode_backend)
+    _check_draft_tree(s, arch, prefill_backend, decode_backend, page_size, field)
     if page_size > arch.context_len:
         # a page (tokens, not bytes) longer than any request: each request took a whole page and the run ended
         # with every request rejected, an error that named no setting
