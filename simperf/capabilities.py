@@ -198,6 +198,9 @@ for _caps in (
             "hopper": ("trtllm", "flashinfer_fa3"),
             "blackwell": ("trtllm", "flashinfer_fa3"),
         },
+        # a page size outside 16-128, the default 1 included, becomes 64 at startup (0.5.17 arg_groups/overrides.py,
+        # _mla_backend_page_constraints: "TensorRT-LLM MHA only supports page_size of 16, 32, 64 or 128")
+        page_size=64,
         page_sizes=(16, 32, 64, 128),
         page_rule_on_prefill=True,
         sglang_flag="trtllm_mha",

@@ -45,6 +45,21 @@ def test_flashmla_forces_page_64_and_v32_uses_nsa_backends_on_hopper():
     assert (s.prefill_backend, s.decode_backend) == ("flashmla_kv", "flashmla_kv")
 
 
+def test_trtllm_mha_runs_page_64_unless_given_one_it_takes():
+    """SGLang 0.5.17 turns a trtllm_mha page size outside 16-128, its default 1 included, into 64; simperf
+    priced page 1. A size it takes stays; one it would change is refused."""
+    s, _, _ = resolve(scenario(model="qwen3-8b", gpu="b200", count=1, attention_backend="trtllm"))
+    assert s.page_size == 64
+    s, _, _ = resolve(
+        scenario(model="qwen3-8b", gpu="b200", count=1, attention_backend="trtllm", page_size=32)
+    )
+    assert s.page_size == 32
+    with pytest.raises(
+        ValueError, match="page_size: 1: SGLang runs the trtllm attention backend with page_size 16"
+    ):
+        resolve(scenario(model="qwen3-8b", gpu="b200", count=1, attention_backend="trtllm", page_size=1))
+
+
 def test_user_values_win_over_rules():
     s, _, _ = resolve(scenario(max_total_tokens=123_456, max_running_requests=64, chunked_prefill_size=4096))
     assert s.max_total_tokens == 123_456

@@ -54,7 +54,8 @@ def default_backends(arch: ModelArch, gpu: GpuSpec, kv_dtype: str) -> tuple[str,
 
 
 def default_page_size(arch: ModelArch, prefill: str, decode: str) -> int:
-    """docs/serving-model.md §1.11: FlashMLA forces 64, trtllm_mla 64, cutlass_mla 128, DSA 64, otherwise 1."""
+    """docs/serving-model.md §1.11: FlashMLA forces 64, trtllm_mla 64, trtllm_mha 64, cutlass_mla 128, DSA 64,
+    otherwise 1."""
     return capabilities.default_page_size(arch.family, prefill, decode)
 
 
