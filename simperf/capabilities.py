@@ -347,12 +347,15 @@ def default_backends(family_name: str, sm: float | int | str, kv_dtype: str) -> 
     return caps.default_backends[arch]
 
 
-def default_page_size(family_name: str, prefill: str, decode: str) -> int:
-    """The family's page size if it forces one, else the largest the backends force, else 1 (§1.11)."""
+def default_page_size(family_name: str, prefill: str, decode: str, attention: str | None = None) -> int:
+    """The family's page size if it forces one, else the largest the backends force, else 1 (§1.11). `attention`:
+    --attention-backend where both per-phase backends are given too: SGLang 0.5.17 still applies its page rule
+    (arg_groups/overrides.py, _mla_backend_page_constraints reads attention_backend first)."""
     forced = family(family_name).page_size
     if forced is not None:
         return forced
-    sizes = [BACKENDS[b].page_size for b in (prefill, decode) if b in BACKENDS and BACKENDS[b].page_size]
+    named = (prefill, decode) if attention is None else (prefill, decode, attention)
+    sizes = [BACKENDS[b].page_size for b in named if b in BACKENDS and BACKENDS[b].page_size]
     return max(sizes, default=1)
 
 

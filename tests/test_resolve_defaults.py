@@ -60,6 +60,15 @@ def test_trtllm_mha_runs_page_64_unless_given_one_it_takes():
         resolve(scenario(model="qwen3-8b", gpu="b200", count=1, attention_backend="trtllm", page_size=1))
 
 
+def test_attention_backends_page_rule_holds_beside_both_phase_backends():
+    """--attention-backend flashmla with fa3 for both phases: SGLang still forces FlashMLA's 64-token pages."""
+    both = dict(prefill_attention_backend="fa3", decode_attention_backend="fa3")
+    s, _, _ = resolve(scenario(attention_backend="flashmla", **both))
+    assert (s.prefill_backend, s.decode_backend, s.page_size) == ("fa3", "fa3", 64)
+    s, _, _ = resolve(scenario(**both))
+    assert s.page_size == 1
+
+
 def test_user_values_win_over_rules():
     s, _, _ = resolve(scenario(max_total_tokens=123_456, max_running_requests=64, chunked_prefill_size=4096))
     assert s.max_total_tokens == 123_456

@@ -53,10 +53,10 @@ def default_backends(arch: ModelArch, gpu: GpuSpec, kv_dtype: str) -> tuple[str,
     return capabilities.default_backends(arch.family, gpu.sm, kv_dtype)
 
 
-def default_page_size(arch: ModelArch, prefill: str, decode: str) -> int:
+def default_page_size(arch: ModelArch, prefill: str, decode: str, attention: str | None = None) -> int:
     """docs/serving-model.md §1.11: FlashMLA forces 64, trtllm_mla 64, trtllm_mha 64, cutlass_mla 128, DSA 64,
     otherwise 1."""
-    return capabilities.default_page_size(arch.family, prefill, decode)
+    return capabilities.default_page_size(arch.family, prefill, decode, attention)
 
 
 def _memory_defaults(gpu: GpuSpec) -> tuple[float, int, int, int]:
@@ -335,7 +335,7 @@ def resolve(
     decode_backend = s.decode_attention_backend or s.attention_backend or auto_decode
     check_backends(arch, gpu, prefill_backend, decode_backend, kv_dtype)
     _check_page_size(s, arch, prefill_backend, decode_backend, field)
-    page_size = s.page_size or default_page_size(arch, prefill_backend, decode_backend)
+    page_size = s.page_size or default_page_size(arch, prefill_backend, decode_backend, s.attention_backend)
     _check_draft_tree(s, arch, prefill_backend, decode_backend, page_size, field)
     if page_size > arch.context_len:
         # a page (tokens, not bytes) longer than any request: each request took a whole page and the run ended
@@ -343,7 +343,7 @@ def resolve(
         raise ValueError(
             f"{field}.page_size: {page_size} tokens per page is more than {arch.name}'s context length "
             f"({arch.context_len:,} tokens); a page size counts tokens (SGLang's default for this backend: "
-            f"{default_page_size(arch, prefill_backend, decode_backend)})"
+            f"{default_page_size(arch, prefill_backend, decode_backend, s.attention_backend)})"
         )
 
     if s.chunked_prefill_size is None:
