@@ -261,9 +261,10 @@ def register_family(caps: FamilyCaps) -> FamilyCaps:
     return caps
 
 
+# without speculative decoding; with it, mha_default_backend
 _GQA_DEFAULTS: dict[GpuArch, tuple[str, str]] = {
     "hopper": ("fa3", "fa3"),
-    "blackwell": ("flashinfer", "flashinfer"),
+    "blackwell": ("trtllm", "trtllm"),
 }
 for _family in (
     FamilyCaps(
@@ -338,12 +339,39 @@ def family_of_architecture(hf_architecture: str) -> FamilyCaps | None:
     return None
 
 
-def default_backends(family_name: str, sm: float | int | str, kv_dtype: str) -> tuple[str, str]:
-    """(prefill, decode) attention backends SGLang picks when none is given (docs/serving-model.md §4.2, §4.3)."""
+def mha_default_backend(
+    arch: GpuArch, eagle_topk: int | None, speculative: bool, page_size: int | None
+) -> str:
+    """The backend SGLang 0.5.17 picks for an MHA (GQA) model when none is given (server_args.py,
+    `_get_default_attn_backend`, with utils/common.py `is_no_spec_infer_or_topk_one`): fa3 on Hopper and
+    trtllm_mha on Blackwell, unless a draft tree (eagle_topk > 1) or a chain over pages longer than one token is
+    asked for; on Blackwell also not where speculative decoding is on without an explicit eagle_topk.
+    Otherwise flashinfer. eagle_topk: as given by the user (None: not given)."""
+    topk_one = eagle_topk is None or (eagle_topk == 1 and page_size in (None, 1))
+    if arch == "hopper":
+        return "fa3" if topk_one else "flashinfer"
+    if topk_one and (not speculative or eagle_topk is not None):
+        return "trtllm"
+    return "flashinfer"
+
+
+def default_backends(
+    family_name: str,
+    sm: float | int | str,
+    kv_dtype: str,
+    eagle_topk: int | None = None,
+    speculative: bool = False,
+    page_size: int | None = None,
+) -> tuple[str, str]:
+    """(prefill, decode) attention backends SGLang picks when none is given (docs/serving-model.md §4.2, §4.3).
+    The speculative settings (eagle_topk as the user gave it, None if not) matter for MHA models only."""
     caps = family(family_name)
     arch = gpu_arch(sm)
     if kv_dtype == "fp8_e4m3" and arch in caps.default_backends_fp8_kv:
         return caps.default_backends_fp8_kv[arch]
+    if caps.attention == "gqa" and arch in ("hopper", "blackwell"):
+        backend = mha_default_backend(arch, eagle_topk, speculative, page_size)
+        return backend, backend
     return caps.default_backends[arch]
 
 

@@ -69,6 +69,34 @@ def test_attention_backends_page_rule_holds_beside_both_phase_backends():
     assert s.page_size == 1
 
 
+def test_mha_models_default_to_fa3_on_hopper_and_trtllm_on_blackwell_unless_a_draft_tree():
+    """SGLang 0.5.17 _get_default_attn_backend: a draft tree (eagle_topk > 1) moves an MHA model to flashinfer; on
+    Blackwell the default is trtllm_mha at page 64 (simperf had flashinfer at page 1 there)."""
+    tree = {
+        "algorithm": "eagle",
+        "eagle_topk": 4,
+        "num_steps": 3,
+        "num_draft_tokens": 8,
+        "accept_length": {"mean": 2},
+    }
+    chain = {"algorithm": "eagle", "eagle_topk": 1, "num_steps": 3, "accept_length": {"mean": 2}}
+    cases = [
+        ("h100", {}, "fa3", 1),
+        ("h100", {"speculative": tree}, "flashinfer", 1),
+        ("h100", {"speculative": chain}, "fa3", 1),
+        ("b200", {}, "trtllm", 64),
+        ("b200", {"speculative": tree}, "flashinfer", 1),
+        ("b200", {"speculative": chain}, "trtllm", 64),
+    ]
+    for gpu, serving, backend, page in cases:
+        s, _, _ = resolve(scenario(model="qwen3-8b", gpu=gpu, count=1, **serving))
+        assert (s.prefill_backend, s.decode_backend, s.page_size) == (backend, backend, page), (gpu, serving)
+    # an EAGLE chain whose eagle_topk is left to SGLang: not trtllm on Blackwell
+    implicit = {"algorithm": "eagle", "num_steps": 3, "accept_length": {"mean": 2}}
+    s, _, _ = resolve(scenario(model="qwen3-8b", gpu="b200", count=1, speculative=implicit))
+    assert s.decode_backend == "flashinfer"
+
+
 def test_user_values_win_over_rules():
     s, _, _ = resolve(scenario(max_total_tokens=123_456, max_running_requests=64, chunked_prefill_size=4096))
     assert s.max_total_tokens == 123_456

@@ -48,9 +48,15 @@ from simperf.sglang_defaults import (
 MIB = 1024 * 1024
 
 
-def default_backends(arch: ModelArch, gpu: GpuSpec, kv_dtype: str) -> tuple[str, str]:
-    """(prefill, decode) attention backends SGLang picks when none is given (docs/serving-model.md §4.2, §4.3)."""
-    return capabilities.default_backends(arch.family, gpu.sm, kv_dtype)
+def default_backends(
+    arch: ModelArch, gpu: GpuSpec, kv_dtype: str, serving: ServingSpec | None = None
+) -> tuple[str, str]:
+    """(prefill, decode) attention backends SGLang picks when none is given (docs/serving-model.md §4.2, §4.3);
+    `serving`: the server's arguments, whose speculative settings move an MHA model's default."""
+    sp = serving.speculative if serving is not None else None
+    topk = sp.eagle_topk if sp is not None and "eagle_topk" in sp.model_fields_set else None
+    page = serving.page_size if serving is not None else None
+    return capabilities.default_backends(arch.family, gpu.sm, kv_dtype, topk, sp is not None, page)
 
 
 def default_page_size(arch: ModelArch, prefill: str, decode: str, attention: str | None = None) -> int:
@@ -330,7 +336,7 @@ def resolve(
         s.kv_cache_dtype if s.kv_cache_dtype != "auto" else capabilities.auto_kv_dtype(arch.family, gpu.sm)
     )
 
-    auto_prefill, auto_decode = default_backends(arch, gpu, kv_dtype)
+    auto_prefill, auto_decode = default_backends(arch, gpu, kv_dtype, s)
     prefill_backend = s.prefill_attention_backend or s.attention_backend or auto_prefill
     decode_backend = s.decode_attention_backend or s.attention_backend or auto_decode
     check_backends(arch, gpu, prefill_backend, decode_backend, kv_dtype)
