@@ -226,6 +226,9 @@ class FamilyCaps:
     page_size: int | None = None  # page size the family forces (§1.11)
     dp_attention: bool = False  # SGLang allows --enable-dp-attention (ServerArgs help, 0.5.17)
     trust_remote_code: bool = False  # its checkpoints need --trust-remote-code
+    # the backend SGLang falls back to where speculative decoding rules the default out (keeps_fast_default);
+    # None: the default stands
+    draft_fallback_backend: str | None = None
     # a Blackwell GPU runs its dense MHA prefill with TRT-LLM's ragged kernel (where a table has it)
     blackwell_mha_prefill_tables: tuple[str, ...] | None = None
     sglang: str = ""
@@ -261,7 +264,8 @@ def register_family(caps: FamilyCaps) -> FamilyCaps:
     return caps
 
 
-# without speculative decoding; with it, mha_default_backend
+# SGLang 0.5.17's MHA defaults (server_args.py `_get_default_attn_backend`); speculative decoding can move them to
+# the family's draft_fallback_backend (keeps_fast_default)
 _GQA_DEFAULTS: dict[GpuArch, tuple[str, str]] = {
     "hopper": ("fa3", "fa3"),
     "blackwell": ("trtllm", "trtllm"),
@@ -273,6 +277,7 @@ for _family in (
         False,
         ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"),
         _GQA_DEFAULTS,
+        draft_fallback_backend="flashinfer",
         sglang="srt/models/llama.py, qwen2.py, qwen3.py",
     ),
     FamilyCaps(
@@ -281,6 +286,7 @@ for _family in (
         True,
         ("Qwen3MoeForCausalLM",),
         _GQA_DEFAULTS,
+        draft_fallback_backend="flashinfer",
         dp_attention=True,
         sglang="srt/models/qwen3_moe.py",
     ),
@@ -339,20 +345,17 @@ def family_of_architecture(hf_architecture: str) -> FamilyCaps | None:
     return None
 
 
-def mha_default_backend(
+def keeps_fast_default(
     arch: GpuArch, eagle_topk: int | None, speculative: bool, page_size: int | None
-) -> str:
-    """The backend SGLang 0.5.17 picks for an MHA (GQA) model when none is given (server_args.py,
-    `_get_default_attn_backend`, with utils/common.py `is_no_spec_infer_or_topk_one`): fa3 on Hopper and
-    trtllm_mha on Blackwell, unless a draft tree (eagle_topk > 1) or a chain over pages longer than one token is
-    asked for; on Blackwell also not where speculative decoding is on without an explicit eagle_topk.
-    Otherwise flashinfer. eagle_topk: as given by the user (None: not given)."""
+) -> bool:
+    """Whether SGLang 0.5.17 keeps an MHA model's fast default backend (fa3 on Hopper, trtllm_mha on Blackwell:
+    server_args.py `_get_default_attn_backend`, with utils/common.py `is_no_spec_infer_or_topk_one`): not for a
+    draft tree (eagle_topk > 1) or a chain over pages longer than one token, and on Blackwell not where
+    speculative decoding is on without an explicit eagle_topk. eagle_topk: as given by the user (None: not given)."""
     topk_one = eagle_topk is None or (eagle_topk == 1 and page_size in (None, 1))
     if arch == "hopper":
-        return "fa3" if topk_one else "flashinfer"
-    if topk_one and (not speculative or eagle_topk is not None):
-        return "trtllm"
-    return "flashinfer"
+        return topk_one
+    return topk_one and (not speculative or eagle_topk is not None)
 
 
 def default_backends(
@@ -363,15 +366,16 @@ def default_backends(
     speculative: bool = False,
     page_size: int | None = None,
 ) -> tuple[str, str]:
-    """(prefill, decode) attention backends SGLang picks when none is given (docs/serving-model.md §4.2, §4.3).
-    The speculative settings (eagle_topk as the user gave it, None if not) matter for MHA models only."""
+    """(prefill, decode) attention backends SGLang picks when none is given (docs/serving-model.md §4.1.1, §4.2,
+    §4.3). The speculative settings (eagle_topk as the user gave it, None if not) move a family with a
+    `draft_fallback_backend` off its default where SGLang does."""
     caps = family(family_name)
     arch = gpu_arch(sm)
     if kv_dtype == "fp8_e4m3" and arch in caps.default_backends_fp8_kv:
         return caps.default_backends_fp8_kv[arch]
-    if caps.attention == "gqa" and arch in ("hopper", "blackwell"):
-        backend = mha_default_backend(arch, eagle_topk, speculative, page_size)
-        return backend, backend
+    fallback = caps.draft_fallback_backend
+    if fallback is not None and not keeps_fast_default(arch, eagle_topk, speculative, page_size):
+        return fallback, fallback
     return caps.default_backends[arch]
 
 
