@@ -1356,6 +1356,17 @@ THIRD_SWEEP_CASES = [
         },
     ),  # fmt: skip
     scenario_case("block-check-no-echo", "fleet: replicas: give at least one group", fleet={"replicas": []}),
+    scenario_case(
+        "autoscale-startup-without-scale-up",
+        "fleet.autoscale: startup_s: delays scale-ups, and this schedule never raises the replica count (3 at",
+        fleet={
+            "replicas": [{"count": 3}],
+            "autoscale": {
+                "startup_s": 30,
+                "schedule": [{"at_s": 0, "replicas": 3}, {"at_s": 5, "replicas": 2}],
+            },
+        },
+    ),  # fmt: skip
 ]
 
 GEMM_ROW = {"op": "gemm", "backend": "cublas", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",

@@ -65,3 +65,11 @@ def test_schedules_beyond_the_pool_or_on_pd_fleets_are_refused():
     late_start = {"replicas": [{"count": 4}], "autoscale": {"schedule": [{"at_s": 5, "replicas": 1}]}}
     with pytest.raises(ScenarioError, match="first step"):
         parse_scenario({**BASE, "fleet": late_start})
+
+
+def test_startup_s_without_a_scale_up_is_refused():
+    # no step raises the count, so no server boots: startup_s was accepted and changed nothing
+    down_only = {"startup_s": 30, "schedule": [{"at_s": 0, "replicas": 3}, {"at_s": 5, "replicas": 2}]}
+    with pytest.raises(ScenarioError, match="startup_s: delays scale-ups, and this schedule never raises"):
+        parse_scenario({**BASE, "fleet": {"replicas": [{"count": 3}], "autoscale": down_only}})
+    parse_scenario({**BASE, "fleet": {"replicas": [{"count": 4}], "autoscale": SCHEDULE}})  # scales up: kept

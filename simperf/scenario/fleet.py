@@ -158,6 +158,15 @@ class AutoscaleSpec(_Strict):
         times = [s.at_s for s in self.schedule]
         if any(b <= a for a, b in zip(times, times[1:], strict=False)):
             raise ValueError("schedule: steps must be in strictly increasing at_s")
+        counts = [s.replicas for s in self.schedule]
+        if "startup_s" in self.model_fields_set and not any(
+            b > a for a, b in zip(counts, counts[1:], strict=False)
+        ):
+            # only a scale-up boots servers: startup_s was accepted and the run was the same without it
+            raise ValueError(
+                f"startup_s: delays scale-ups, and this schedule never raises the replica count ({counts[0]} at "
+                "the start); drop startup_s or add a step with more replicas"
+            )
         return self
 
 
