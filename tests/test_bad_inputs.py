@@ -1367,6 +1367,14 @@ THIRD_SWEEP_CASES = [
             },
         },
     ),  # fmt: skip
+    scenario_case(
+        "autoscale-step-after-the-last-request",
+        "fleet.autoscale.schedule[1]: at_s 60 comes after the last request arrives",
+        fleet={
+            "replicas": [{"count": 2}],
+            "autoscale": {"schedule": [{"at_s": 0, "replicas": 2}, {"at_s": 60, "replicas": 1}]},
+        },
+    ),  # fmt: skip
 ]
 
 GEMM_ROW = {"op": "gemm", "backend": "cublas", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",

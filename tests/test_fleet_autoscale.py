@@ -73,3 +73,11 @@ def test_startup_s_without_a_scale_up_is_refused():
     with pytest.raises(ScenarioError, match="startup_s: delays scale-ups, and this schedule never raises"):
         parse_scenario({**BASE, "fleet": {"replicas": [{"count": 3}], "autoscale": down_only}})
     parse_scenario({**BASE, "fleet": {"replicas": [{"count": 4}], "autoscale": SCHEDULE}})  # scales up: kept
+
+
+def test_a_step_after_the_last_request_is_refused():
+    # 240 requests at 8 req/s arrive within ~30 s: a step at 100 s routed nothing differently, and its scale-up,
+    # starting after the run, was billed negative server time
+    late = {"schedule": [*SCHEDULE["schedule"], {"at_s": 100, "replicas": 4}], "startup_s": 4}
+    with pytest.raises(ValueError, match=r"schedule\[3\]: at_s 100 comes after the last request arrives"):
+        predict_fleet(parse_scenario({**BASE, "fleet": {"replicas": [{"count": 4}], "autoscale": late}}))

@@ -54,6 +54,19 @@ def membership(spec: AutoscaleSpec) -> Membership:
     return out
 
 
+def check_schedule_reached(spec: AutoscaleSpec, arrival_s: np.ndarray) -> None:
+    """Every step is reached by a request: a step after the last arrival routed nothing differently, and its
+    provisioning, starting after the run, was billed a negative server time (run end - start)."""
+    last = float(arrival_s.max()) if len(arrival_s) else 0.0
+    for i, step in enumerate(spec.schedule):
+        if step.at_s > last:
+            raise ValueError(
+                f"fleet.autoscale.schedule[{i}]: at_s {step.at_s:g} comes after the last request arrives "
+                f"({last:.4g} s), so no request is routed under it; drop the steps from there on or send more "
+                "requests (workload.num_prompts)"
+            )
+
+
 def _record(out: Membership, t: float, registered: set[int]) -> None:
     current = sorted(registered)
     if current == out.registered[-1]:

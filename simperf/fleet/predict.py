@@ -8,7 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from simperf.fleet.autoscale import Membership, membership, registered_over_time, replica_seconds
+from simperf.fleet.autoscale import (
+    Membership,
+    check_schedule_reached,
+    membership,
+    registered_over_time,
+    replica_seconds,
+)
 from simperf.fleet.coupled import DecisionObserver
 from simperf.fleet.digest import Rows
 from simperf.fleet.outcome import EXACT_TOKEN_LIMIT, ServerOutcome
@@ -140,6 +146,8 @@ def predict_fleet(
     _check_groups(groups)
     slots = expand(groups)
     requests = build_requests(scenario.workload, context_len=groups[0].arch.context_len)
+    if fleet.autoscale is not None:
+        check_schedule_reached(fleet.autoscale, requests.arrival_s)
     stream = RouteStream(requests)
     seed = fleet.router.seed if fleet.router.seed is not None else scenario.workload.seed
     policy = make_policy(fleet.router.policy, fleet.router, len(slots), stream.block_tokens, seed)
