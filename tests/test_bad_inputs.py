@@ -1368,6 +1368,11 @@ THIRD_SWEEP_CASES = [
         },
     ),  # fmt: skip
     scenario_case(
+        "trace-uniform-sample-of-everything",
+        "workload.dataset.sample: uniform draws workload.num_prompts (10) of the 2 requests of ",
+        **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "sample": "uniform"}},
+    ),  # fmt: skip
+    scenario_case(
         "autoscale-step-after-the-last-request",
         "fleet.autoscale.schedule[1]: at_s 60 comes after the last request arrives",
         fleet={

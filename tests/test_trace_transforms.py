@@ -80,6 +80,19 @@ def test_uniform_sample_is_seeded_in_time_order_and_leaves_the_window_alone():
     assert a.arrival_s[-1] > first.arrival_s[-1]  # spread over the whole window, not its first 300
 
 
+def test_a_uniform_sample_of_the_whole_window_is_refused(tmp_path):
+    # num_prompts >= the window's requests: the "subset" is every request, as sample: first gives it
+    path = small_trace(tmp_path, [0.0, 1.0, 2.0, 3.0])
+    with pytest.raises(
+        TraceError, match=r"sample: uniform draws workload.num_prompts \(4\) of the 4 requests"
+    ):
+        build_requests(trace_spec(path, num_prompts=4, sample="uniform"))
+    with pytest.raises(TraceError, match=r"\(5\) of the 2 requests in the window"):
+        build_requests(trace_spec(path, num_prompts=5, sample="uniform", window_s=1.5))
+    assert len(build_requests(trace_spec(path, num_prompts=3, sample="uniform"))) == 3
+    assert len(build_requests(trace_spec(path, num_prompts=10))) == 4  # first: num_prompts is an upper bound
+
+
 def test_length_caps_apply_and_are_counted(tmp_path):
     path = small_trace(tmp_path, [0.0, 1.0, 2.0])
     got = build_requests(trace_spec(path, max_input_len=11, max_output_len=3))

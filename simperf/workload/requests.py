@@ -202,12 +202,20 @@ def _trace_requests(dataset: TraceDataset, workload: WorkloadSpec) -> tuple[Trac
     """Read a trace and apply its transforms: window -> choose num_prompts -> re-time -> cap lengths."""
     whole_file = dataset.window_s is not None or dataset.window_start_s > 0 or dataset.sample != "first"
     trace = read_trace(dataset.path, limit=None if whole_file else workload.num_prompts, run=dataset.run)
+    trace_len = len(trace)
     if dataset.use_timestamps and not trace.has_times:
         raise TraceError(
             f"{dataset.path}: this {trace.format} file records no arrival times; "
             "set use_timestamps: false and a request_rate"
         )
     trace = window(trace, dataset.window_start_s, dataset.window_s)
+    if dataset.sample == "uniform" and workload.num_prompts >= len(trace):
+        # a "subset" of every request is the whole window, in the same order as sample: first
+        raise TraceError(
+            f"workload.dataset.sample: uniform draws workload.num_prompts ({workload.num_prompts:,}) of the "
+            f"{len(trace):,} requests {'in the window' if len(trace) < trace_len else 'of ' + str(dataset.path)}, "
+            "so it keeps them all; lower num_prompts or drop sample"
+        )
     # uniform sampling draws from its own stream so that the client's arrival gaps stay bench_serving's
     trace = choose(trace, workload.num_prompts, dataset.sample, np.random.RandomState(workload.seed + 1))
     trace = retime(trace, dataset.target_rate, dataset.time_scale)
