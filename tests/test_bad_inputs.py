@@ -866,6 +866,22 @@ IGNORED_OR_NONSENSE_CASES = [
         {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, sample={"n": 1}))},
     ),  # fmt: skip
     Case(
+        "sweep-grid-with-seed",
+        ("sweep", "{ws}/a.yaml"),
+        "sample: seed applies to method random or lhs; a grid runs every combination",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, sample={"seed": 7}))},
+    ),  # fmt: skip
+    Case(
+        "sweep-sample-of-load-axes-only",
+        ("sweep", "{ws}/a.yaml"),
+        "sample: method lhs draws configurations, and every axis here is a load axis (workload.request_rate)",
+        {
+            "a.yaml": yaml.safe_dump(
+                sweep_dict({"workload.request_rate": [1, 2, 4]}, sample={"method": "lhs", "n": 2})
+            )
+        },
+    ),  # fmt: skip
+    Case(
         "sweep-seed-negative",
         ("sweep", "{ws}/a.yaml"),
         "sample.seed",

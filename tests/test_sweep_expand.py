@@ -105,6 +105,20 @@ def test_sweep_file_rejects_unknown_keys_and_sampling_without_n():
         parse_sweep(sweep_dict({"serving.tp": [1]}, plan={"sla": ["ttfx.p90 <= 2s"]}), "s.yaml")
 
 
+def test_sampling_options_that_would_draw_nothing_are_refused():
+    # a grid draws nothing, and load axes always run in full: seed (and n) were accepted and unread
+    with pytest.raises(SweepError, match="seed applies to method random or lhs"):
+        parse_sweep(sweep_dict({"serving.tp": [1]}, sample={"seed": 3}), "s.yaml")
+    rates_only = sweep_dict({"workload.request_rate": [1, 2, 4]}, sample={"method": "random", "n": 1})
+    with pytest.raises(SweepError, match=r"every axis here is a load axis \(workload.request_rate\)"):
+        parse_sweep(rates_only, "s.yaml")
+    parse_sweep(
+        sweep_dict(
+            {"workload.request_rate": [1, 2], "serving.page_size": [1, 16]}, sample=rates_only["sample"]
+        )
+    )
+
+
 def test_invalid_and_oversized_configurations_become_rows_with_reasons():
     axes = {
         "layout": [

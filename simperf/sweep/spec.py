@@ -42,6 +42,11 @@ class SampleSpec(_Strict):
         if self.method == "grid" and self.n is not None:
             # a grid runs every combination: n was accepted and drew nothing
             raise ValueError("n applies to method random or lhs; a grid runs every combination")
+        if self.method == "grid" and "seed" in self.model_fields_set:
+            # a grid draws nothing: the seed was accepted and unread
+            raise ValueError(
+                "seed applies to method random or lhs; a grid runs every combination and draws nothing"
+            )
         return self
 
 
@@ -115,6 +120,26 @@ class SweepSpec(_Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return axes
+
+    @model_validator(mode="after")
+    def _something_to_draw(self) -> SweepSpec:
+        from simperf.sweep.expand import LOAD_PATHS  # expand imports this module
+
+        if self.sample.method == "grid":
+            return self
+        fields = scenario_field_paths()
+        paths = {
+            p
+            for key, values in self.axes.items()
+            for p in ({key} if key in fields else {q for v in values if isinstance(v, dict) for q in v})
+        }
+        if paths <= set(LOAD_PATHS):
+            # load axes are always crossed in full, so n and seed drew nothing: the run was the grid
+            raise ValueError(
+                f"sample: method {self.sample.method} draws configurations, and every axis here is a load axis "
+                f"({', '.join(sorted(paths))}), which always runs in full; use method grid or add a configuration axis"
+            )
+        return self
 
 
 def _repeated_values(key: str, values: list[Any]) -> list[str]:
