@@ -1389,6 +1389,14 @@ THIRD_SWEEP_CASES = [
         **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "sample": "uniform"}},
     ),  # fmt: skip
     scenario_case(
+        "autoscale-step-keeps-the-count",
+        "fleet.autoscale: schedule[1]: replicas 2 repeats the previous step's count",
+        fleet={
+            "replicas": [{"count": 2}],
+            "autoscale": {"schedule": [{"at_s": 0, "replicas": 2}, {"at_s": 1, "replicas": 2}]},
+        },
+    ),  # fmt: skip
+    scenario_case(
         "autoscale-step-after-the-last-request",
         "fleet.autoscale.schedule[1]: at_s 60 comes after the last request arrives",
         fleet={

@@ -81,3 +81,9 @@ def test_a_step_after_the_last_request_is_refused():
     late = {"schedule": [*SCHEDULE["schedule"], {"at_s": 100, "replicas": 4}], "startup_s": 4}
     with pytest.raises(ValueError, match=r"schedule\[3\]: at_s 100 comes after the last request arrives"):
         predict_fleet(parse_scenario({**BASE, "fleet": {"replicas": [{"count": 4}], "autoscale": late}}))
+
+
+def test_a_step_that_keeps_the_count_is_refused():
+    same = {"schedule": [{"at_s": 0, "replicas": 2}, {"at_s": 5, "replicas": 2}]}
+    with pytest.raises(ScenarioError, match=r"schedule\[1\]: replicas 2 repeats the previous step's count"):
+        parse_scenario({**BASE, "fleet": {"replicas": [{"count": 2}], "autoscale": same}})

@@ -159,6 +159,13 @@ class AutoscaleSpec(_Strict):
         if any(b <= a for a, b in zip(times, times[1:], strict=False)):
             raise ValueError("schedule: steps must be in strictly increasing at_s")
         counts = [s.replicas for s in self.schedule]
+        for i in range(1, len(counts)):
+            if counts[i] == counts[i - 1]:
+                # the servers registered or booting are already the ones it asks for: the step did nothing
+                raise ValueError(
+                    f"schedule[{i}]: replicas {counts[i]} repeats the previous step's count, so it changes "
+                    "nothing; drop the step"
+                )
         if "startup_s" in self.model_fields_set and not any(
             b > a for a, b in zip(counts, counts[1:], strict=False)
         ):
