@@ -1389,6 +1389,12 @@ THIRD_SWEEP_CASES = [
         **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "sample": "uniform"}},
     ),  # fmt: skip
     scenario_case(
+        "fleet-top-level-hardware-unused",
+        "hardware: not used: every fleet group gives its own hardware",
+        **{"hardware.gpu": "h200"},
+        fleet={"replicas": [{"count": 2, "hardware": {"gpu": "h100", "count": 1}}]},
+    ),  # fmt: skip
+    scenario_case(
         "autoscale-step-keeps-the-count",
         "fleet.autoscale: schedule[1]: replicas 2 repeats the previous step's count",
         fleet={

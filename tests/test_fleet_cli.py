@@ -206,3 +206,18 @@ axes:
     assert table["status"].to_list() == ["ok", "ok"]
     assert table["num_gpus"].to_list() == [6, 6]  # 3 servers x TP2
     assert (table["output_throughput_per_gpu"] * 6 - table["output_throughput"]).abs().max() < 1e-9
+
+
+def test_a_fleet_whose_groups_give_their_hardware_needs_none_of_its_own(tmp_path):
+    """The top-level hardware was required and then unused when every group gave its own (a sweep over
+    hardware.gpu gave identical points): such a fleet now runs without it and refuses a different one."""
+    text = FLEET.replace("hardware: {gpu: h100, count: 1}\n", "").replace(
+        "replicas: [{count: 3}]", "replicas: [{count: 3, hardware: {gpu: h100, count: 1}}]"
+    )
+    path = tmp_path / "own.yaml"
+    path.write_text(text)
+    assert "\nhardware" not in text and "hardware: {gpu: h100" in text
+    result = runner.invoke(app, ["predict", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    refused = runner.invoke(app, ["predict", str(path), "--set", "hardware.gpu=h200"])
+    assert refused.exit_code != 0 and "every fleet group gives its own hardware" in refused.output

@@ -938,11 +938,34 @@ class Scenario(_Strict):
     fleet: FleetSpec | None = Field(
         default=None,
         description="many servers behind SGLang's router (docs/fleet.md); `hardware` and `serving` are then "
-        "each replica group's defaults",
+        "each replica group's defaults (`hardware` is left out where every group gives its own)",
     )
     calibration_dir: Path | None = Field(
         default=None, description="calibration tables; default: the shipped calibration/<gpu>/"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fleet_groups_own_hardware(cls, data: object) -> object:
+        """A fleet whose every group gives its own hardware uses no top-level hardware: one written there changed
+        nothing (a sweep axis over hardware.gpu gave N identical points), yet the field was required. Such a
+        fleet now needs none (the first group's stands in for readers of the scenario's own) and refuses one."""
+        if not isinstance(data, dict) or not isinstance(data.get("fleet"), dict):
+            return data
+        fleet = data["fleet"]
+        groups = [g for kind in ("replicas", "prefill", "decode") for g in (fleet.get(kind) or [])]
+        if not groups or not all(isinstance(g, dict) and g.get("hardware") is not None for g in groups):
+            return data
+        first = groups[0]["hardware"]
+        given = data.get("hardware")
+        if given is not None and _hardware_dump(given) != _hardware_dump(first):
+            # (the same hardware as the first group's passes: it is what a parsed scenario carries when dumped and
+            # read again)
+            raise ValueError(
+                "hardware: not used: every fleet group gives its own hardware (fleet.<group>[i].hardware); drop "
+                "the top-level hardware, or drop the groups' hardware to share it"
+            )
+        return {**data, "hardware": first}
 
     @property
     def host_overheads(self) -> Overheads:
@@ -973,6 +996,14 @@ class Scenario(_Strict):
                 f"serving.tp ({self.serving.tp}) needs at least that many GPUs; hardware.count is {self.hardware.count}"
             )
         return self
+
+
+def _hardware_dump(value: object) -> object:
+    """A hardware block as plain data, whether written or already parsed (for comparing two of them)."""
+    try:
+        return HardwareSpec.model_validate(value).model_dump()
+    except ValueError:
+        return value
 
 
 def unused_serving_fields(serving: ServingSpec) -> str:
