@@ -214,6 +214,27 @@ SCENARIO_CASES = [
         "either target_rate or time_scale",
         **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "target_rate": 1, "time_scale": 2}},
     ),  # fmt: skip
+    *(
+        Case(
+            f"scenario-trace-{field.replace('_', '-')}-of-one-instant",
+            ("predict", "{ws}/bad.yaml"),
+            f"{field}: the requests all arrive at the same instant",
+            {
+                "bad.yaml": scenario_text(
+                    **{
+                        "workload.dataset": {
+                            "kind": "trace",
+                            "path": "one-instant.jsonl",
+                            "use_timestamps": True,
+                            field: 2,
+                        }
+                    }
+                ),
+                "one-instant.jsonl": TRACE_LINE * 2,
+            },
+        )
+        for field in ("time_scale", "target_rate")
+    ),  # fmt: skip
     scenario_case(
         "trace-max-input-1",
         "workload.dataset.max_input_len",

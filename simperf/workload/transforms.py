@@ -76,6 +76,9 @@ def retime(trace: Trace, target_rate: float | None = None, time_scale: float | N
             )
         time_scale = rate / target_rate
     assert time_scale is not None
+    if trace.arrival_s.size > 1 and np.all(trace.arrival_s == trace.arrival_s[0]):
+        # scaling one instant moves nothing between requests: the run was the unscaled one
+        raise TraceError("time_scale: the requests all arrive at the same instant; there is nothing to scale")
     return replace(trace, arrival_s=trace.arrival_s * time_scale)
 
 
