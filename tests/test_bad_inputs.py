@@ -236,6 +236,15 @@ SCENARIO_CASES = [
         for field in ("time_scale", "target_rate")
     ),  # fmt: skip
     scenario_case(
+        "trace-timestamps-with-gamma-arrivals",
+        "workload: arrival_process, burstiness: not used: the trace's timestamps set the arrivals",
+        **{
+            "workload.dataset": {"kind": "trace", "path": "t.jsonl", "use_timestamps": True},
+            "workload.arrival_process": "gamma",
+            "workload.burstiness": 0.5,
+        },
+    ),  # fmt: skip
+    scenario_case(
         "trace-max-input-1",
         "workload.dataset.max_input_len",
         **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "max_input_len": 1}},

@@ -492,8 +492,10 @@ class WorkloadSpec(_Strict):
     def _generated_counts_agree(self) -> WorkloadSpec:
         if self.arrival_process == "poisson" and self.burstiness != 1.0:
             raise ValueError("burstiness applies to arrival_process: gamma (Poisson is burstiness 1)")
-        if self.arrival_process == "gamma" and self.request_rate == "inf":
-            # every request is sent at 0 s whatever the process: the gamma shape changed nothing
+        replayed = isinstance(self.dataset, TraceDataset) and self.dataset.use_timestamps
+        if self.arrival_process == "gamma" and self.request_rate == "inf" and not replayed:
+            # every request is sent at 0 s whatever the process: the gamma shape changed nothing (a replayed
+            # trace's own timestamps are the reason instead, which the next validator says)
             raise ValueError(
                 "arrival_process: gamma draws gaps around a finite request_rate; with request_rate 'inf' every "
                 "request is sent at once (give a rate, or leave arrival_process out)"
