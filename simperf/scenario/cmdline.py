@@ -29,7 +29,7 @@ from simperf.scenario.flags import (
     parse_set_values,
 )
 from simperf.scenario.load import ScenarioError, load_scenario_mapping, parse_scenario
-from simperf.scenario.models import Scenario
+from simperf.scenario.models import Scenario, fleet_groups_hardware
 
 
 @dataclass
@@ -151,18 +151,9 @@ def _apply_layout(
     elif (
         _get(data, "hardware.count") is None
         and data.get("disaggregation") is None
-        and not _fleet_groups_give_hardware(data)
+        and fleet_groups_hardware(data) is None
     ):
         _set(data, "hardware.count", int(_get(data, "serving.tp") or 1))
-
-
-def _fleet_groups_give_hardware(data: dict[str, Any]) -> bool:
-    """Every fleet group has its own hardware: the scenario then has none of its own to default (models.Scenario)."""
-    fleet = data.get("fleet")
-    if not isinstance(fleet, dict):
-        return False
-    groups = [g for kind in ("replicas", "prefill", "decode") for g in (fleet.get(kind) or [])]
-    return bool(groups) and all(isinstance(g, dict) and g.get("hardware") is not None for g in groups)
 
 
 def _apply_enums(settings: FlagSettings, data: dict[str, Any], origin: dict[str, str]) -> None:

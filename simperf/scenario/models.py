@@ -952,13 +952,12 @@ class Scenario(_Strict):
         """A fleet whose every group gives its own hardware uses no top-level hardware: one written there changed
         nothing (a sweep axis over hardware.gpu gave N identical points), yet the field was required. Such a
         fleet now needs none (the first group's stands in for readers of the scenario's own) and refuses one."""
-        if not isinstance(data, dict) or not isinstance(data.get("fleet"), dict):
+        if not isinstance(data, dict):
             return data
-        fleet = data["fleet"]
-        groups = [g for kind in ("replicas", "prefill", "decode") for g in (fleet.get(kind) or [])]
-        if not groups or not all(isinstance(g, dict) and g.get("hardware") is not None for g in groups):
+        groups_hardware = fleet_groups_hardware(data)
+        if groups_hardware is None:
             return data
-        first = groups[0]["hardware"]
+        first = groups_hardware[0]
         given = data.get("hardware")
         if given is not None and _hardware_dump(given) != _hardware_dump(first):
             # (the same hardware as the first group's passes: it is what a parsed scenario carries when dumped and
@@ -998,6 +997,18 @@ class Scenario(_Strict):
                 f"serving.tp ({self.serving.tp}) needs at least that many GPUs; hardware.count is {self.hardware.count}"
             )
         return self
+
+
+def fleet_groups_hardware(data: dict[str, Any]) -> list[Any] | None:
+    """A written scenario's fleet groups' hardware blocks, in order, when every group gives one (the scenario then
+    needs none of its own); None otherwise, or without a fleet."""
+    fleet = data.get("fleet")
+    if not isinstance(fleet, dict):
+        return None
+    groups = [g for kind in ("replicas", "prefill", "decode") for g in (fleet.get(kind) or [])]
+    if not groups or not all(isinstance(g, dict) and g.get("hardware") is not None for g in groups):
+        return None
+    return [g["hardware"] for g in groups]
 
 
 def _hardware_dump(value: object) -> object:

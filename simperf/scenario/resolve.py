@@ -253,8 +253,7 @@ def _check_page_size(s: ServingSpec, arch: ModelArch, prefill: str, decode: str,
             f"{field}.page_size: {s.page_size}: SGLang runs {arch.name} with page_size {forced} whatever is given; "
             f"give {forced} or leave page_size out"
         )
-    sides = {s.attention_backend, decode} | {prefill}
-    for name in sorted(b for b in sides if b is not None):
+    for name in sorted(b for b in {s.attention_backend, decode, prefill} if b is not None):
         caps = capabilities.BACKENDS.get(name)
         if caps is None or caps.page_sizes is None or s.page_size in caps.page_sizes:
             continue
