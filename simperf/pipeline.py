@@ -25,6 +25,7 @@ from simperf.report.metrics import summarize
 from simperf.runsize import RunSize, check_size, expected_size, memory_limit_bytes
 from simperf.scenario.layout import idle_gpus
 from simperf.scenario.models import Scenario
+from simperf.scenario.pd import check_kv_compatible
 from simperf.scenario.resolve import resolve
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.disagg import Pool, simulate_disaggregated
@@ -390,6 +391,9 @@ def _predict_disaggregated(
             resolved.layout, resolved.kv_dtype, resolved.decode_backend
         )
         pools.append(Pool(resolved, cost, kv_bytes))
+    check_kv_compatible(
+        [("disaggregation.prefill", pools[0].serving)], [("disaggregation.decode", pools[1].serving)]
+    )
     pool_tokens = min(pool.serving.max_total_tokens for pool in pools)
     requests = _requests(scenario, arch, guards, pool_tokens)
     on_phase(f"simulating {len(requests.input_len):,} requests on a prefill and a decode server")

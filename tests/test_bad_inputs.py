@@ -1442,6 +1442,36 @@ THIRD_SWEEP_CASES = [
     ),  # fmt: skip
 ]
 
+# this sweep: parallel layouts and PD disaggregation (settings one side of a PD pair refuses or never reads)
+PD_PAIR = {"hardware.count": 2, "serving": DELETE}
+
+
+def pd_case(case_id: str, expected: str, prefill: dict, decode: dict, **changes) -> Case:
+    """A PD pair of GOOD's model on one GPU each, with the two servers' arguments given."""
+    pair = {"prefill": {"tp": 1, **prefill}, "decode": {"tp": 1, **decode}}
+    return scenario_case(case_id, expected, **PD_PAIR, disaggregation=pair, **changes)
+
+
+PD_CASES = [
+    pd_case(
+        "pd-page-size-mismatch",
+        "disaggregation.decode.page_size: the decode server runs 64 and the prefill server",
+        {"page_size": 16},
+        {"page_size": 64},
+    ),  # fmt: skip
+    pd_case(
+        "pd-kv-dtype-mismatch",
+        "disaggregation.decode.kv_cache_dtype: the decode server runs fp8_e4m3",
+        {},
+        {"kv_cache_dtype": "fp8_e4m3"},
+    ),  # fmt: skip
+    scenario_case(
+        "pd-fleet-page-size-mismatch",
+        "fleet.decode[0].serving.page_size: the decode server runs 1 and the prefill server",
+        fleet={"prefill": [{"serving": {"page_size": 16}}], "decode": [{"count": 2}]},
+    ),  # fmt: skip
+]
+
 GEMM_ROW = {"op": "gemm", "backend": "cublas", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",
             "time_us": 12.5, "status": "ok", "sample": "grid"}  # fmt: skip
 
@@ -1761,6 +1791,7 @@ CASES = (
     + IGNORED_OR_NONSENSE_CASES
     + UNNAMED_CASES
     + THIRD_SWEEP_CASES
+    + PD_CASES
 )
 
 

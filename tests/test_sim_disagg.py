@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from simperf.cli import app
 from simperf.report.inflight import records_in_flight
 from simperf.scenario.models import Overheads
+from simperf.scenario.pd import check_kv_compatible
 from simperf.sim.disagg import Pool, semaphore_sends, simulate_disaggregated, tail_tokens
 from simperf.sim.engine import Simulator
 
@@ -165,3 +166,16 @@ def test_shipped_disaggregated_scenario_reports_the_concurrency_it_kept(limit, t
 def test_semaphore_sends_are_fifo_and_monotone():
     sends = semaphore_sends(np.zeros(4), np.array([1.0, 2.0, 1.0, 1.0]), 2)
     assert list(sends) == [0.0, 0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("decode", "named"),
+    [({"page_size": 64}, "page_size"), ({"kv_dtype": "fp8_e4m3"}, "kv_cache_dtype")],
+)
+def test_pd_sides_must_share_page_size_and_kv_dtype(decode, named):
+    """SGLang's decode server refuses a prefill server whose pages or KV dtype differ (CommonKVManager
+    .try_ensure_parallel_info); every pair of a fleet's prefill and decode servers is compared."""
+    same = make_serving()
+    check_kv_compatible([("p", same)], [("d0", same), ("d1", same)])
+    with pytest.raises(ValueError, match=rf"^d1\.{named}: the decode server runs"):
+        check_kv_compatible([("p", same)], [("d0", same), ("d1", make_serving(**decode))])

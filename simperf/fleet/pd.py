@@ -30,6 +30,7 @@ from simperf.fleet.replica import ReplicaSimulator
 from simperf.fleet.servers import ServerSlot, build_groups, expand, new_simulator
 from simperf.fleet.stream import RouteStream
 from simperf.scenario.models import Scenario
+from simperf.scenario.pd import check_kv_compatible
 from simperf.sim.disagg import tail_tokens
 from simperf.sim.engine import _cyclic_gc_paused
 from simperf.workload.requests import build_requests
@@ -190,6 +191,10 @@ def predict_pd_fleet(scenario: Scenario, calibration_dir: Path | None, observer:
     prefill_groups = build_groups(scenario, "prefill", spec.prefill, calibration_dir)
     decode_groups = build_groups(scenario, "decode", spec.decode, calibration_dir)
     _check_groups(prefill_groups + decode_groups)
+    check_kv_compatible(
+        [(f"fleet.prefill[{g.index}].serving", g.serving) for g in prefill_groups],
+        [(f"fleet.decode[{g.index}].serving", g.serving) for g in decode_groups],
+    )
     prefill, decode = expand(prefill_groups), expand(decode_groups)
     requests = build_requests(scenario.workload, context_len=prefill_groups[0].arch.context_len)
     stream = RouteStream(requests)
