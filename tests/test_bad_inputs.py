@@ -1465,6 +1465,29 @@ PD_CASES = [
         {},
         {"kv_cache_dtype": "fp8_e4m3"},
     ),  # fmt: skip
+    pd_case(
+        "pd-decode-mixed-chunk",
+        "disaggregation.decode.enable_mixed_chunk: not read by a PD decode server",
+        {},
+        {"enable_mixed_chunk": True},
+    ),  # fmt: skip
+    pd_case(
+        "pd-decode-chunked-prefill",
+        "disaggregation.decode.chunked_prefill_size: not read by a PD decode server",
+        {},
+        {"chunked_prefill_size": 4096},
+    ),  # fmt: skip
+    pd_case(
+        "pd-decode-schedule-policy",
+        "disaggregation.decode.schedule_policy: not read by a PD decode server",
+        {},
+        {"schedule_policy": "lof"},
+    ),  # fmt: skip
+    scenario_case(
+        "pd-fleet-decode-max-prefill-tokens",
+        "fleet.decode[0].serving.max_prefill_tokens: not read by a PD decode server",
+        fleet={"prefill": [{"count": 1}], "decode": [{"serving": {"max_prefill_tokens": 4096}}]},
+    ),  # fmt: skip
     scenario_case(
         "pd-fleet-page-size-mismatch",
         "fleet.decode[0].serving.page_size: the decode server runs 1 and the prefill server",

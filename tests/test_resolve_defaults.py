@@ -141,3 +141,25 @@ def test_the_reservation_follows_what_the_prefill_graph_and_the_version_reserve(
     old, _, _ = resolve(scenario(**dense, speculative=eagle, sglang_version="0.5.3"))
     assert _mem_fraction(new) - _mem_fraction(old) == pytest.approx(round(2048 / gpu_mib, 3), abs=0.0011)
     assert old.max_total_tokens < new.max_total_tokens
+
+
+def test_a_pd_decode_server_mixes_no_chunk():
+    """A PD fleet's decode group may share enable_mixed_chunk with its prefill groups: SGLang's decode server has no
+    prefill chunk to mix into (disaggregation/decode.py), so its resolved arguments drop it."""
+    mixed = scenario(model="qwen3-8b", gpu="h100", count=1, enable_mixed_chunk=True)
+    assert resolve(mixed, pd_decode=False)[0].enable_mixed_chunk
+    assert not resolve(mixed, pd_decode=True)[0].enable_mixed_chunk
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [{"enable_mixed_chunk": True}, {"chunked_prefill_size": 4096}, {"max_prefill_tokens": 4096},
+     {"schedule_policy": "lof"}],
+)  # fmt: skip
+def test_pd_decode_server_refuses_settings_it_does_not_read(setting):
+    from simperf.scenario.models import ServingSpec
+    from simperf.scenario.pd import check_decode_settings
+
+    check_decode_settings(ServingSpec(tp=2), "d")
+    with pytest.raises(ValueError, match=rf"^d\.{next(iter(setting))}: not read by a PD decode server"):
+        check_decode_settings(ServingSpec(tp=2, **setting), "d")

@@ -1,14 +1,19 @@
-"""Rules SGLang applies across the two sides of PD disaggregation (a prefill server shipping KV to a decode server).
+"""Rules SGLang applies to the two sides of PD disaggregation (a prefill server shipping KV to a decode server).
 
 Each side is resolved alone (simperf.scenario.resolve); what must agree between them is checked here, on the
-resolved servers, so that a value SGLang's default rules chose counts the same as one the user gave.
+resolved servers, so that a value SGLang's default rules chose counts the same as one the user gave. So are the
+server arguments one side never reads, on the arguments as written.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from simperf.scenario.resolved import ResolvedServing
+
+if TYPE_CHECKING:
+    from simperf.scenario.models import ServingSpec
 
 # (where its arguments sit in the scenario file, e.g. disaggregation.prefill, the server as resolved)
 Side = tuple[str, ResolvedServing]
@@ -33,3 +38,25 @@ def check_kv_compatible(prefill: Sequence[Side], decode: Sequence[Side]) -> None
                         f"{name} (disaggregation/common/conn.py, CommonKVManager.try_ensure_parallel_info: both "
                         f"servers must use the same --{name.replace('_', '-')}); give both sides the same {name}"
                     )
+
+
+# server arguments a PD decode server never reads, and why (SGLang 0.5.17): its requests arrive with their KV, as
+# prebuilt batches (srt/disaggregation/decode.py, get_next_disagg_decode_batch_to_run), so it runs no prefill
+DECODE_UNREAD = {
+    "enable_mixed_chunk": "there is no prefill chunk to mix decode rows into: its batches are prebuilt from the "
+    "shipped KV and decode steps (disaggregation/decode.py, get_next_disagg_decode_batch_to_run)",
+    "chunked_prefill_size": "it budgets prefill batches, which a decode server does not run (its requests arrive "
+    "with their KV; server_args.py sizes a decode server's activation reserve by its running requests instead)",
+    "max_prefill_tokens": "it budgets prefill batches, which a decode server does not run (its requests arrive "
+    "with their KV)",
+    "schedule_policy": "a decode server admits requests as their KV lands and orders its queue by the policy only "
+    "under --enable-priority-scheduling (disaggregation/decode.py, get_new_prebuilt_batch)",
+}
+
+
+def check_decode_settings(serving: ServingSpec, field: str) -> None:
+    """A PD decode server's own arguments that SGLang does not read there (DECODE_UNREAD): each was accepted, and
+    enable_mixed_chunk and chunked_prefill_size even changed simperf's decode prediction."""
+    for name, why in DECODE_UNREAD.items():
+        if name in serving.model_fields_set:
+            raise ValueError(f"{field}.{name}: not read by a PD decode server: {why}; drop it")

@@ -462,7 +462,9 @@ def resolve(
         cuda_graph_max_bs=max_bs if graphs_on else 0,
         cuda_graph_bs=buckets,
         overlap_schedule=not s.disable_overlap_schedule,
-        enable_mixed_chunk=s.enable_mixed_chunk,
+        # a PD decode server has no prefill chunk to mix into (pd.DECODE_UNREAD; a PD fleet's decode group may share
+        # the scenario's serving with its prefill groups, where the setting does apply)
+        enable_mixed_chunk=s.enable_mixed_chunk and not decode_server,
         enable_metrics=s.enable_metrics,
         incremental_streaming_output=s.incremental_streaming_output,
         stream_interval=s.stream_interval,
