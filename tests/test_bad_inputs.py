@@ -1488,6 +1488,23 @@ PD_CASES = [
         "fleet.decode[0].serving.max_prefill_tokens: not read by a PD decode server",
         fleet={"prefill": [{"count": 1}], "decode": [{"serving": {"max_prefill_tokens": 4096}}]},
     ),  # fmt: skip
+    pd_case(
+        "pd-prefill-cuda-graph-max-bs",
+        "disaggregation.prefill.cuda_graph_max_bs: not read by a PD prefill server",
+        {"cuda_graph_max_bs": 64},
+        {},
+    ),  # fmt: skip
+    pd_case(
+        "pd-prefill-mixed-chunk",
+        "disaggregation.prefill.enable_mixed_chunk: not read by a PD prefill server",
+        {"enable_mixed_chunk": True},
+        {},
+    ),  # fmt: skip
+    scenario_case(
+        "pd-fleet-prefill-disable-cuda-graph",
+        "fleet.prefill[0].serving.disable_cuda_graph: not read by a PD prefill server",
+        fleet={"prefill": [{"serving": {"disable_cuda_graph": True}}], "decode": [{"count": 1}]},
+    ),  # fmt: skip
     scenario_case(
         "pd-fleet-page-size-mismatch",
         "fleet.decode[0].serving.page_size: the decode server runs 1 and the prefill server",

@@ -163,3 +163,15 @@ def test_pd_decode_server_refuses_settings_it_does_not_read(setting):
     check_decode_settings(ServingSpec(tp=2), "d")
     with pytest.raises(ValueError, match=rf"^d\.{next(iter(setting))}: not read by a PD decode server"):
         check_decode_settings(ServingSpec(tp=2, **setting), "d")
+
+
+@pytest.mark.parametrize(
+    "setting", [{"cuda_graph_max_bs": 64}, {"disable_cuda_graph": True}, {"enable_mixed_chunk": True}]
+)
+def test_pd_prefill_server_refuses_settings_it_does_not_read(setting):
+    from simperf.scenario.models import ServingSpec
+    from simperf.scenario.pd import check_prefill_settings
+
+    check_prefill_settings(ServingSpec(tp=2), "p")
+    with pytest.raises(ValueError, match=rf"^p\.{next(iter(setting))}: not read by a PD prefill server"):
+        check_prefill_settings(ServingSpec(tp=2, **setting), "p")

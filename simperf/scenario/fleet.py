@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from simperf.scenario.models import HardwareSpec, ServingSpec, _Strict, unused_serving_fields
-from simperf.scenario.pd import check_decode_settings
+from simperf.scenario.pd import check_decode_settings, check_prefill_settings
 
 Policy = Literal["round_robin", "random", "power_of_two", "cache_aware", "consistent_hashing", "prefix_hash"]
 PrefillPolicy = Literal[
@@ -268,9 +268,10 @@ def check_fleet_layout(scenario) -> None:
         )
     for kind in ("replicas", "prefill", "decode"):
         for i, group in enumerate(getattr(fleet, kind) or []):
-            if kind == "decode" and group.serving is not None:
-                # (a decode group without its own serving shares the scenario's with the prefill groups)
-                check_decode_settings(group.serving, f"fleet.decode[{i}].serving")
+            if kind != "replicas" and group.serving is not None:
+                # (a group without its own serving shares the scenario's with the other side's groups)
+                check = check_decode_settings if kind == "decode" else check_prefill_settings
+                check(group.serving, f"fleet.{kind}[{i}].serving")
             if kind != "replicas" and group.hardware is None:
                 continue  # a PD server without its own hardware gets serving.tp GPUs of the scenario's kind
             hardware = group.hardware or scenario.hardware

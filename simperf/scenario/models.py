@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from simperf.capabilities import BACKENDS, SCHEDULE_POLICIES
 from simperf.hardware.catalog import gpu_keys
-from simperf.scenario.pd import check_decode_settings
+from simperf.scenario.pd import check_decode_settings, check_prefill_settings
 
 
 def _is_number_not_bool(annotation: Any) -> bool:
@@ -986,6 +986,7 @@ class Scenario(_Strict):
                     f"{unused_serving_fields(self.serving)}: not used with disaggregation, whose servers take "
                     "their arguments from disaggregation.prefill and disaggregation.decode; move them there"
                 )
+            check_prefill_settings(self.disaggregation.prefill, "disaggregation.prefill")
             check_decode_settings(self.disaggregation.decode, "disaggregation.decode")
             need = self.disaggregation.prefill.tp + self.disaggregation.decode.tp
             if need > self.hardware.count:

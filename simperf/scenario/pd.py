@@ -60,3 +60,23 @@ def check_decode_settings(serving: ServingSpec, field: str) -> None:
     for name, why in DECODE_UNREAD.items():
         if name in serving.model_fields_set:
             raise ValueError(f"{field}.{name}: not read by a PD decode server: {why}; drop it")
+
+
+# server arguments a PD prefill server never reads (SGLang 0.5.17): it runs prompts to their first token and hands
+# them to the decode server, so it keeps no running batch and captures no CUDA graph
+PREFILL_UNREAD = {
+    "cuda_graph_max_bs": "a prefill server captures no decode CUDA graph (server_args.py, "
+    "_apply_cuda_graph_disaggregation_roles)",
+    "disable_cuda_graph": "a prefill server runs without CUDA graphs either way (server_args.py, "
+    "_apply_cuda_graph_disaggregation_roles turns its decode graph off, and PD its prefill graph)",
+    "enable_mixed_chunk": "a prefill server keeps no running batch whose decode rows could ride in its chunks "
+    "(its requests leave for the decode server after their first token)",
+}
+
+
+def check_prefill_settings(serving: ServingSpec, field: str) -> None:
+    """A PD prefill server's own arguments that SGLang does not read there (PREFILL_UNREAD): each was accepted
+    and changed nothing but, for the CUDA-graph ones, the memory simperf set aside for a graph never captured."""
+    for name, why in PREFILL_UNREAD.items():
+        if name in serving.model_fields_set:
+            raise ValueError(f"{field}.{name}: not read by a PD prefill server: {why}; drop it")
