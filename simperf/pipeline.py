@@ -390,7 +390,7 @@ def _predict_disaggregated(
         kv_bytes = arch.kv_bytes_per_token_per_rank(
             resolved.layout, resolved.kv_dtype, resolved.decode_backend
         )
-        pools.append(Pool(resolved, cost, kv_bytes))
+        pools.append(Pool(resolved, cost, kv_bytes, serving_spec.load_balance_method == "total_requests"))
     check_kv_compatible(
         [("disaggregation.prefill", pools[0].serving)], [("disaggregation.decode", pools[1].serving)]
     )

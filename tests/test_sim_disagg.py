@@ -179,3 +179,31 @@ def test_pd_sides_must_share_page_size_and_kv_dtype(decode, named):
     check_kv_compatible([("p", same)], [("d0", same), ("d1", same)])
     with pytest.raises(ValueError, match=rf"^d1\.{named}: the decode server runs"):
         check_kv_compatible([("p", same)], [("d0", same), ("d1", make_serving(**decode))])
+
+
+def test_each_side_of_a_pd_pair_balances_its_dp_ranks_as_told():
+    """load_balance_method under disaggregation.prefill / .decode was accepted and never read (the pair's two
+    simulators kept round robin); total_requests now sends a request to the DP rank holding the fewest."""
+    from simperf.pipeline import predict
+    from simperf.scenario.load import parse_scenario
+
+    def per_rank(method: str) -> list[int]:
+        side = {"tp": 2, "dp_attention": 2, "load_balance_method": method}
+        prediction = predict(
+            parse_scenario(
+                {
+                    "model": {"name": "qwen3-30b-a3b"},
+                    "hardware": {"gpu": "h100", "count": 4},
+                    "disaggregation": {"prefill": side, "decode": side},
+                    "workload": {
+                        "dataset": {"kind": "random", "input_len": 512, "output_len": 64},
+                        "num_prompts": 60,
+                        "request_rate": 20,
+                    },
+                }
+            )
+        )
+        return list(prediction.stats.per_rank_requests)
+
+    assert per_rank("round_robin") == [30, 30]
+    assert per_rank("total_requests") != [30, 30]
