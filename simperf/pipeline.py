@@ -141,11 +141,18 @@ def per_rank_summary(records: RequestRecords, dp: int) -> list[dict]:
     return out
 
 
-def check_supported(scenario: Scenario) -> None:
+def check_supported(scenario: Scenario, field: str = "serving") -> None:
+    """What a prediction needs that the schema leaves optional; `field`: where the scenario's serving block sits in
+    the file (a PD pair checks each side's, named disaggregation.prefill / .decode)."""
+    if scenario.disaggregation is not None:
+        for name in ("prefill", "decode"):
+            side = scenario.model_copy(update={"serving": getattr(scenario.disaggregation, name)})
+            check_supported(side.model_copy(update={"disaggregation": None}), f"disaggregation.{name}")
+        return
     spec = scenario.serving.speculative
     if spec is not None and spec.accept_length is None:
         raise UnsupportedScenario(
-            "serving.speculative.accept_length: required — the mean accepted tokens per verify step including "
+            f"{field}.speculative.accept_length: required — the mean accepted tokens per verify step including "
             "the bonus token (SGLang logs it as accept len; e.g. {mean: 2.4}, optionally with min and max)"
         )
 

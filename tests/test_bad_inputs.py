@@ -1505,6 +1505,23 @@ PD_CASES = [
         "fleet.prefill[0].serving.disable_cuda_graph: not read by a PD prefill server",
         fleet={"prefill": [{"serving": {"disable_cuda_graph": True}}], "decode": [{"count": 1}]},
     ),  # fmt: skip
+    pd_case(
+        "pd-decode-speculative-without-accept-length",
+        "disaggregation.decode.speculative.accept_length: required",
+        {},
+        {"speculative": {"algorithm": "eagle"}},
+    ),  # fmt: skip
+    pd_case(
+        "pd-decode-mla-backend-on-gqa",
+        "disaggregation.decode.decode_attention_backend: flashmla is an MLA backend",
+        {},
+        {"attention_backend": "flashmla"},
+    ),  # fmt: skip
+    scenario_case(
+        "pd-fleet-group-tp-names-the-group",
+        "fleet.prefill[0].serving.tp: 3 cannot serve qwen3-8b",
+        fleet={"prefill": [{"serving": {"tp": 3}}], "decode": [{"count": 1}]},
+    ),  # fmt: skip
     scenario_case(
         "pd-fleet-page-size-mismatch",
         "fleet.decode[0].serving.page_size: the decode server runs 1 and the prefill server",

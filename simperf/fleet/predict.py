@@ -178,7 +178,7 @@ def _check_groups(groups: list[ServerGroup]) -> None:
     from simperf.pipeline import check_supported
 
     for group in groups:
-        check_supported(group.scenario)
+        check_supported(group.scenario, group.field)
 
 
 def assemble(

@@ -30,6 +30,7 @@ class ServerGroup:
     cost: SGLangStepCost
     db: PerfDB
     calibration_dir: Path | None
+    field: str = "serving"  # where its server arguments sit in the scenario file, for error messages
 
     @property
     def gpus_per_server(self) -> int:
@@ -58,7 +59,10 @@ def build_groups(
     built = []
     for i, group in enumerate(groups):
         single = group_scenario(scenario, group, kind)
-        serving, arch, gpu = resolve(single, disaggregated=kind != "replicas", pd_decode=kind == "decode")
+        field = f"fleet.{kind}[{i}].serving" if group.serving is not None else "serving"
+        serving, arch, gpu = resolve(
+            single, field, disaggregated=kind != "replicas", pd_decode=kind == "decode"
+        )
         directory = calibration_dir or single.calibration_dir or shipped_calibration_dir(gpu.key)
         key = (str(directory), gpu.key, single.serving.sglang_version)
         if key not in databases:
@@ -67,7 +71,7 @@ def build_groups(
         cost = SGLangStepCost(arch, serving, db, single.host_overheads)
         label = group.name or (f"{kind}[{i}]" if len(groups) > 1 else kind)
         built.append(
-            ServerGroup(kind, i, label, group.count, single, serving, arch, gpu, cost, db, directory)
+            ServerGroup(kind, i, label, group.count, single, serving, arch, gpu, cost, db, directory, field)
         )
     return built
 

@@ -18,12 +18,15 @@ class BackendError(ValueError):
     """An attention-backend choice SGLang would refuse."""
 
 
-def check_backends(arch: ModelArch, gpu: GpuSpec, prefill: str, decode: str, kv_dtype: str) -> None:
-    """Refuse what SGLang would refuse, with the reasons, from the capability table (simperf/capabilities.py)."""
+def check_backends(
+    arch: ModelArch, gpu: GpuSpec, prefill: str, decode: str, kv_dtype: str, serving: str = "serving"
+) -> None:
+    """Refuse what SGLang would refuse, with the reasons, from the capability table (simperf/capabilities.py);
+    `serving`: where the server's arguments sit in the scenario file (disaggregation.decode, a fleet group's)."""
     problems = []
     where = gpu_arch(gpu.sm)
     for role, name in (("prefill", prefill), ("decode", decode)):
-        field = f"serving.{role}_attention_backend"
+        field = f"{serving}.{role}_attention_backend"
         caps = backend(name)
         if where not in caps.gpus:
             problems.append(f"{field}: {name} {caps.gpu_refusal}; {gpu.key} is SM{gpu.sm}")
@@ -34,7 +37,7 @@ def check_backends(arch: ModelArch, gpu: GpuSpec, prefill: str, decode: str, kv_
     for name in dict.fromkeys((prefill, decode)):
         caps = backend(name)
         if caps.kv_dtype is not None and kv_dtype != caps.kv_dtype:
-            problems.append(caps.kv_dtype_refusal)
+            problems.append(caps.kv_dtype_refusal.replace("serving.", f"{serving}.", 1))
     if problems:
         raise BackendError("; ".join(problems))
 

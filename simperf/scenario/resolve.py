@@ -338,7 +338,7 @@ def resolve(
     auto_prefill, auto_decode = default_backends(arch, gpu, kv_dtype, s)
     prefill_backend = s.prefill_attention_backend or s.attention_backend or auto_prefill
     decode_backend = s.decode_attention_backend or s.attention_backend or auto_decode
-    check_backends(arch, gpu, prefill_backend, decode_backend, kv_dtype)
+    check_backends(arch, gpu, prefill_backend, decode_backend, kv_dtype, field)
     _check_page_size(s, arch, prefill_backend, decode_backend, field)
     page_size = s.page_size or default_page_size(arch, prefill_backend, decode_backend, s.attention_backend)
     _check_draft_tree(s, arch, prefill_backend, decode_backend, page_size, field)
