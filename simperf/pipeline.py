@@ -335,7 +335,12 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         notes["Requests dropped (over the context length)"] = str(requests.num_dropped)
     if requests.block_hashes is not None and len(records):
         prompt = float(records.input_len.sum()) or 1.0
-        state = "off (--disable-radix-cache)" if serving.disable_radix_cache else "on"
+        pd = scenario.disaggregation
+        # a PD pair's cache is its prefill server's (SGLang's decode server keeps none)
+        off = serving.disable_radix_cache if pd is None else pd.prefill.disable_radix_cache
+        state = ("off (--disable-radix-cache)" if off else "on") + (
+            " (prefill server)" if pd is not None else ""
+        )
         notes["Prefix cache"] = (
             f"{state}, {100 * float(records.cached_tokens.sum()) / prompt:.1f}% of prompt tokens hit"
         )
@@ -419,6 +424,8 @@ def _predict_disaggregated(
         seed=scenario.workload.seed,
         on_progress=guards.on_progress,
         text_prompts=not scenario.workload.tokenize_prompt,
+        block_hashes=requests.block_hashes,
+        block_tokens=requests.hash_block_tokens,
     )
     wall = time.perf_counter() - started
     stats = dstats.decode

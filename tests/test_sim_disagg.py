@@ -207,3 +207,18 @@ def test_each_side_of_a_pd_pair_balances_its_dp_ranks_as_told():
 
     assert per_rank("round_robin") == [30, 30]
     assert per_rank("total_requests") != [30, 30]
+
+
+def test_the_prefill_server_caches_shared_prefixes():
+    """A PD pair's prefill server ran without a prefix cache (its requests' block ids were never passed), so a
+    shared-prefix workload paid every prompt in full; SGLang's prefill server keeps its radix cache (only the decode
+    server's is forced off). The second prompt now finds the first one's four shared blocks."""
+    prefill, decode = pools()
+    hashes = [np.array([1, 2, 3, 4, 5]), np.array([1, 2, 3, 4, 6])]
+    args = (prefill, decode, NO_OVERHEAD, np.array([500, 500]), np.array([4, 4]), np.array([0.0, 0.5]))
+    kw = {"link_bytes_per_s": 1e12, "link_latency_s": 0.0}
+    cold, _ = simulate_disaggregated(*args, **kw)
+    warm, _ = simulate_disaggregated(*args, **kw, block_hashes=hashes, block_tokens=100)
+    assert list(cold.cached_tokens) == [0, 0] and list(warm.cached_tokens) == [0, 400]
+    cold_ttft, warm_ttft = (rec.first_token_s - rec.send_s for rec in (cold, warm))
+    assert warm_ttft[1] < cold_ttft[1] and warm_ttft[0] == pytest.approx(cold_ttft[0])

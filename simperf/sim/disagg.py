@@ -183,7 +183,12 @@ def simulate_disaggregated(
     seed: int = 0,
     on_progress=None,
     text_prompts: bool = False,
+    block_hashes: list[np.ndarray | None] | None = None,
+    block_tokens: int | None = None,
 ) -> tuple[RequestRecords, DisaggStats]:
+    """block_hashes / block_tokens: per-request prefix-block ids; the prefill server keeps a radix prefix cache over
+    them (unless its disable_radix_cache), as SGLang's does, and the records count its hits. The decode server runs
+    without one: SGLang forces a chunk cache there (disaggregation/decode.py's hook, pd_disaggregation_hook.py)."""
     n = len(input_len)
     if n and np.any(np.diff(np.asarray(arrival_s, dtype=np.float64)) < 0):
         raise ValueError("requests must be given in arrival order")
@@ -210,18 +215,25 @@ def simulate_disaggregated(
     source = PrefillSource(client, transfer_s)
     feed = KvFeed(client, p_sim, link_latency_s)
     source.feed = feed
-    p_sim.setup(input_len, np.ones(n, dtype=np.int64), source, ignore_eos, seed)
+    p_sim.setup(input_len, np.ones(n, dtype=np.int64), source, ignore_eos, seed, block_hashes, block_tokens)
     d_sim.setup(input_len, output_len, feed, ignore_eos, seed)
     env = simpy.Environment()
     p_sim.start(env)
     d_sim.start(env)
     with _cyclic_gc_paused():
         env.run()
-    _, p_stats = p_sim.finish()
+    p_records, p_stats = p_sim.finish()
     records, d_stats = d_sim.finish()
+    records.cached_tokens = _prefill_hits(p_records, records.request_id)
     rejected = [(int(r), f"prefill server: {why}") for r, why in p_stats.rejected]
     rejected += [(int(r), f"decode server: {why}") for r, why in d_stats.rejected]
     records.extra = {"rejected": rejected}
     served = np.isin(np.arange(n), [r for r, _ in p_stats.rejected], invert=True)
     mean_transfer = float(np.mean(transfer_s[served]) * 1000) if served.any() else 0.0
     return records, DisaggStats(p_stats, d_stats, mean_transfer)
+
+
+def _prefill_hits(prefill: RequestRecords, request_ids: np.ndarray) -> np.ndarray:
+    """Prompt tokens each request found in the prefill server's prefix cache (the decode server keeps none)."""
+    hits = dict(zip(prefill.request_id.tolist(), prefill.cached_tokens.tolist(), strict=True))
+    return np.asarray([hits.get(r, 0) for r in request_ids.tolist()], dtype=np.int64)
