@@ -1330,6 +1330,23 @@ THIRD_SWEEP_CASES = [
         "--random-range-ratio applies to --dataset-name random",
     ),  # fmt: skip
     Case(
+        "predict-mooncake-with-request-rate",
+        (
+            "predict",
+            "--model-path",
+            "qwen3-8b",
+            "--gpu",
+            "h100",
+            "--dataset-name",
+            "mooncake",
+            "--dataset-path",
+            "{ws}/t.jsonl",
+            "--request-rate",
+            "8",
+        ),
+        "--request-rate: bench_serving ignores it for --dataset-name mooncake",
+    ),  # fmt: skip
+    Case(
         "predict-like-and-workload-flag",
         ("predict", "{ws}/s.yaml", "--like", "{ws}/run.json", "--num-prompts", "99"),
         "--num-prompts: the measured run sets workload.num_prompts",

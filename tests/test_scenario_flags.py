@@ -173,6 +173,30 @@ def test_tokenize_prompt_says_the_client_sends_token_ids():
     assert scenario_from_command_line([*QWEN_FLAGS, "--tokenize-prompt"]).scenario.workload.tokenize_prompt
 
 
+def test_mooncake_replays_the_trace_timestamps_as_bench_serving_does(tmp_path):
+    # bench_serving 0.5.17 (benchmark/serving.py, benchmark) sends --dataset-name mooncake through
+    # get_mooncake_request_over_time, which replays the timestamps with or without --use-trace-timestamps
+    trace = tmp_path / "mc.jsonl"
+    trace.write_text(
+        "".join(f'{{"timestamp": {500 * i}, "input_length": 100, "output_length": 10}}\n' for i in range(4))
+    )
+    flags = ["--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-path", str(trace)]
+    mooncake = scenario_from_command_line([*flags, "--dataset-name", "mooncake"]).scenario.workload
+    assert mooncake.dataset.use_timestamps and mooncake.request_rate == "inf"
+    slowed = scenario_from_command_line(
+        [*flags, "--dataset-name", "mooncake", "--mooncake-slowdown-factor", "2"]
+    )
+    assert slowed.scenario.workload.dataset.time_scale == 2.0
+    own = scenario_from_command_line(
+        [*flags, "--dataset-name", "trace", "--request-rate", "8"]
+    ).scenario.workload
+    assert not own.dataset.use_timestamps and own.request_rate == 8.0  # simperf's own name: lengths at a rate
+    with pytest.raises(
+        FlagError, match="--request-rate: bench_serving ignores it for --dataset-name mooncake"
+    ):
+        scenario_from_command_line([*flags, "--dataset-name", "mooncake", "--request-rate", "8"])
+
+
 def test_ignored_flags_are_accepted_and_reported():
     settings = parse_flags(["--host", "0.0.0.0", "--port", "30000", "--trust-remote-code", "--tp", "2"])
     assert (

@@ -260,10 +260,29 @@ def _dataset_fill(
         if path is not None:
             _set(data, "workload.dataset.path", str(Path(path).expanduser().resolve()))
             origin["workload.dataset.path"] = "--dataset-path"
-        if settings.has("--dataset-name"):  # bench_serving replays timestamps only when asked to
-            _set(data, "workload.dataset.use_timestamps", settings.has("--use-trace-timestamps"))
+        if settings.has("--dataset-name"):
+            _set(data, "workload.dataset.use_timestamps", _replays_timestamps(settings))
     elif settings.has("--dataset-path") or settings.has("--use-trace-timestamps"):
         raise FlagError("--dataset-path / --use-trace-timestamps apply to --dataset-name mooncake (a trace)")
+
+
+def _replays_timestamps(settings: FlagSettings) -> bool:
+    """Whether a trace named by --dataset-name is sent at its own times.
+
+    bench_serving 0.5.17 (benchmark/serving.py, `benchmark`) sends `--dataset-name mooncake` through
+    `get_mooncake_request_over_time` (benchmark/datasets/mooncake.py), which always replays the trace's timestamps
+    (times --mooncake-slowdown-factor) and prints that it ignores --request-rate; --use-trace-timestamps is not
+    read there. simperf's own `--dataset-name trace` replays them only with --use-trace-timestamps.
+    """
+    if settings.given("--dataset-name") != "mooncake":
+        return settings.has("--use-trace-timestamps")
+    if settings.has("--request-rate"):
+        raise FlagError(
+            "--request-rate: bench_serving ignores it for --dataset-name mooncake, which replays the trace's "
+            "timestamps (benchmark/serving.py, benchmark: 'ignoring --request-rate'); stretch them with "
+            "--mooncake-slowdown-factor, or send the trace's lengths at a rate with --dataset-name trace"
+        )
+    return True
 
 
 def _apply_paths(settings: FlagSettings, data: dict[str, Any], origin: dict[str, str]) -> None:
