@@ -1347,6 +1347,22 @@ THIRD_SWEEP_CASES = [
         "--request-rate: bench_serving ignores it for --dataset-name mooncake",
     ),  # fmt: skip
     Case(
+        "predict-mooncake-with-tokenize-prompt",
+        (
+            "predict",
+            "--model-path",
+            "qwen3-8b",
+            "--gpu",
+            "h100",
+            "--dataset-name",
+            "mooncake",
+            "--dataset-path",
+            "{ws}/t.jsonl",
+            "--tokenize-prompt",
+        ),
+        "--tokenize-prompt: bench_serving's mooncake dataset sends text prompts",
+    ),
+    Case(
         "predict-like-and-workload-flag",
         ("predict", "{ws}/s.yaml", "--like", "{ws}/run.json", "--num-prompts", "99"),
         "--num-prompts: the measured run sets workload.num_prompts",

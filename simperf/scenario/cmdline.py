@@ -262,6 +262,13 @@ def _dataset_fill(
             origin["workload.dataset.path"] = "--dataset-path"
         if settings.has("--dataset-name"):
             _set(data, "workload.dataset.use_timestamps", _replays_timestamps(settings))
+        if settings.given("--dataset-name") == "mooncake" and _get(data, "workload.tokenize_prompt"):
+            where = origin.get("workload.tokenize_prompt", "the scenario's workload.tokenize_prompt")
+            raise FlagError(
+                f"{where}: bench_serving's mooncake dataset sends text prompts built from the hash_ids "
+                "(benchmark/datasets/mooncake.py, get_mooncake_request_over_time), so token ids are never sent and "
+                "the API server tokenises every prompt; drop it, or use --dataset-name trace"
+            )
     elif settings.has("--dataset-path") or settings.has("--use-trace-timestamps"):
         raise FlagError("--dataset-path / --use-trace-timestamps apply to --dataset-name mooncake (a trace)")
 
