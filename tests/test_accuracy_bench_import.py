@@ -195,6 +195,25 @@ def test_compare_gives_deltas_for_shared_metrics_and_flags_different_settings():
     assert setting_differences({"request_rate": "inf"}, {"request_rate": float("inf")}) == []
 
 
+def test_compare_flags_a_measured_run_of_another_dataset_or_server():
+    # bench_serving writes its --random-* defaults whatever the dataset: a sharegpt run's 1024/1024 are no setting
+    sharegpt = {**RUN, "dataset_name": "sharegpt", "random_input_len": 1024, "random_output_len": 1024}
+    predicted = {**RUN, "random_input_len": 256, "random_output_len": 16}
+    assert setting_differences(predicted, sharegpt) == [
+        "dataset_name: predicted run random, measured run sharegpt"
+    ]
+    gsp = {**RUN, "dataset_name": "generated-shared-prefix"}
+    assert setting_differences(RUN, gsp) == [
+        "dataset_name: predicted run random, measured run generated-shared-prefix"
+    ]
+    assert setting_differences(RUN, {**RUN, "dataset_name": "random-ids"}) == []  # the same length draws
+    replay = {**RUN, "dataset_name": "trace"}
+    assert setting_differences(replay, gsp) == []  # predict --like replays any dataset as a trace
+    (vllm,) = setting_differences(RUN, {**RUN, "backend": "vllm"})
+    assert vllm.startswith("backend: measured run vllm, which bench_serving uses for another server")
+    assert setting_differences(RUN, {**RUN, "backend": "sglang-oai-chat"}) == []
+
+
 def test_simperf_json_output_reads_as_a_result(tmp_path):
     path = tmp_path / "pred.json"
     path.write_text(json.dumps({**RUN, "simperf": {"scenario": "x"}}, indent=2))

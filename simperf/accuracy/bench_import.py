@@ -357,7 +357,13 @@ COMPARED = (
     "p99_e2e_latency_ms",
     "accept_length",
 )
-_SETTINGS = ("request_rate", "max_concurrency", "random_input_len", "random_output_len", "random_range_ratio")
+_SETTINGS = ("request_rate", "max_concurrency")
+# bench_serving writes its --random-* arguments (defaults included) whatever the dataset
+# (benchmark/serving.py, benchmark: the result's "Arguments"); they describe only a random run
+_RANDOM_SETTINGS = ("random_input_len", "random_output_len", "random_range_ratio")
+# bench_serving 0.5.17's clients of SGLang's generation endpoints (benchmark/serving.py, ASYNC_REQUEST_FUNCS); its
+# other backends time another server (vllm, lmdeploy, trt, truss, gserver) or embeddings (sglang-embedding)
+SGLANG_GENERATION_CLIENTS = ("sglang", "sglang-native", "sglang-oai", "sglang-oai-chat")
 
 
 def check_compared_metrics(result: dict[str, Any], path: Path) -> None:
@@ -395,10 +401,34 @@ def compare_results(predicted: dict[str, Any], measured: dict[str, Any]) -> list
     return rows
 
 
+def _dataset(result: dict[str, Any]) -> str | None:
+    """The run's --dataset-name; random-ids draws its lengths as random does (benchmark/datasets/random.py)."""
+    name = result.get("dataset_name")
+    return None if not name else "random" if name == "random-ids" else str(name)
+
+
+def _workload_differences(predicted: dict[str, Any], measured: dict[str, Any]) -> list[str]:
+    """The dataset and client of the two runs: a prediction for a random workload compared with a measured
+    generated-shared-prefix run (or a vLLM server's) is a comparison of two different benchmarks. A prediction
+    replaying a trace may replay any dataset (predict --like a run with --output-details)."""
+    out = []
+    backend = measured.get("backend")
+    if backend and predicted.get("backend") and str(backend) not in SGLANG_GENERATION_CLIENTS:
+        out.append(
+            f"backend: measured run {backend}, which bench_serving uses for another server or for embeddings "
+            f"(SGLang's generation clients: {', '.join(SGLANG_GENERATION_CLIENTS)}); the prediction is SGLang's"
+        )
+    p, m = _dataset(predicted), _dataset(measured)
+    if p is not None and m is not None and p != "trace" and p != m:
+        out.append(f"dataset_name: predicted run {p}, measured run {m}")
+    return out
+
+
 def setting_differences(predicted: dict[str, Any], measured: dict[str, Any]) -> list[str]:
     """Run settings both files state and that differ (a comparison of different runs is worth a warning)."""
-    out = []
-    for key in _SETTINGS:
+    out = _workload_differences(predicted, measured)
+    both_random = _dataset(predicted) in (None, "random") and _dataset(measured) in (None, "random")
+    for key in _SETTINGS + (_RANDOM_SETTINGS if both_random else ()):
         p, m = predicted.get(key), measured.get(key)
         if p is None or m is None:
             continue
