@@ -1363,6 +1363,30 @@ THIRD_SWEEP_CASES = [
         "--tokenize-prompt: bench_serving's mooncake dataset sends text prompts",
     ),
     Case(
+        "predict-like-lens-not-a-list",
+        ("predict", "{ws}/s.yaml", "--like", "{ws}/odd.json"),
+        "odd.json: input_lens: got 5; expected a list of token counts",
+        {"odd.json": json.dumps({"completed": 1, "duration": 1.0, "input_lens": 5, "output_lens": 3})},
+    ),
+    Case(
+        "predict-like-rate-text",
+        ("predict", "{ws}/s.yaml", "--like", "{ws}/odd.json"),
+        "odd.json: request_rate: got 'fast'; expected a positive number, inf or 'trace'",
+        {"odd.json": json.dumps({"completed": 1, "duration": 1.0, "request_rate": "fast"})},
+    ),
+    Case(
+        "predict-like-seed-beyond-numpy",
+        ("predict", "{ws}/s.yaml", "--like", "{ws}/odd.json"),
+        "odd.json: the run's workload: seed: Input should be less than or equal to 4294967295",
+        {"odd.json": json.dumps({"completed": 1, "duration": 1.0, "seed": 2**40})},
+    ),
+    Case(
+        "compare-concurrency-fraction",
+        ("compare", "{ws}/result.json", "{ws}/odd.json"),
+        "odd.json: max_concurrency: got 2.5; expected a whole number >= 0",
+        {"odd.json": json.dumps({"completed": 1, "duration": 1.0, "max_concurrency": 2.5})},
+    ),
+    Case(
         "predict-like-and-workload-flag",
         ("predict", "{ws}/s.yaml", "--like", "{ws}/run.json", "--num-prompts", "99"),
         "--num-prompts: the measured run sets workload.num_prompts",

@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.table import Table
 
 from simperf import strictjson
 from simperf.jsonl import json_object_lines
+from simperf.scenario.load import format_validation_error
 from simperf.scenario.models import ARRIVAL_FIELDS, Scenario, WorkloadSpec
 
 
@@ -160,7 +162,9 @@ def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
     if not text.lstrip().startswith(("{", "[")):
         if run not in (None, 0):
             raise BenchImportError(f"{path}: a printed result block holds one run; got run {run}")
-        return parse_text_block(text, str(path))
+        result = parse_text_block(text, str(path))
+        check_run_settings(result, path)
+        return result
     runs = parse_json_runs(text, str(path))
     _check_results(runs, path)
     if run is None:
@@ -172,7 +176,9 @@ def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
         run = 0
     if not 0 <= run < len(runs):
         raise BenchImportError(f"{path}: run {run} does not exist (the file has {len(runs)})")
-    return normalize_keys(runs[run])
+    result = normalize_keys(runs[run])
+    check_run_settings(result, path)
+    return result
 
 
 # keys every benchmark result (bench_serving, vLLM, simperf -o json) has at least one of
@@ -201,6 +207,52 @@ def _check_results(runs: list[dict[str, Any]], path: Path) -> None:
         raise BenchImportError(
             f"{path}: line {index + 1} is not a benchmark result (none of {', '.join(_RESULT_KEYS)})"
         )
+
+
+# run settings read by --like and compare -> what bench_serving 0.5.17 writes there (benchmark/serving.py, benchmark;
+# vLLM adds num_prompts and seed); null is "not set" for each
+_COUNT_SETTINGS = (
+    "max_concurrency",
+    "random_input_len",
+    "random_output_len",
+    "seed",
+    "num_prompts",
+    "failed",
+)
+_RATE_WORDS = ("inf", "infinity", "trace")
+
+
+def _is_count(value: Any) -> bool:
+    return (
+        not isinstance(value, bool) and isinstance(value, int | float) and value == int(value) and value >= 0
+    )
+
+
+def check_run_settings(result: dict[str, Any], path: Path) -> None:
+    """The run settings and per-request lengths a workload is built from are what bench_serving writes: a text
+    rate, a fractional or negative count, or lengths that are not lists of token counts failed later with no key
+    named (or with an internal error), or were rounded into another workload."""
+    rate = result.get("request_rate")
+    is_word = isinstance(rate, str) and rate.lower() in _RATE_WORDS
+    is_rate = not isinstance(rate, bool) and isinstance(rate, int | float) and rate > 0  # NaN fails too
+    if rate is not None and not (is_word or is_rate):
+        raise BenchImportError(
+            f"{path}: request_rate: got {rate!r}; expected a positive number, inf or 'trace'"
+        )
+    for key in _COUNT_SETTINGS:
+        value = result.get(key)
+        if value is not None and not _is_count(value):
+            raise BenchImportError(f"{path}: {key}: got {value!r}; expected a whole number >= 0 (or null)")
+    ratio = result.get("random_range_ratio")
+    if ratio is not None and (
+        isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio <= 1
+    ):
+        raise BenchImportError(f"{path}: random_range_ratio: got {ratio!r}; expected a number from 0 to 1")
+    for key in ("input_lens", "output_lens"):
+        values = result.get(key)
+        if values is not None and not (isinstance(values, list) and all(_is_count(v) for v in values)):
+            shown = values if not isinstance(values, list) else next(v for v in values if not _is_count(v))
+            raise BenchImportError(f"{path}: {key}: got {shown!r}; expected a list of token counts")
 
 
 def _describe(r: dict[str, Any]) -> str:
@@ -328,7 +380,12 @@ def scenario_like(
             for key in ARRIVAL_FIELDS:
                 data.pop(key, None)
     data.update(like)
-    workload = WorkloadSpec.model_validate(data)
+    try:
+        workload = WorkloadSpec.model_validate(data)
+    except (
+        ValidationError
+    ) as err:  # e.g. random_input_len 0 (an embedding run): one line naming the run's key
+        raise BenchImportError(format_validation_error(err, f"{measured}: the run's workload")) from None
     return scenario.model_copy(update={"workload": workload})
 
 
