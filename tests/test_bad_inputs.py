@@ -1387,6 +1387,11 @@ THIRD_SWEEP_CASES = [
         {"odd.json": json.dumps({"completed": 1, "duration": 1.0, "max_concurrency": 2.5})},
     ),
     Case(
+        "predict-disable-stream",
+        ("predict", "{ws}/s.yaml", "--disable-stream"),
+        "--disable-stream: bench_serving then receives each output as one response",
+    ),
+    Case(
         "predict-like-and-workload-flag",
         ("predict", "{ws}/s.yaml", "--like", "{ws}/run.json", "--num-prompts", "99"),
         "--num-prompts: the measured run sets workload.num_prompts",

@@ -173,6 +173,13 @@ def _apply_enums(settings: FlagSettings, data: dict[str, Any], origin: dict[str,
         table = {"round_robin": "round_robin", "total_requests": "total_requests"}
         _set(data, "serving.load_balance_method", _choose("--load-balance-method", balance, table, "methods"))
         origin["serving.load_balance_method"] = "--load-balance-method"
+    if settings.has("--disable-stream"):
+        # accepted as "no effect" until now: the prediction was the streamed run's TTFT and TPOT
+        raise FlagError(
+            "--disable-stream: bench_serving then receives each output as one response, so it reports TTFT as the "
+            "whole request latency and TPOT and ITL as 0 (benchmark/serving.py, async_request_sglang_generate); "
+            "simperf predicts the streamed run: drop the flag (its E2E latency approximates the non-streamed TTFT)"
+        )
     if settings.has("--disaggregation-mode"):
         raise FlagError(
             "--disaggregation-mode: a prefill and a decode server are two servers; describe them in a scenario "

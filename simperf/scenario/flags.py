@@ -119,7 +119,12 @@ FLAGS: tuple[Flag, ...] = (
     _ignored("--served-model-name", "bench_serving"),
     _ignored("--tag", "bench_serving"),
     _ignored("--disable-tqdm", "bench_serving", takes_value=False),
-    _ignored("--disable-stream", "bench_serving", takes_value=False),
+    _client(
+        "--disable-stream",
+        None,
+        "refused: bench_serving then times each whole response as its first token (simperf predicts streaming)",
+        None,
+    ),
     _ignored("--flush-cache", "bench_serving", takes_value=False),
     _ignored("--print-requests", "bench_serving", takes_value=False),
     _ignored("--ready-check-timeout-sec", "bench_serving"),
