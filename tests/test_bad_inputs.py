@@ -1476,6 +1476,21 @@ THIRD_SWEEP_CASES = [
         },
     ),  # fmt: skip
     scenario_case(
+        "multi-turn-interval-of-one-turn",
+        "workload.dataset: turn_interval_s: spaces a conversation's turns, and turns is 1",
+        **{
+            "workload.dataset": {
+                "kind": "multi_turn",
+                "num_conversations": 4,
+                "turns": 1,
+                "input_len": 64,
+                "output_len": 8,
+                "turn_interval_s": 30,
+            },
+            "workload.num_prompts": DELETE,
+        },
+    ),  # fmt: skip
+    scenario_case(
         "trace-uniform-sample-of-everything",
         "workload.dataset.sample: uniform draws workload.num_prompts (10) of the 2 requests of ",
         **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "sample": "uniform"}},

@@ -436,6 +436,17 @@ class MultiTurnDataset(_Strict):
     )
     block_tokens: int = Field(default=64, ge=1, description="tokens per prefix block id")
 
+    @model_validator(mode="after")
+    def _interval_between_turns(self) -> MultiTurnDataset:
+        # one turn per conversation draws no gap between turns (generators.multi_turn): the interval was accepted
+        # and changed nothing
+        if self.turns == 1 and "turn_interval_s" in self.model_fields_set:
+            raise ValueError(
+                "turn_interval_s: spaces a conversation's turns, and turns is 1 (each conversation is one "
+                "request); drop it, or give turns >= 2"
+            )
+        return self
+
 
 Dataset = Annotated[
     RandomDataset | FixedDataset | TraceDataset | SharedPrefixDataset | MultiTurnDataset,
