@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -17,7 +18,7 @@ from simperf.models.zoo import zoo_architectures
 from simperf.perfdb.db import PerfDB, shipped_calibration_dir
 from simperf.perfdb.offgrid.io import read_results, read_samples
 from simperf.perfdb.offgrid.predict import call_axes, predict
-from simperf.perfdb.offgrid.report import evaluate, summarize
+from simperf.perfdb.offgrid.report import evaluate, repeat_errors, repeat_summary, summarize
 from simperf.perfdb.offgrid.samples import OFFGRID_SEED, generate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,3 +178,31 @@ def test_time_refuses_its_own_set_and_a_machine_without_a_gpu(tmp_path, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message.format(set=samples) in err[0]
     assert samples.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["set.jsonl"]
+
+
+def test_a_second_timing_session_is_compared_call_by_call():
+    """repeat_errors joins two sessions by id (a call missing from either is left out); repeat_summary gives how far
+    the measured time moved and the prediction's error against each session."""
+    first = pl.DataFrame({"id": [1, 2, 3], "family": ["gemm", "gemm", "attention"],
+                          "measured_us": [100.0, 200.0, 50.0], "predicted_us": [110.0, 200.0, 50.0]})  # fmt: skip
+    second = [({"id": 1}, {"time_us": 110.0}), ({"id": 2}, {"time_us": 190.0}), ({"id": 9}, {"time_us": 1.0})]
+    joined = repeat_errors(first, second)
+    assert joined["id"].to_list() == [1, 2]
+    assert joined["repeat"].to_list() == pytest.approx([0.10, -0.05])
+    assert joined["rel_error_repeat"].to_list() == pytest.approx([0.0, 200 / 190 - 1])
+    row = repeat_summary(joined).row(0, named=True)
+    assert (row["family"], row["count"]) == ("gemm", 2)
+    assert row["repeat_median"] == pytest.approx(0.075)
+    assert row["first_median"] == pytest.approx(0.05)
+    assert row["second_median"] == pytest.approx((200 / 190 - 1) / 2)
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_repeat_timings_belong_to_the_held_out_set(gpu):
+    from simperf.perfdb.offgrid.docs import HELDOUT_SAMPLES
+
+    path = ROOT / "calibration" / "offgrid" / f"{gpu}-results-seed20261126-repeat.jsonl"
+    header, results = read_results(path)
+    assert header["gpu"] == gpu and header["samples"] == str(HELDOUT_SAMPLES.relative_to(ROOT))
+    _, samples = read_samples(HELDOUT_SAMPLES)
+    assert {s["id"] for s in samples} == {r for r in results if results[r]["status"] == "ok"}

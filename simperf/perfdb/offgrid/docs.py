@@ -16,6 +16,8 @@ from simperf.perfdb.offgrid.recheck import GEMM_M_CHECK_RANGE
 from simperf.perfdb.offgrid.report import (
     evaluate,
     no_time_counts,
+    repeat_errors,
+    repeat_summary,
     scaled_from_errors,
     summarize,
     timed_samples,
@@ -179,6 +181,28 @@ def scaled_from_lines(target: str = "h100", reference: str = "h200", heldout: bo
                                    ("roofline_signed", "signed")]) + [""]  # fmt: skip
 
 
+def repeat_lines() -> list[str]:
+    """The held-out set timed a second time (another session, benchmarks/offgrid_repeat.sh): how far the check's own
+    measurements move, which bounds how low its p90 can go, and the model's error against either session."""
+    lines = ["**Timed twice** (the held-out set timed again in a later session on another lent host, same protocol "
+             "and libraries: `bash benchmarks/offgrid_repeat.sh`, results `calibration/offgrid/<gpu>-results-seed"
+             f"{HELDOUT_SEED}-repeat.jsonl`): |time moved| between the two sessions, and the prediction's |error| "
+             "against the first and the second timing:", ""]  # fmt: skip
+    for gpu in GPUS:
+        path = CALIBRATION / "offgrid" / results_name(f"{HELDOUT_SAMPLES.stem}-repeat", gpu)
+        if not path.is_file():
+            continue
+        _, first = timed_samples(HELDOUT_SAMPLES, results_path(gpu, heldout=True))
+        _, second = timed_samples(HELDOUT_SAMPLES, path)
+        errors = evaluate(first, PerfDB.load(CALIBRATION / gpu, get_gpu(gpu)))
+        summary = repeat_summary(repeat_errors(errors, second))
+        lines += [f"{gpu.upper()}:", ""] + _table(summary, [
+            ("family", "family"), ("count", "calls"), ("repeat_median", "moved, median"), ("repeat_p90", "p90"),
+            ("first_median", "error vs first, median"), ("first_p90", "p90"),
+            ("second_median", "error vs second, median"), ("second_p90", "p90")]) + [""]  # fmt: skip
+    return lines
+
+
 def accuracy_block() -> str:
     lines = heldout_lines() + ragged_lines()
     lines += [f"**Off-grid kernel calls, held-out set** (seed {HELDOUT_SEED}, committed before any of its calls was "
@@ -187,6 +211,7 @@ def accuracy_block() -> str:
               "≤ 3%, p90 ≤ 8%, every call within 2x:", ""]  # fmt: skip
     for gpu in GPUS:
         lines += offgrid_lines(gpu, heldout=True)
+    lines += repeat_lines()
     lines += scaled_from_lines(heldout=True)
     lines += gemm_m_check_lines()
     lines += ["**Off-grid kernel calls, development set** (seed 19, `calibration/offgrid/samples.jsonl`: the set the "

@@ -113,6 +113,41 @@ def summarize(errors: pl.DataFrame, by: tuple[str, ...] = ("family",)) -> pl.Dat
     )
 
 
+def repeat_errors(first: pl.DataFrame, second: list[tuple[dict, dict]]) -> pl.DataFrame:
+    """`first` (evaluate's rows of one timing session) joined by id with a second session's times of the same calls:
+    how far the measured time moved (`repeat`), and the prediction's error against each session (`rel_error`,
+    `rel_error_repeat`). Only calls timed ok in both sessions."""
+    again = pl.DataFrame(
+        [{"id": sample["id"], "measured_repeat_us": float(result["time_us"])} for sample, result in second],
+        schema={"id": pl.Int64, "measured_repeat_us": pl.Float64},
+    )
+    return first.join(again, on="id").with_columns(
+        repeat=pl.col("measured_repeat_us") / pl.col("measured_us") - 1.0,
+        rel_error=pl.col("predicted_us") / pl.col("measured_us") - 1.0,
+        rel_error_repeat=pl.col("predicted_us") / pl.col("measured_repeat_us") - 1.0,
+    )
+
+
+def repeat_summary(joined: pl.DataFrame, by: tuple[str, ...] = ("family",)) -> pl.DataFrame:
+    """Per group: calls, median and p90 |time moved between the sessions|, median and p90 |error| against each."""
+
+    def stats(column: str, name: str) -> list[pl.Expr]:
+        absolute = pl.col(column).abs()
+        return [absolute.median().alias(f"{name}_median"),
+                absolute.quantile(0.9, interpolation="linear").alias(f"{name}_p90")]  # fmt: skip
+
+    return (
+        joined.group_by(list(by))
+        .agg(
+            pl.len().alias("count"),
+            *stats("repeat", "repeat"),
+            *stats("rel_error", "first"),
+            *stats("rel_error_repeat", "second"),
+        )  # fmt: skip
+        .sort(list(by))
+    )
+
+
 def scaled_from_errors(
     pairs: list[tuple[dict, dict]], target_gpu: str, reference_dir: Path, ratios: RatioTable | None
 ) -> pl.DataFrame:
