@@ -82,6 +82,15 @@ PREFILL_GRAPH_RESERVE_MB_PER_SIZE = 8
 # (STANDALONE 6144, NGRAM none); 0.5.17 counts the draft's weights as loaded instead.
 SPECULATIVE_RESERVE_MB_UNTIL = (0, 5, 5)
 SPECULATIVE_RESERVE_MB = 2048
+# The same rule by a server's PD role (--disaggregation-mode), 0.5.17 (server_args.py, _handle_gpu_memory_settings,
+# reserve_for_graph_mb): a PD prefill server reserves nothing for the decode CUDA graph nor for DP attention's graph
+# padding (both `disaggregation_mode != "prefill"`; _apply_cuda_graph_disaggregation_roles also turns its decode
+# graph off); a PD decode server sizes its activations by max(running requests x draft tokens, MIN_ACTIVATION_TOKENS)
+# instead of the prefill chunk (running requests: --max-running-requests, else the decode graph's max_bs; draft
+# tokens: --speculative-num-draft-tokens as given, else 1), and reserves nothing for a prefill CUDA graph (its
+# prefill graph is off). SGLang <= 0.5.5 (server_args.py, the same function) reserved the chunk's activations,
+# cuda_graph_max_bs x 2 and the DP terms on every server, whatever its disaggregation mode.
+PD_ROLE_RESERVE_AFTER = (0, 5, 5)
 
 
 def prefill_graph_capture_sizes(max_tokens: int) -> list[int]:

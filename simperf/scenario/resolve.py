@@ -30,6 +30,7 @@ from simperf.sglang_defaults import (
     MIN_NEW_TOKEN_RATIO_FACTOR,
     MLA_PREFILL_GRAPH_RESERVE_MB,
     NEW_TOKEN_RATIO_DECAY_STEPS,
+    PD_ROLE_RESERVE_AFTER,
     PREFILL_GRAPH_RESERVE_MB_PER_SIZE,
     RESERVED_BASE_MB,
     RESERVED_FLOOR_ABOVE_GIB,
@@ -93,8 +94,12 @@ def decode_graph_buckets(max_bs: int, speculative: bool) -> tuple[int, ...]:
     return tuple(kept)
 
 
-def decode_graph_reserve_mb(max_bs: int, dp: int, decode_graph: bool) -> float:
-    """What SGLang's reservation rule sets aside for the decode CUDA graphs (docs/serving-model.md §1.12)."""
+def decode_graph_reserve_mb(max_bs: int, dp: int, decode_graph: bool, role: str | None = None) -> float:
+    """What SGLang's reservation rule sets aside for the decode CUDA graphs (docs/serving-model.md §1.12); nothing
+    on a PD prefill server (role "prefill": 0.5.17 ServerArgs.reserve_for_graph_mb counts both the decode graph and
+    DP attention's padding only where disaggregation_mode != "prefill")."""
+    if role == "prefill":
+        return 0.0
     reserve = GRAPH_RESERVE_MB_PER_BS * max_bs if decode_graph else 0.0
     if dp > 1:
         large = DP_GRAPH_RESERVE_MB_PER_LARGE_BS * max_bs * dp if max_bs > DP_GRAPH_RESERVE_LARGE_BS else 0
@@ -117,16 +122,19 @@ def default_mem_fraction_static(
     decode_graph: bool = True,
     prefill_graph_mb: float = 0.0,
     speculative_mb: float = 0.0,
+    role: str | None = None,
 ) -> float:
     """docs/serving-model.md §1.12: reserve activations, graphs and the like; the rest is static (weights + KV).
-    prefill_graph_mb: what the prefill CUDA graph reserves (`prefill_graph_reserve_mb`); speculative_mb: what a
-    draft model reserves in versions that reserved for it (`speculative_reserve_mb`)."""
+    chunk: the tokens the activations are sized by (the prefill chunk; `pd_activation_tokens` on a PD decode
+    server); prefill_graph_mb: what the prefill CUDA graph reserves (`prefill_graph_reserve_mb`); speculative_mb:
+    what a draft model reserves in versions that reserved for it (`speculative_reserve_mb`); role: the server's PD
+    role where its version reserves by it (`reserve_role`): a PD prefill server reserves no decode graph."""
     gpu_mib = gpu.memory_bytes / MIB
     reserved = (
         RESERVED_BASE_MB
         + activation_reserve_mb(chunk)
         + RESERVED_MB_PER_8_TP_RANKS * tp / 8
-        + decode_graph_reserve_mb(max_bs, dp, decode_graph)
+        + decode_graph_reserve_mb(max_bs, dp, decode_graph, role)
         + prefill_graph_mb
     )
     if gpu_mib > RESERVED_FLOOR_ABOVE_GIB * 1024:
@@ -164,18 +172,67 @@ def memory_before_weights(gpu: GpuSpec, tp: int) -> tuple[int, str]:
     return int(gpu.memory_bytes - used - distributed_init_extra_mib(tp) * MIB), source
 
 
+def reserve_role(role: str | None, sglang_version: str) -> str | None:
+    """The PD role ("prefill", "decode" or None) SGLang's mem_fraction_static rule reserves by: the server's in
+    versions after 0.5.5, None (the same rule on every server) up to 0.5.5 (sglang_defaults.PD_ROLE_RESERVE_AFTER)."""
+    if role is None or version_tuple(sglang_version) <= PD_ROLE_RESERVE_AFTER:
+        return None
+    return role
+
+
+def draft_tokens(speculative: SpeculativeSpec) -> int:
+    """The verify width simperf's launch command passes as --speculative-num-draft-tokens (plan/commands.py): the
+    given num_draft_tokens, else num_steps + 1 for a chain (eagle_topk 1), num_steps x eagle_topk + 1 for a tree."""
+    sp = speculative
+    return sp.num_draft_tokens or (
+        sp.num_steps + 1 if sp.eagle_topk == 1 else sp.num_steps * sp.eagle_topk + 1
+    )
+
+
+def pd_decode_activation_tokens(s: ServingSpec, gpu: GpuSpec) -> int:
+    """The tokens a PD decode server's activation reserve is sized by (0.5.17 server_args.py,
+    _handle_gpu_memory_settings, disaggregation_mode "decode"): running requests x draft tokens, where running
+    requests are --max-running-requests as given (the whole server's, before DP splits it; the speculative hook's
+    48 comes later), else the decode CUDA graph's max_bs (--cuda-graph-max-bs or the GPU-memory default, not yet
+    capped by anything), and draft tokens are --speculative-num-draft-tokens (which simperf's launch command always
+    passes with a draft; 1 without one). activation_reserve_mb applies the 2048-token minimum."""
+    running = s.max_running_requests or s.cuda_graph_max_bs or default_cuda_graph_max_bs(gpu, s.tp)
+    return running * (draft_tokens(s.speculative) if s.speculative is not None else 1)
+
+
+def _activation_tokens(s: ServingSpec, gpu: GpuSpec, chunk: int, role: str | None) -> int:
+    """What the reservation sizes activations by: a PD decode server's running requests (where its version
+    reserves by role), else the whole chunk (before DP splits it), or max_prefill_tokens without one."""
+    if role == "decode":
+        return pd_decode_activation_tokens(s, gpu)
+    full_chunk = chunk * s.dp_attention
+    return full_chunk if full_chunk > 0 else s.max_prefill_tokens
+
+
 def _default_mem_fraction(
-    s: ServingSpec, gpu: GpuSpec, mla: bool, chunk: int, max_bs: int, decode_graph: bool, prefill_graph: bool
+    s: ServingSpec,
+    gpu: GpuSpec,
+    mla: bool,
+    chunk: int,
+    max_bs: int,
+    decode_graph: bool,
+    prefill_graph: bool,
+    role: str | None = None,
 ) -> float:
     """SGLang's mem_fraction_static for serving arguments `s` (docs/serving-model.md §1.12): activations sized by
     the whole chunk (before DP splits it), or by max_prefill_tokens without one; the prefill graph's reserve only
-    where the graph is on."""
+    where the graph is on. role: the server's PD role as `reserve_role` gives it; a PD prefill server then reserves
+    no decode graph, a PD decode server sizes its activations by its running requests and reserves no prefill graph
+    (its prefill graph is off: 0.5.17 server_args.py, _apply_cuda_graph_disaggregation_roles)."""
     full_chunk = chunk * s.dp_attention
-    activation_tokens = full_chunk if full_chunk > 0 else s.max_prefill_tokens
-    prefill_graph_mb = prefill_graph_reserve_mb(mla, full_chunk, s.max_total_tokens) if prefill_graph else 0.0
+    prefill_graph_mb = (
+        prefill_graph_reserve_mb(mla, full_chunk, s.max_total_tokens)
+        if prefill_graph and role != "decode"
+        else 0.0
+    )
     return default_mem_fraction_static(
         gpu,
-        activation_tokens,
+        _activation_tokens(s, gpu, chunk, role),
         s.tp,
         max_bs,
         s.dp_attention,
@@ -184,6 +241,7 @@ def _default_mem_fraction(
         speculative_mb=speculative_reserve_mb(
             s.speculative.algorithm if s.speculative else None, s.sglang_version
         ),
+        role=role,
     )
 
 
@@ -206,17 +264,34 @@ def _check_request_pool(max_running: int, context_len: int, gpu: GpuSpec, field:
 
 
 def _nothing_left_message(
-    s: ServingSpec, gpu: GpuSpec, field: str, chunk: int, max_bs: int, decode_graph: bool, mem_fraction: float
+    s: ServingSpec,
+    gpu: GpuSpec,
+    field: str,
+    chunk: int,
+    max_bs: int,
+    decode_graph: bool,
+    mem_fraction: float,
+    role: str | None = None,
 ) -> str:
     """Why SGLang's reservation rule leaves no static memory, naming the setting that reserves the most. The bound
     is physical: what the rule reserves (activations and CUDA graphs) cannot exceed the GPU's memory; SGLang itself
-    takes such a cuda_graph_max_bs or chunk and computes a negative mem_fraction_static (it has no upper bound)."""
+    takes such a cuda_graph_max_bs or chunk and computes a negative mem_fraction_static (it has no upper bound).
+    role: as `_default_mem_fraction`'s."""
     gib = gpu.memory_bytes / 1024**3
-    graph_mb = decode_graph_reserve_mb(max_bs, s.dp_attention, decode_graph)
-    activation_mb = activation_reserve_mb(chunk * s.dp_attention if chunk > 0 else s.max_prefill_tokens)
+    graph_mb = decode_graph_reserve_mb(max_bs, s.dp_attention, decode_graph, role)
+    activation_mb = activation_reserve_mb(_activation_tokens(s, gpu, chunk, role))
     if graph_mb >= activation_mb:
         name, value = "cuda_graph_max_bs", s.cuda_graph_max_bs
         why = f"{GRAPH_RESERVE_MB_PER_BS} MB per decode CUDA-graph batch size, {graph_mb / 1024:.1f} GiB here"
+    elif role == "decode":
+        # a PD decode server sizes activations by its running requests (times the draft's tokens)
+        given = s.max_running_requests is not None
+        name = "max_running_requests" if given else "cuda_graph_max_bs"
+        value = s.max_running_requests if given else s.cuda_graph_max_bs
+        why = (
+            f"{RESERVED_MB_PER_ACTIVATION_TOKEN} MB of activations per running request and draft token on a PD "
+            f"decode server, {activation_mb / 1024:.1f} GiB here"
+        )
     else:
         name = "chunked_prefill_size" if chunk > 0 else "max_prefill_tokens"
         value = s.chunked_prefill_size if chunk > 0 else s.max_prefill_tokens
@@ -374,19 +449,32 @@ def resolve(
         max_bs = min(max_bs, max(1, s.max_running_requests // s.dp_attention))
 
     mla = arch.is_mla
+    pd = field.startswith("disaggregation") if disaggregated is None else disaggregated
+    role = ("decode" if decode_server else "prefill") if pd else None  # --disaggregation-mode
     eager_reason = prefill_cuda_graph_off_reason(
         mla_non_dsa=mla and arch.attention != "dsa",
         dp_attention=s.dp_attention,
-        disaggregated=field.startswith("disaggregation") if disaggregated is None else disaggregated,
+        disaggregated=pd,
         disable_cuda_graph=s.disable_cuda_graph,
     )
     mem_fraction = s.mem_fraction_static
     if mem_fraction is None:
-        mem_fraction = _default_mem_fraction(s, gpu, mla, chunk, max_bs, graphs_on, eager_reason is None)
+        by_role = reserve_role(role, s.sglang_version)
+        mem_fraction = _default_mem_fraction(
+            s, gpu, mla, chunk, max_bs, graphs_on, eager_reason is None, by_role
+        )
         # only where the pool comes from this fraction: a given max_total_tokens uses it in no number (unchanged)
         if mem_fraction <= 0 and s.max_total_tokens is None:
-            raise ValueError(_nothing_left_message(s, gpu, field, chunk, max_bs, graphs_on, mem_fraction))
-        notes.append(f"mem_fraction_static={mem_fraction} by SGLang's reservation rule")
+            raise ValueError(
+                _nothing_left_message(s, gpu, field, chunk, max_bs, graphs_on, mem_fraction, by_role)
+            )
+        how = {
+            None: "",
+            "prefill": " for a PD prefill server (no decode CUDA graph)",
+            "decode": f" for a PD decode server (activations for max({pd_decode_activation_tokens(s, gpu)}, "
+            f"{MIN_ACTIVATION_TOKENS}) tokens: running requests x draft tokens; no prefill CUDA graph)",
+        }[by_role]
+        notes.append(f"mem_fraction_static={mem_fraction} by SGLang's reservation rule{how}")
 
     kv_bytes = arch.kv_bytes_per_token_per_rank(layout, kv_dtype, decode_backend)
     if s.max_total_tokens is not None:
@@ -430,9 +518,7 @@ def resolve(
     spec = None
     if s.speculative is not None:
         sp = s.speculative
-        draft = sp.num_draft_tokens or (
-            sp.num_steps + 1 if sp.eagle_topk == 1 else sp.num_steps * sp.eagle_topk + 1
-        )
+        draft = draft_tokens(sp)
         spec = SpecSettings(
             sp.algorithm,
             sp.num_steps,
