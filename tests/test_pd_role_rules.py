@@ -1,5 +1,5 @@
 """SGLang's defaults that depend on a server's PD role (--disaggregation-mode): the mem_fraction_static reservation
-(docs/serving-model.md §1.12, docs/disaggregation.md).
+and the DP controller's load_balance_method (docs/serving-model.md §1.12, §2.2, docs/disaggregation.md).
 
 The reservation, from SGLang 0.5.17 server_args.py (_handle_gpu_memory_settings, reserve_for_graph_mb), in MB:
     reserved = 512 + 1.5 x max(activation tokens, 2048) + 1024 x TP / 8 + graph reserve, at least 10240 on GPUs
@@ -15,8 +15,17 @@ SGLang <= 0.5.5 reserved the no-PD amount on every server. GPU MiB: H100 81559, 
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+from simfakes import LinearCost, make_serving
+from test_sim_scheduler import simulate
+
+from simperf.plan.commands import server_flags
 from simperf.scenario.load import parse_scenario
+from simperf.scenario.models import ServingSpec
 from simperf.scenario.resolve import resolve
+from simperf.scenario.resolved import ParallelLayout
+from simperf.sim.engine import BOOTSTRAP_ROOM_END, BOOTSTRAP_ROOM_STREAM
 
 H100_MIB = 81559
 H200_MIB = 143771
@@ -95,3 +104,53 @@ def test_a_pd_decode_server_gets_the_larger_kv_pool():
     alone = resolve(s)[0].max_total_tokens
     decode = resolve(s, disaggregated=True, pd_decode=True)[0].max_total_tokens
     assert decode > alone * 1.5
+
+
+def _balance(role: str | None, **serving) -> str:
+    s = _scenario("deepseek-r1", "h200", tp=8, dp_attention=8, **serving)
+    return resolve(s, disaggregated=role is not None, pd_decode=role == "decode")[0].load_balance_method
+
+
+def test_a_pd_prefill_server_follows_the_bootstrap_room_unless_told_otherwise():
+    """SGLang's load_balance_method "auto" (server_args.py, _handle_load_balance_method): follow_bootstrap_room
+    on a PD prefill server, round_robin elsewhere; a method given wins."""
+    assert _balance("prefill") == "follow_bootstrap_room"
+    assert _balance("decode") == "round_robin"
+    assert _balance(None) == "round_robin"
+    assert _balance("prefill", load_balance_method="round_robin") == "round_robin"
+    assert _balance("prefill", load_balance_method="total_requests") == "total_requests"
+
+
+def test_the_launch_command_passes_a_method_that_differs_from_sglangs_auto():
+    scenario = _scenario("deepseek-r1", "h200", tp=8, dp_attention=8)
+    given = ServingSpec(tp=8, dp_attention=8, load_balance_method="round_robin")
+    default = ServingSpec(tp=8, dp_attention=8)
+    assert "--load-balance-method" not in server_flags(scenario, default, "prefill")
+    assert server_flags(scenario, given, "prefill")[-2:] == ["--load-balance-method", "round_robin"]
+    assert "--load-balance-method" not in server_flags(scenario, given, "decode")
+    assert "--load-balance-method" not in server_flags(scenario, given)
+
+
+def test_follow_bootstrap_room_sends_each_request_to_its_random_rooms_rank():
+    """Each request's bootstrap room is uniform over [0, 2^63) (the PD router's generate_room_id) and picks rank
+    room % DP: the ranks are independent uniform draws, not a rotation."""
+    serving = make_serving(layout=ParallelLayout(4, 4, 1), load_balance_method="follow_bootstrap_room")
+    n = 400
+    _, records, stats = simulate([32] * n, [2] * n, serving=serving, cost=LinearCost(), seed=7)
+    rooms = np.random.default_rng([7, BOOTSTRAP_ROOM_STREAM]).integers(0, BOOTSTRAP_ROOM_END, size=n)
+    expected = rooms % 4
+    assert list(records.dp_rank[np.argsort(records.request_id)]) == expected.tolist()
+    assert stats.per_rank_requests == np.bincount(expected, minlength=4).tolist()
+    assert stats.per_rank_requests != [100] * 4  # round robin's
+    rr = make_serving(layout=ParallelLayout(4, 4, 1))
+    _, _, rr_stats = simulate([32] * n, [2] * n, serving=rr, cost=LinearCost(), seed=7)
+    assert rr_stats.per_rank_requests == [100] * 4
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_rooms_spread_requests_evenly_on_average(seed):
+    serving = make_serving(layout=ParallelLayout(8, 8, 1), load_balance_method="follow_bootstrap_room")
+    n = 2000
+    counts = simulate([16] * n, [1] * n, serving=serving, cost=LinearCost(), seed=seed)[2].per_rank_requests
+    # 250 expected per rank, binomial sd ~ 14.8: within 5 sd
+    assert all(abs(c - 250) < 75 for c in counts)

@@ -16,6 +16,7 @@ from simperf.models.hf_names import checkpoint_for
 from simperf.models.zoo import load_arch
 from simperf.scenario.flags import SGLANG_ATTENTION_BACKENDS
 from simperf.scenario.models import Scenario, ServingSpec
+from simperf.scenario.resolve import auto_load_balance_method, default_load_balance_method
 
 LAUNCH = ("python", "-m", "sglang.launch_server")
 # `sglang.bench_serving` runs on every 0.5.x release (0.5.17 moved it to sglang.benchmark.serving and keeps this
@@ -88,8 +89,9 @@ def _speculative_flags(s: ServingSpec, family: str) -> list[str]:
     return out + ["--speculative-num-draft-tokens", str(draft)]
 
 
-def server_flags(scenario: Scenario, s: ServingSpec) -> list[str]:
-    """launch_server flags for one server of the scenario (the model, its layout and the fields it sets)."""
+def server_flags(scenario: Scenario, s: ServingSpec, role: str | None = None) -> list[str]:
+    """launch_server flags for one server of the scenario (the model, its layout and the fields it sets); role: its
+    --disaggregation-mode (prefill or decode), None for a server of its own."""
     arch = load_arch(scenario.model.name, scenario.model.config)
     weight_dtype = scenario.model.weight_dtype or arch.default_weight_dtype
     checkpoint = checkpoint_for(scenario.model.name, weight_dtype)
@@ -113,8 +115,11 @@ def server_flags(scenario: Scenario, s: ServingSpec) -> list[str]:
     out += [flag for name, flag in SWITCHES if getattr(s, name)]
     if s.schedule_policy != "fcfs":
         out += ["--schedule-policy", s.schedule_policy]
-    if s.dp_attention > 1 and s.load_balance_method != "round_robin":
-        out += ["--load-balance-method", s.load_balance_method]
+    # SGLang's default ("auto") is round_robin but on a PD prefill server, which follows the bootstrap room
+    # (0.5.17 server_args.py, _handle_load_balance_method): a method that differs from it is passed
+    balance = default_load_balance_method(s, role)
+    if s.dp_attention > 1 and balance != auto_load_balance_method(role):
+        out += ["--load-balance-method", balance]
     return out + _speculative_flags(s, arch.family)
 
 
@@ -163,7 +168,7 @@ def launch_commands(scenario: Scenario, replicas: int) -> list[Command]:
             ("prefill", d.prefill, BASE_PORT + 2 * i),
             ("decode", d.decode, BASE_PORT + 2 * i + 1),
         ):
-            argv = (*LAUNCH, *server_flags(scenario, spec), "--disaggregation-mode", role, "--host", "0.0.0.0",
+            argv = (*LAUNCH, *server_flags(scenario, spec, role), "--disaggregation-mode", role, "--host", "0.0.0.0",
                     "--port", str(port))  # fmt: skip
             commands.append(Command(f"pair {i + 1} of {replicas}: {role} server (its own node)", argv))
             (prefill_urls if role == "prefill" else decode_urls).append(f"http://127.0.0.1:{port}")

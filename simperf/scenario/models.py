@@ -211,7 +211,11 @@ class ServingSpec(_Strict):
     schedule_policy: SchedulePolicyName = "fcfs"
     disable_radix_cache: bool = Field(default=False, description="--disable-radix-cache: no prefix reuse")
     schedule_conservativeness: float = Field(default=1.0, gt=0.0, description="--schedule-conservativeness")
-    load_balance_method: Literal["round_robin", "total_requests"] = "round_robin"
+    load_balance_method: Literal["round_robin", "total_requests"] = Field(
+        default="round_robin",
+        description="--load-balance-method over DP attention ranks; not given: SGLang's auto, round_robin except on a "
+        "PD prefill server, which follows each request's random bootstrap room (a uniformly random rank)",
+    )
     dsa_prefill_dense_attn_kv_len_threshold: int = Field(
         default=2048,
         ge=0,

@@ -47,6 +47,8 @@ from simperf.sglang_defaults import (
 )
 
 MIB = 1024 * 1024
+# SGLang's load_balance_method that sends a request to the DP rank of its bootstrap room (default_load_balance_method)
+FOLLOW_BOOTSTRAP_ROOM = "follow_bootstrap_room"
 
 
 def default_backends(
@@ -207,6 +209,26 @@ def _activation_tokens(s: ServingSpec, gpu: GpuSpec, chunk: int, role: str | Non
         return pd_decode_activation_tokens(s, gpu)
     full_chunk = chunk * s.dp_attention
     return full_chunk if full_chunk > 0 else s.max_prefill_tokens
+
+
+def auto_load_balance_method(role: str | None) -> str:
+    """SGLang's load_balance_method "auto" (0.5.17 server_args.py, _handle_load_balance_method): follow_bootstrap_room
+    on a PD prefill server (role "prefill"), round_robin on a PD decode server and on a server of its own."""
+    return FOLLOW_BOOTSTRAP_ROOM if role == "prefill" else "round_robin"
+
+
+def default_load_balance_method(s: ServingSpec, role: str | None) -> str:
+    """The DP controller's load_balance_method: the one given, else SGLang's "auto" (0.5.17 server_args.py,
+    _handle_load_balance_method): follow_bootstrap_room on a PD prefill server, round_robin on any other. Under
+    follow_bootstrap_room a request goes to rank bootstrap_room % DP (managers/data_parallel_controller.py,
+    follow_bootstrap_room_scheduler), and the room is a uniformly random 63-bit integer drawn per request by the
+    PD router (sgl-router src/routers/http/pd_types.rs, generate_room_id: a random u64 masked to i64::MAX; the
+    Python mini load balancer drew random.randint(0, 2**63 - 1)): each request lands on a uniformly random rank,
+    independently of the others (sim/engine.py draws it). 0.5.17's rule for every version simperf models (older
+    releases' round_robin followed the room on both PD sides; the release that changed it is not checked)."""
+    if "load_balance_method" in s.model_fields_set:
+        return s.load_balance_method
+    return auto_load_balance_method(role)
 
 
 def _default_mem_fraction(
@@ -530,6 +552,12 @@ def resolve(
             sp.accept_length.max if sp.accept_length else None,
         )
 
+    balance = default_load_balance_method(s, role)
+    if balance != s.load_balance_method and s.dp_attention > 1:
+        notes.append(
+            f"load_balance_method={balance} by SGLang's default for a PD prefill server: each request goes to the DP "
+            "rank its random bootstrap room names, modulo the ranks (uniformly at random)"
+        )
     if eager_reason is not None:
         notes.append(f"extends run eagerly, without SGLang's prefill CUDA graph ({eager_reason})")
 
@@ -564,6 +592,7 @@ def resolve(
         disable_radix_cache=s.disable_radix_cache,
         prefill_cuda_graph=eager_reason is None,
         dsa_dense_prefill_threshold=s.dsa_prefill_dense_attn_kv_len_threshold,
+        load_balance_method=balance,
         notes=tuple(notes),
     )
     return resolved, arch, gpu

@@ -59,5 +59,8 @@ class ResolvedServing:
     # notes; sglang_defaults.prefill_cuda_graph_off_reason)
     prefill_cuda_graph: bool = True
     dsa_dense_prefill_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+    # how the DP controller spreads requests over DP attention ranks: round_robin, total_requests, or
+    # follow_bootstrap_room (a PD prefill server's default: each request's random bootstrap room modulo the ranks)
+    load_balance_method: str = "round_robin"
     # how each number was obtained, for the report ("default rule", "user", "server log")
     notes: tuple[str, ...] = ()

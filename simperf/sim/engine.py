@@ -51,6 +51,10 @@ MIN_ITERATION_S = 1e-5
 # 1-token extends under DP attention —, new tokens, cached prefixes, KV of decode rows riding along)
 ExtendWork = tuple[RankState, ExtendPlan | None, np.ndarray, np.ndarray, np.ndarray | None]
 PROGRESS_STEPS = 200  # progress reports over a run (on_progress)
+# the PD router's bootstrap rooms are uniform over [0, 2^63) (sgl-router src/routers/http/pd_types.rs,
+# generate_room_id); the stream they are drawn from here is keyed by the run's seed and this constant
+BOOTSTRAP_ROOM_END = 2**63
+BOOTSTRAP_ROOM_STREAM = 0xB0075
 
 
 class Batch:
@@ -272,6 +276,14 @@ class Simulator:
             rank.set_policy(self.s.schedule_policy, seed + rank.rank_id)
         self.stats = SimStats(kv_capacity=self.s.max_total_tokens, per_rank_requests=[0] * dp)
         self._rr = 0
+        # load_balance_method follow_bootstrap_room (a PD prefill server's default): each request carries a random
+        # 63-bit bootstrap room from the PD router and goes to rank room % DP (scenario/resolve.py,
+        # default_load_balance_method); drawn per dispatched request from a stream of its own, seeded by the run
+        self._rooms = (
+            np.random.default_rng([seed, BOOTSTRAP_ROOM_STREAM])
+            if self.s.load_balance_method == "follow_bootstrap_room"
+            else None
+        )
         self.gpu_free = 0.0
         self.pending: Batch | None = None
         self._last_decode_us = 0.0
@@ -363,9 +375,13 @@ class Simulator:
                 self.trace.queued(r, now, float(self.client.send_s[r]), rank.rank_id)
 
     def _pick_rank(self) -> RankState:
-        # round_robin ignores load; total_requests picks the least loaded (docs/serving-model.md §2.2)
+        # round_robin ignores load; total_requests picks the least loaded; follow_bootstrap_room takes the rank of
+        # the request's random bootstrap room (docs/serving-model.md §2.2)
         if self.balance_by_load:
             return min(self.ranks, key=lambda rk: len(rk.running) + len(rk.waiting))
+        if self._rooms is not None:
+            room = int(self._rooms.integers(0, BOOTSTRAP_ROOM_END))
+            return self.ranks[room % len(self.ranks)]
         rank = self.ranks[self._rr % len(self.ranks)]
         self._rr += 1
         return rank
