@@ -1907,6 +1907,14 @@ CALIBRATION_TABLE_CASES = [
         "--cache-tokens: bounds the prefix reuse figure; ",
     ),
     table_case("table-status-unknown", "status: got ['okay']; allowed values: ok", gemm_table(status="okay")),
+    table_case("table-axis-negative", "row 0: gemm m is -64 on a status 'ok' row", gemm_table(m=-64)),
+    table_case("table-axis-null", "row 0: gemm m is None on a status 'ok' row", gemm_table(m=None), "check"),
+    Case(
+        "predict-table-axis-zero",
+        ("predict", "{ws}/s.yaml", "--calibration", "{ws}/cal"),
+        "cal/gemm.parquet: row 0: gemm m is 0 on a status 'ok' row",
+        {"cal/gemm.parquet": gemm_table(m=0)},
+    ),
 ]
 
 CASES = (

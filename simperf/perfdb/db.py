@@ -919,6 +919,25 @@ def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
             f"{path}: row {row}: time_us is {times[row]} on a status 'ok' row ({bad.len()} such rows); "
             "a usable row needs a positive finite time (mark it failed, or recalibrate)"
         )
+    for op in ops:
+        if op in OP_SPECS:
+            _check_axes(frame, path, op, OP_SPECS[op].axis_columns)
+
+
+def _check_axes(frame: pl.DataFrame, path: Path, op: str, axes: Sequence[str]) -> None:
+    """Every status 'ok' row of `op` sits at a point: each axis a positive finite number. A missing axis ended
+    in an internal error (TypeError), a negative one in a RecursionError, once a prediction interpolated there."""
+    ok = (frame["op"] == op) & (frame["status"] == "ok")
+    for axis in axes:
+        values = frame[axis].cast(pl.Float64, strict=False)
+        bad = (ok & ~(values.is_finite().fill_null(False) & (values > 0).fill_null(False))).arg_true()
+        if bad.len():
+            row = int(bad[0])
+            raise ValueError(
+                f"{path}: row {row}: {op} {axis} is {frame[axis][row]} on a status 'ok' row ({bad.len()} such "
+                f"rows); a timed point needs every axis ({', '.join(axes)}) a positive number (mark it failed, "
+                "or recalibrate)"
+            )
 
 
 def _read_tables(files: Sequence[Path]) -> pl.DataFrame:
