@@ -1623,6 +1623,18 @@ def gemm_table(drop: tuple[str, ...] = (), **changes) -> bytes:
     return buffer.getvalue()
 
 
+def gemm_table_of_version(version: str) -> bytes:
+    """gemm_table() as a simperf of another table schema version would have written it."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(gemm_table()))
+    buffer = io.BytesIO()
+    pq.write_table(table.replace_schema_metadata({"simperf_schema_version": version}), buffer)
+    return buffer.getvalue()
+
+
 AIC_IMPORT = ("calibrate", "import", "aiconfigurator", "--system", "b200_sxm", "--package-root",
               "{repo}/tests/fixtures/aiconfigurator")  # fmt: skip
 RUN_OK = '{"status": "ok"}'
@@ -1914,6 +1926,19 @@ CALIBRATION_TABLE_CASES = [
         ("predict", "{ws}/s.yaml", "--calibration", "{ws}/cal"),
         "cal/gemm.parquet: row 0: gemm m is 0 on a status 'ok' row",
         {"cal/gemm.parquet": gemm_table(m=0)},
+    ),
+    Case(
+        "predict-table-other-schema-version",
+        ("predict", "{ws}/s.yaml", "--calibration", "{ws}/cal"),
+        "cal/gemm.parquet: a table of schema version 2 (simperf_schema_version in its Parquet metadata); this "
+        "simperf reads version 1",
+        {"cal/gemm.parquet": gemm_table_of_version("2")},
+    ),
+    Case(
+        "merge-other-schema-version",
+        ("calibrate", "--merge-from", "{ws}/src", "--out", "{ws}/cal"),
+        "src/gemm.parquet: a table of schema version 0",
+        {"cal/gemm.parquet": gemm_table(), "src/gemm.parquet": gemm_table_of_version("0")},
     ),
 ]
 

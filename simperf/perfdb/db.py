@@ -50,7 +50,7 @@ from simperf.perfdb.prefix_path import PrefixPathRatios, read_prefix_path
 from simperf.perfdb.ratios import RatioTable, read_ratios
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
 from simperf.perfdb.scaled import ScaledModel, read_scaled_from, reference_directory
-from simperf.perfdb.schema import OP_SPECS, SOURCE_INDEX, SOURCES, OpSpec, arrow_schema
+from simperf.perfdb.schema import OP_SPECS, SCHEMA_VERSION, SOURCE_INDEX, SOURCES, OpSpec, arrow_schema
 from simperf.perfdb.shared_reads import SharedReadCosts
 from simperf.perfdb.shared_reads import read_costs as read_shared_reads
 from simperf.perfdb.vintage import VintageChoice, select_vintages
@@ -883,6 +883,19 @@ def _schema_version(path: Path) -> str | None:
     return value.decode() if value is not None else None
 
 
+def check_schema_version(path: Path) -> None:
+    """A table written under another schema version (simperf_schema_version in its Parquet metadata) is refused:
+    its columns may mean something else, and it was read as this version's without a word. A table without the
+    field (written by other tools) is read by its columns alone."""
+    version = _schema_version(path)
+    if version is not None and version != str(SCHEMA_VERSION):
+        raise ValueError(
+            f"{path}: a table of schema version {version} (simperf_schema_version in its Parquet metadata); this "
+            f"simperf reads version {SCHEMA_VERSION}: rewrite it with this simperf (simperf calibrate, or calibrate "
+            "import), or read it with the simperf that wrote it"
+        )
+
+
 def _polars_schema() -> dict[str, pl.DataType]:
     return dict(pl.from_arrow(arrow_schema().empty_table()).schema)  # type: ignore[union-attr]
 
@@ -896,6 +909,7 @@ def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
     usable row. A NaN, negative or missing time would otherwise be interpolated as if measured."""
     if "op" not in frame.columns:  # not a calibration table at all: the callers name that (locate.py)
         return
+    check_schema_version(path)
     needed = {"status", "time_us"}
     ops = frame["op"].drop_nulls().unique().to_list()
     for op in ops:
