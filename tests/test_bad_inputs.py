@@ -1940,6 +1940,34 @@ CALIBRATION_TABLE_CASES = [
         "src/gemm.parquet: a table of schema version 0",
         {"cal/gemm.parquet": gemm_table(), "src/gemm.parquet": gemm_table_of_version("0")},
     ),
+    *(
+        Case(
+            f"predict-tables-without-gpu-{name}",
+            ("predict", "{ws}/s.yaml", "--calibration", f"{{ws}}/{directory}"),
+            expected,
+            {f"{directory}/gemm.parquet": gemm_table(gpu=None), **extra},
+        )
+        for name, directory, extra, expected in (
+            (
+                "device-json",
+                "cal",
+                {"cal/device.json": '{"device": {"gpu": "h200"}}'},
+                "tables measured on h200 (device.json says h200; the rows record no gpu), but hardware.gpu is h100",
+            ),
+            (
+                "directory-name",
+                "h200",
+                {},
+                "tables measured on h200 (the directory's name; the rows record no gpu)",
+            ),
+            (
+                "nothing",
+                "cal",
+                {},
+                "the tables record no gpu (their gpu column is empty), and neither a device.json",
+            ),
+        )
+    ),
 ]
 
 CASES = (

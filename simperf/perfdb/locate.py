@@ -8,12 +8,13 @@ the roofline alone is allowed, but only when asked for (`simperf predict --roofl
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from simperf.hardware.catalog import GpuSpec
+from simperf.hardware.catalog import GpuSpec, gpu_keys
 from simperf.perfdb.schema import OP_SPECS
 
 ROOFLINE_HINT = "--roofline-only predicts from datasheet rooflines alone"
@@ -109,4 +110,40 @@ def check_rows(choice: CalibrationChoice, rows: pl.DataFrame, gpu: GpuSpec) -> N
         raise CalibrationError(
             f"{where}: tables measured on {', '.join(gpus)}, but hardware.gpu is {gpu.key}; pass that GPU's "
             f"tables with --calibration ({ROOFLINE_HINT})"
+        )
+    if not gpus and choice.directory is not None:
+        check_unlabelled_gpu(where, choice.directory, gpu)
+
+
+def recorded_gpu(directory: Path) -> tuple[str, str] | None:
+    """(GPU, where it is said) for a directory whose rows name none: its device.json (written by `simperf
+    calibrate`), else its name where that is a GPU of the catalogue (calibration/<gpu>/); None when neither."""
+    record = directory / "device.json"
+    if record.is_file():
+        try:
+            device = json.loads(record.read_text(encoding="utf-8")).get("device") or {}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise CalibrationError(f"{record}: not a device record ({exc})") from None
+        if isinstance(device, dict) and device.get("gpu"):
+            return str(device["gpu"]), f"{record.name} says {device['gpu']}"
+    if directory.resolve().name in gpu_keys():
+        return directory.resolve().name, "the directory's name"
+    return None
+
+
+def check_unlabelled_gpu(where: str, directory: Path, gpu: GpuSpec) -> None:
+    """Tables whose gpu column is empty were read for any scenario's GPU: H200 tables, their gpu blanked, priced an
+    H100 scenario without a word though their device.json said h200. The directory's own record decides."""
+    found = recorded_gpu(directory)
+    if found is None:
+        raise CalibrationError(
+            f"{where}: the tables record no gpu (their gpu column is empty), and neither a device.json nor the "
+            f"directory's name says which GPU measured them; fill the gpu column with {gpu.key} if they are "
+            f"{gpu.key} timings ({ROOFLINE_HINT})"
+        )
+    recorded, said = found
+    if recorded != gpu.key:
+        raise CalibrationError(
+            f"{where}: tables measured on {recorded} ({said}; the rows record no gpu), but hardware.gpu is "
+            f"{gpu.key}; pass that GPU's tables with --calibration ({ROOFLINE_HINT})"
         )
