@@ -25,6 +25,7 @@ from simperf.report.metrics import summarize
 from simperf.runsize import RunSize, check_size, expected_size, memory_limit_bytes
 from simperf.scenario.layout import idle_gpus
 from simperf.scenario.models import Scenario
+from simperf.scenario.overheads_read import check_overheads_read
 from simperf.scenario.pd import check_kv_compatible
 from simperf.scenario.resolve import resolve
 from simperf.scenario.resolved import ResolvedServing
@@ -247,6 +248,7 @@ def predict(
         return _predict_disaggregated(scenario, calibration_dir, roofline_only, guards, on_phase)
     on_phase("applying SGLang's defaults")
     serving, arch, gpu = resolve(scenario)
+    check_overheads_read(scenario, [(serving, arch)])
     on_phase("loading kernel tables")
     db, directory = open_perfdb(scenario, gpu, calibration_dir, roofline_only)
     overheads = scenario.host_overheads
@@ -406,6 +408,7 @@ def _predict_disaggregated(
     check_kv_compatible(
         [("disaggregation.prefill", pools[0].serving)], [("disaggregation.decode", pools[1].serving)]
     )
+    check_overheads_read(scenario, [(pool.serving, arch) for pool in pools])
     pool_tokens = min(pool.serving.max_total_tokens for pool in pools)
     requests = _requests(scenario, arch, guards, pool_tokens)
     on_phase(f"simulating {len(requests.input_len):,} requests on a prefill and a decode server")

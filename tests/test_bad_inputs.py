@@ -1968,6 +1968,51 @@ CALIBRATION_TABLE_CASES = [
             ),
         )
     ),
+    *(
+        scenario_case(f"overhead-unread-{name}", expected, **changes)
+        for name, expected, changes in (
+            (
+                "extend-launch-on-fa3",
+                "overheads.extend_launch_us_per_kernel: not read by this scenario: read for extends SGLang runs in "
+                "its prefill CUDA graph on an attention backend other than fa3 (here qwen3-8b (dense) at tp 1 runs "
+                "its extends in its prefill CUDA graph on fa3)",
+                {"overheads.extend_launch_us_per_kernel": 500},
+            ),
+            (
+                "eager-extend-of-moe-on-dense",
+                "overheads.eager_extend_us_per_kernel: not read by this scenario",
+                {"overheads.eager_extend_us_per_kernel": 500},
+            ),
+            (
+                "router-on-dense",
+                "overheads.decode_moe_router_us: not read by this scenario: read for a model with routed experts "
+                "(MoE) (here qwen3-8b has none)",
+                {"overheads.decode_moe_router_us": 5},
+            ),
+            (
+                "metrics-off",
+                "overheads.metrics_us_per_chunk: not read by this scenario: read where the server runs "
+                "--enable-metrics (here serving.enable_metrics is off)",
+                {"overheads.metrics_us_per_chunk": 50},
+            ),
+            (
+                "prefill-graph-replay",
+                "overheads.cuda_graph_replay_us: not read by this scenario: read by no prediction",
+                {"overheads.cuda_graph_replay_us": 50},
+            ),
+            (
+                "decode-gap-without-graphs",
+                "overheads.decode_graph_gap_us_per_kernel: not read by this scenario: read for decode steps "
+                "replayed from CUDA graphs (here decode runs without CUDA graphs)",
+                {"overheads.decode_graph_gap_us_per_kernel": 1, "serving.disable_cuda_graph": True},
+            ),
+            (
+                "tokenize-token-ids",
+                "overheads.tokenize_us_per_prompt_token: not read: the client sends token ids",
+                {"overheads.tokenize_us_per_prompt_token": 3, "workload.tokenize_prompt": True},
+            ),
+        )
+    ),
 ]
 
 CASES = (

@@ -176,9 +176,11 @@ def run_settings(scenario: Scenario, calibration_dir: Path | None, requests: Req
 
 def _check_groups(groups: list[ServerGroup]) -> None:
     from simperf.pipeline import check_supported
+    from simperf.scenario.overheads_read import check_overheads_read
 
     for group in groups:
         check_supported(group.scenario, group.field)
+    check_overheads_read(groups[0].scenario, [(group.serving, group.arch) for group in groups])
 
 
 def assemble(
