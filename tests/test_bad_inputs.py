@@ -2013,6 +2013,19 @@ CALIBRATION_TABLE_CASES = [
             ),
         )
     ),
+    *(
+        scenario_case(f"model-name-{name}", expected, **{"model.name": given})
+        for name, given, expected in (
+            ("case", "Qwen3-8B", "model.name: 'Qwen3-8B' is not in the zoo (did you mean 'qwen3-8b'?)"),
+            ("underscore", "qwen3_8b", "model.name: 'qwen3_8b' is not in the zoo (did you mean 'qwen3-8b'?)"),
+            (
+                "hf-repo",
+                "Qwen/Qwen3-8B-FP8",
+                "(did you mean 'qwen3-8b' (the checkpoint Qwen/Qwen3-8B-FP8 is qwen3-8b with model.weight_dtype: fp8)?)",
+            ),
+            ("no-near-version", "deepseek-v3.1", "model.name: 'deepseek-v3.1' is not in the zoo; known:"),
+        )
+    ),
 ]
 
 CASES = (

@@ -7,6 +7,7 @@ user's own config.json of a known family goes through exactly the same parser.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -58,6 +59,24 @@ def zoo_architectures() -> list[str]:
     return [name for name in zoo_names() if name not in variants]
 
 
+def zoo_suggestion(name: str) -> str | None:
+    """The zoo entry a name not in the zoo means: the same name in another case or punctuation ('Qwen3-8B',
+    'qwen3_8b', 'llama3.1-8b'), or the HF repo id of a zoo checkpoint ('Qwen/Qwen3-8B-FP8', with the weight dtype
+    it stores). No nearest spelling: deepseek-v3.1 is not deepseek-v3.2."""
+    from simperf.models.hf_names import zoo_entry_for_repo
+
+    repo = zoo_entry_for_repo(name)
+    if repo is not None:
+        entry, dtype = repo
+        return f"{entry!r} (the checkpoint {name.strip()} is {entry} with model.weight_dtype: {dtype})"
+    wanted = _bare(name)
+    return next((repr(known) for known in zoo_names() if _bare(known) == wanted), None)
+
+
+def _bare(name: str) -> str:
+    return re.sub(r"[\s_.\-]", "", name.lower())
+
+
 def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
     """The architecture of a zoo model, or of a user's HF config.json (then `name` is only a label)."""
     if config_path is not None:
@@ -73,9 +92,10 @@ def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
             raise UnknownModelError(f"model.config {config_path}: a config.json holds one JSON object")
         return arch_from_hf_config(name, config, source=str(config_path))
     if name not in zoo_names():
+        hint = zoo_suggestion(name)
         raise UnknownModelError(
-            f"model {name!r} is not in the zoo; known: {', '.join(zoo_names())} "
-            "(or give model.config: path to a HF config.json)"
+            f"model.name: {name!r} is not in the zoo{f' (did you mean {hint}?)' if hint else ''}; known: "
+            f"{', '.join(zoo_names())} (or give model.config: path to a HF config.json)"
         )
     return arch_from_hf_config(name, _zoo_config(name), source=f"zoo/{name}.json")
 
