@@ -1974,7 +1974,7 @@ CALIBRATION_TABLE_CASES = [
             (
                 "extend-launch-on-fa3",
                 "overheads.extend_launch_us_per_kernel: not read by this scenario: read for extends SGLang runs in "
-                "its prefill CUDA graph on an attention backend other than fa3 (here qwen3-8b (dense) at tp 1 runs "
+                "its prefill CUDA graph on an attention backend other than fa3 (here qwen3-8b (dense family) at tp 1 runs "
                 "its extends in its prefill CUDA graph on fa3)",
                 {"overheads.extend_launch_us_per_kernel": 500},
             ),

@@ -42,9 +42,8 @@ def _eager_decode(serving: ResolvedServing) -> bool:
 
 
 def _extends(s: ResolvedServing, a: ModelArch) -> str:
-    kind = "dense" if _dense(a) else "MoE / MLA"
     graph = "in its prefill CUDA graph" if s.prefill_cuda_graph else "without a prefill CUDA graph"
-    return f"{a.name} ({kind}) at tp {s.layout.tp} runs its extends {graph} on {s.prefill_backend}"
+    return f"{a.name} ({a.family} family) at tp {s.layout.tp} runs its extends {graph} on {s.prefill_backend}"
 
 
 def _decode_graphs(s: ResolvedServing, a: ModelArch) -> str:
