@@ -1,7 +1,7 @@
-"""The H100 tables hold the GEMM, BMM and elementwise keys the zoo's own layouts run (issue 19: a key without a
+"""The H100 and H200 tables hold the GEMM, BMM and elementwise keys the zoo's own layouts run (issue 19: a key without a
 table is priced from the nearest one by the roofline ratio). These were found missing by walking every zoo model at
 TP 1/2/4/8 through the step cost and timed by calibration/grids/issue19_zoo_missing_keys.yaml (docs/perfdb.md,
-"The zoo's own keys that had no table"); the H200 was not lent for them."""
+"The zoo's own keys that had no table")."""
 
 from __future__ import annotations
 
@@ -42,15 +42,15 @@ KEYS = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def h100() -> PerfDB:
-    directory = ROOT / "calibration" / "h100"
+@pytest.fixture(scope="module", params=("h100", "h200"))
+def db(request) -> PerfDB:
+    directory = ROOT / "calibration" / request.param
     return PerfDB.load(directory, resolve_gpu(directory))
 
 
 @pytest.mark.parametrize(
     ("op", "key", "axes"), KEYS, ids=[f"{op}-" + "-".join(str(v) for v in k.values()) for op, k, _ in KEYS]
 )
-def test_the_zoo_key_has_its_own_h100_table(h100, op, key, axes):
-    assert h100.has_own(op, key), f"{op} {key}: no H100 table of its own"
-    assert h100.lookup(op, key, **axes).source in ("measured", "interpolated")
+def test_the_zoo_key_has_its_own_table(db, op, key, axes):
+    assert db.has_own(op, key), f"{op} {key}: no {db.gpu.key} table of its own"
+    assert db.lookup(op, key, **axes).source in ("measured", "interpolated")
