@@ -63,9 +63,10 @@ def distributed_init_extra_mib(tp: int) -> float:
 # + TP slack per 8 ranks + graph reserve, at least the floor on GPUs above 60 GiB; graph reserve
 # (ServerArgs.reserve_for_graph_mb) = 2 MB per decode graph batch (decode graphs on), + 3 (and 1.5 more above 300)
 # x max_bs x DP under DP attention, and, where the prefill CUDA graph is on when the rule runs
-# (_handle_cuda_graph_config has already turned it off for MLA other than DSA, DP attention, PD; see
-# prefill_cuda_graph_off_reason), 8 MB per captured prefill size (prefill_graph_capture_sizes) or, for an MLA
-# backend, 1536 MB. Checked against every ground-truth server's logged mem_fraction_static (tests).
+# (_handle_cuda_graph_config has already turned it off for MLA other than DSA and on a PD decode server, not for DP
+# attention nor a PD prefill server; see prefill_cuda_graph_off_reason), 8 MB per captured prefill size
+# (prefill_graph_capture_sizes) or, for an MLA backend, 1536 MB. Checked against every ground-truth server's logged
+# mem_fraction_static (tests).
 RESERVED_BASE_MB = 512
 RESERVED_MB_PER_ACTIVATION_TOKEN = 1.5
 MIN_ACTIVATION_TOKENS = 2048
@@ -141,24 +142,33 @@ MAX_KV_CHUNK_CAPACITY = 131072
 
 # ---- prefill CUDA graph (0.5.17 srt/server_args.py) ------------------------------------------------------------------
 def prefill_cuda_graph_off_reason(
-    mla_non_dsa: bool, dp_attention: int, disaggregated: bool, disable_cuda_graph: bool
+    mla_non_dsa: bool, pd_role: str | None, disable_cuda_graph: bool
 ) -> str | None:
     """Why SGLang runs every extend eagerly (no breakable prefill CUDA graph), or None when it captures one.
 
-    0.5.17 captures extends of up to its chunked-prefill size in a breakable CUDA graph, except where
-    `_disable_breakable_cudagraph_if_incompatible` (MLA attention other than DSA: "Breakable CUDA graph is
-    incompatible with MLA attention (non-DSA)", logged by our DeepSeek-V2-Lite server) or
-    `_disable_prefill_cuda_graph_if_incompatible` (DP attention, PD disaggregation, ...) turn it off. Of their
-    rules these are the ones a simperf scenario can express.
+    0.5.17 (srt/server_args.py, ServerArgs._handle_cuda_graph_config, before _handle_gpu_memory_settings sizes the
+    reserve) resolves the prefill phase's backend to Backend.BREAKABLE on CUDA (model_executor/cuda_graph_config.py,
+    default_prefill_backend) and then turns it off only where:
+    * --disable-cuda-graph sets both phases to DISABLED and locks them (_parse_cuda_graph_config), so no
+      compatibility rule runs;
+    * `_disable_breakable_cudagraph_if_incompatible` (called by _apply_cuda_graph_compatibility for BREAKABLE) matches:
+      of its rules only "MLA attention (non-DSA)" can be expressed in a simperf scenario (use_mla_backend() and not
+      is_deepseek_dsa; logged by our DeepSeek-V2-Lite server). DP attention and PD disaggregation are NOT among its
+      rules: they are rules of `_disable_tc_piecewise_cudagraph_if_incompatible`, which only runs for the
+      tc_piecewise backend (non-CUDA hardware, validated multimodal models);
+    * `_apply_cuda_graph_disaggregation_roles`: a PD decode server (--disaggregation-mode decode) turns its prefill
+      graph off (a PD prefill server turns its decode graph off instead and keeps the prefill graph).
+    So plain TP and DP attention keep the graph on an MHA/GQA model or a DSA model; an MLA (non-DSA) model runs
+    eagerly on any layout. (`_disable_prefill_cuda_graph_for_deepseek_trtllm_mla` also turns it off for
+    DeepseekV3ForCausalLM on trtllm_mla, a non-DSA MLA arch the MLA rule has already turned off.)
+    pd_role: "prefill", "decode" or None (--disaggregation-mode).
     """
     if disable_cuda_graph:
         return "--disable-cuda-graph"
     if mla_non_dsa:
         return "MLA attention (non-DSA)"
-    if dp_attention > 1:
-        return "DP attention"
-    if disaggregated:
-        return "PD disaggregation"
+    if pd_role == "decode":
+        return "PD decode server"
     return None
 
 

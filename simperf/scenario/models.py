@@ -646,7 +646,7 @@ class Overheads(_Strict):
         default=107.3,
         ge=0,
         description="host time per kernel of an extend forward SGLang runs without a prefill CUDA graph (0.5.17 "
-        "disables it for MLA models other than DSA, DP attention and PD disaggregation): an eager extend lasts at "
+        "disables it for MLA models other than DSA and on a PD decode server): an eager extend lasts at "
         "least kernels x this. Measured with SGLang's own one_batch benchmark on an idle H200: DeepSeek-V2-Lite, "
         "1,024-token prefill, 57.75 ms where its kernels keep the GPU busy 20.0 ms (torch profiler, 742 launches), "
         "over the 538 kernels simperf counts in that forward (groundtruth/forwards/, docs/overheads.md)",

@@ -411,9 +411,11 @@ def resolve(
     pd_decode: bool | None = None,
 ) -> tuple[ResolvedServing, ModelArch, GpuSpec]:
     """field: where the server arguments sit in the scenario file, for error messages (a PD pool's are under
-    disaggregation.prefill / .decode). disaggregated: the server is one side of a PD pair (SGLang then runs extends
-    without a prefill CUDA graph); by default, when its arguments sit under disaggregation. pd_decode: the server is
-    a PD decode server (it runs no chunked prefill); by default, when its arguments sit under disaggregation.decode."""
+    disaggregation.prefill / .decode). disaggregated: the server is one side of a PD pair (a PD prefill server keeps
+    its prefill CUDA graph and drops the decode one; a PD decode server the reverse: 0.5.17 server_args.py,
+    _apply_cuda_graph_disaggregation_roles); by default, when its arguments sit under disaggregation. pd_decode: the
+    server is a PD decode server (it runs no chunked prefill); by default, when its arguments sit under
+    disaggregation.decode."""
     s = scenario.serving
     gpu = get_gpu(scenario.hardware.gpu)
     arch = load_arch(scenario.model.name, scenario.model.config)
@@ -473,10 +475,11 @@ def resolve(
     mla = arch.is_mla
     pd = field.startswith("disaggregation") if disaggregated is None else disaggregated
     role = ("decode" if decode_server else "prefill") if pd else None  # --disaggregation-mode
+    # 0.5.17 server_args.py: _disable_breakable_cudagraph_if_incompatible (MLA non-DSA) and
+    # _apply_cuda_graph_disaggregation_roles (PD decode); DP attention and a PD prefill server keep the graph
     eager_reason = prefill_cuda_graph_off_reason(
         mla_non_dsa=mla and arch.attention != "dsa",
-        dp_attention=s.dp_attention,
-        disaggregated=pd,
+        pd_role=role,
         disable_cuda_graph=s.disable_cuda_graph,
     )
     mem_fraction = s.mem_fraction_static
