@@ -65,8 +65,10 @@ def distributed_init_extra_mib(tp: int) -> float:
 # x max_bs x DP under DP attention, and, where the prefill CUDA graph is on when the rule runs
 # (_handle_cuda_graph_config has already turned it off for MLA other than DSA and on a PD decode server, not for DP
 # attention nor a PD prefill server; see prefill_cuda_graph_off_reason), 8 MB per captured prefill size
-# (prefill_graph_capture_sizes) or, for an MLA backend, 1536 MB. Checked against every ground-truth server's logged
-# mem_fraction_static (tests).
+# (prefill_graph_capture_sizes) or, for an MLA backend, 1536 MB. max_bs there is the decode graph's max_bs as
+# _handle_gpu_memory_settings leaves it (--cuda-graph-max-bs or the GPU-memory default), not capped by
+# --max-running-requests: only the runtime's capture list is (get_batch_sizes_to_capture). Checked against every
+# ground-truth server's logged mem_fraction_static (tests).
 RESERVED_BASE_MB = 512
 RESERVED_MB_PER_ACTIVATION_TOKEN = 1.5
 MIN_ACTIVATION_TOKENS = 2048

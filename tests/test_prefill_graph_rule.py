@@ -174,3 +174,35 @@ def test_a_dp_attention_extend_takes_the_graphed_host_cost():
     host = prediction.cost.extend_host_us_per_kernel
     assert host.field.startswith("extend_launch_us_per_kernel")  # (_fa3 on Hopper's default backend)
     assert host == prediction.cost.overheads.extend_launch_us(prediction.serving.prefill_backend)
+
+
+@pytest.mark.parametrize(
+    "model, count, serving, max_bs, chunk, prefill_mb",
+    [
+        # plain TP: 2 MB x 256, not 2 MB x 64
+        ("qwen3-8b", 1, {"max_running_requests": 64}, 256, 8192, 464.0),
+        # DP attention: the decode graph's 512 at TP 8 x DP 8 padding terms, not 128 / 8 = 16 per rank
+        ("deepseek-v3", 8, {"tp": 8, "dp_attention": 8, "max_running_requests": 128}, 512, 8192, 0.0),
+    ],
+)
+def test_the_graph_reserve_takes_the_decode_max_bs_before_max_running_requests_caps_it(
+    model, count, serving, max_bs, chunk, prefill_mb
+):
+    """0.5.17 server_args.py, _handle_gpu_memory_settings: the decode graph's max_bs is --cuda-graph-max-bs or the
+    GPU-memory default (256 below TP 4, else 512 on an H100/H200) when mem_fraction_static is computed, and
+    reserve_for_graph_mb reads it there (2 MB per batch; 3 and, above 300, 1.5 more x DP under DP attention).
+    Nothing in server_args.py caps it by --max-running-requests; only the runtime's capture list is capped by the
+    request pool (base_cuda_graph_runner.py, get_batch_sizes_to_capture). simperf capped it at
+    max_running_requests / DP first, reserving too little and predicting a larger KV pool."""
+    from simperf.hardware.catalog import get_gpu
+    from simperf.scenario.resolve import default_mem_fraction_static
+
+    gpu_key = "h100" if count == 1 else "h200"
+    resolved = _resolve(model, gpu=gpu_key, count=count, **serving)
+    dp = serving.get("dp_attention", 1)
+    expected = default_mem_fraction_static(
+        get_gpu(gpu_key), chunk, serving.get("tp", 1), max_bs, dp, prefill_graph_mb=prefill_mb
+    )
+    assert f"mem_fraction_static={expected} by SGLang's reservation rule" in resolved.notes
+    # the captured decode graphs still stop at the running requests per rank
+    assert resolved.cuda_graph_max_bs == serving["max_running_requests"] // dp

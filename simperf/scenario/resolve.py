@@ -468,9 +468,12 @@ def resolve(
         )
 
     graphs_on = not s.disable_cuda_graph
+    # the decode graph's max_bs as 0.5.17 server_args.py, _handle_gpu_memory_settings, leaves it when it computes
+    # mem_fraction_static (reserve_for_graph_mb: 2 MB per batch, the DP-attention padding terms): --cuda-graph-max-bs
+    # or the GPU-memory default, not capped by --max-running-requests (nothing in server_args.py caps it; only the
+    # runtime's capture list is, by the request pool: model_executor/runner/base_cuda_graph_runner.py,
+    # get_batch_sizes_to_capture), so the reserve takes it uncapped; the buckets below take the cap
     max_bs = s.cuda_graph_max_bs or default_cuda_graph_max_bs(gpu, s.tp)
-    if s.max_running_requests is not None:
-        max_bs = min(max_bs, max(1, s.max_running_requests // s.dp_attention))
 
     mla = arch.is_mla
     pd = field.startswith("disaggregation") if disaggregated is None else disaggregated
