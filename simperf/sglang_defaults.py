@@ -143,8 +143,22 @@ MAX_KV_CHUNK_CAPACITY = 131072
 
 
 # ---- prefill CUDA graph (0.5.17 srt/server_args.py) ------------------------------------------------------------------
+# The first version whose prefill-graph rule was read from its source (0.5.17: breakable is CUDA's default prefill
+# backend, and DP attention / PD prefill keep it). Versions before it keep simperf's earlier rule, where DP attention
+# and either PD role also run every extend eagerly: the rule of the torch-compile piecewise graph that preceded the
+# breakable default (sglang PR 23906, the CUDA-graph backend refactor, made breakable the default; the piecewise
+# backend's rules, kept in 0.5.17 as `_disable_tc_piecewise_cudagraph_if_incompatible`, list "DP attention" and
+# "PD disaggregation"; before sglang PR 16331 prefill graphs were opt in). The release that first shipped the
+# breakable default is not checked, so the new rule starts at the version that was read.
+BREAKABLE_PREFILL_RULE_FROM = (0, 5, 17)
+
+
 def prefill_cuda_graph_off_reason(
-    mla_non_dsa: bool, pd_role: str | None, disable_cuda_graph: bool
+    mla_non_dsa: bool,
+    pd_role: str | None,
+    disable_cuda_graph: bool,
+    dp_attention: int = 1,
+    sglang_version: str = "0.5.17",
 ) -> str | None:
     """Why SGLang runs every extend eagerly (no breakable prefill CUDA graph), or None when it captures one.
 
@@ -163,12 +177,19 @@ def prefill_cuda_graph_off_reason(
     So plain TP and DP attention keep the graph on an MHA/GQA model or a DSA model; an MLA (non-DSA) model runs
     eagerly on any layout. (`_disable_prefill_cuda_graph_for_deepseek_trtllm_mla` also turns it off for
     DeepseekV3ForCausalLM on trtllm_mla, a non-DSA MLA arch the MLA rule has already turned off.)
-    pd_role: "prefill", "decode" or None (--disaggregation-mode).
+    pd_role: "prefill", "decode" or None (--disaggregation-mode). Before BREAKABLE_PREFILL_RULE_FROM, DP attention
+    (dp_attention > 1) and either PD role also turn it off (simperf's earlier rule, kept for those versions).
     """
     if disable_cuda_graph:
         return "--disable-cuda-graph"
     if mla_non_dsa:
         return "MLA attention (non-DSA)"
+    if version_tuple(sglang_version) < BREAKABLE_PREFILL_RULE_FROM:
+        if dp_attention > 1:
+            return "DP attention"
+        if pd_role is not None:
+            return "PD disaggregation"
+        return None
     if pd_role == "decode":
         return "PD decode server"
     return None

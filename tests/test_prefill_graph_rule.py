@@ -206,3 +206,28 @@ def test_the_graph_reserve_takes_the_decode_max_bs_before_max_running_requests_c
     assert f"mem_fraction_static={expected} by SGLang's reservation rule" in resolved.notes
     # the captured decode graphs still stop at the running requests per rank
     assert resolved.cuda_graph_max_bs == serving["max_running_requests"] // dp
+
+
+@pytest.mark.parametrize(
+    "version, dp, role, reason",
+    [
+        ("0.5.8", 8, None, "DP attention"),
+        ("0.5.8", 1, "prefill", "PD disaggregation"),
+        ("0.5.8", 1, "decode", "PD disaggregation"),
+        ("0.5.8", 1, None, None),
+        ("0.5.17", 8, None, None),
+        ("0.5.17", 1, "prefill", None),
+        ("0.5.23", 8, "prefill", None),
+    ],
+)
+def test_versions_before_the_one_read_keep_the_earlier_rule(version, dp, role, reason):
+    """The 0.5.17 rule applies from the version whose source was read (BREAKABLE_PREFILL_RULE_FROM); before it the
+    prefill graph was the torch-compile piecewise one (or opt in), whose rules ("DP attention", "PD
+    disaggregation": 0.5.17 keeps them as _disable_tc_piecewise_cudagraph_if_incompatible) simperf followed until
+    now, e.g. for the pinned 0.5.6 / 0.5.8 DeepSeek-V3.2 DP8 scenarios compared with sglang PRs in docs/b200.md."""
+    assert (
+        prefill_cuda_graph_off_reason(False, role, False, dp_attention=dp, sglang_version=version) == reason
+    )
+    resolved = _resolve("deepseek-v3.2", count=8, tp=8, dp_attention=dp, sglang_version=version)
+    if role is None:
+        assert resolved.prefill_cuda_graph is (reason is None)

@@ -480,10 +480,13 @@ def resolve(
     role = ("decode" if decode_server else "prefill") if pd else None  # --disaggregation-mode
     # 0.5.17 server_args.py: _disable_breakable_cudagraph_if_incompatible (MLA non-DSA) and
     # _apply_cuda_graph_disaggregation_roles (PD decode); DP attention and a PD prefill server keep the graph
+    # (versions before sglang_defaults.BREAKABLE_PREFILL_RULE_FROM keep the earlier rule)
     eager_reason = prefill_cuda_graph_off_reason(
         mla_non_dsa=mla and arch.attention != "dsa",
         pd_role=role,
         disable_cuda_graph=s.disable_cuda_graph,
+        dp_attention=s.dp_attention,
+        sglang_version=s.sglang_version,
     )
     mem_fraction = s.mem_fraction_static
     if mem_fraction is None:
