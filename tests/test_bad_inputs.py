@@ -1660,6 +1660,8 @@ CALIBRATION_TABLE_CASES = [
     table_case("table-time-null", "row 0: time_us is None", gemm_table(time_us=None), "check"),
     table_case("table-no-time-column", "no column time_us", gemm_table(drop=("time_us",))),
     table_case("table-no-axis-column", "no column m", gemm_table(drop=("m",)), "check"),
+    table_case("table-dtype-trailing-space", "row 0: dtype is 'bf16 '", gemm_table(dtype="bf16 ")),
+    table_case("table-backend-case", "row 0: backend is 'CUBLAS'", gemm_table(backend="CUBLAS"), "check"),
     Case(
         "tables-of-two-gpus",
         ("perfdb", "check", "{ws}/cal"),

@@ -50,7 +50,15 @@ from simperf.perfdb.prefix_path import PrefixPathRatios, read_prefix_path
 from simperf.perfdb.ratios import RatioTable, read_ratios
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
 from simperf.perfdb.scaled import ScaledModel, read_scaled_from, reference_directory
-from simperf.perfdb.schema import OP_SPECS, SCHEMA_VERSION, SOURCE_INDEX, SOURCES, OpSpec, arrow_schema
+from simperf.perfdb.schema import (
+    OP_SPECS,
+    SCHEMA_VERSION,
+    SOURCE_INDEX,
+    SOURCES,
+    STRING_KEY_COLUMNS,
+    OpSpec,
+    arrow_schema,
+)
 from simperf.perfdb.shared_reads import SharedReadCosts
 from simperf.perfdb.shared_reads import read_costs as read_shared_reads
 from simperf.perfdb.vintage import VintageChoice, select_vintages
@@ -910,6 +918,7 @@ def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
     if "op" not in frame.columns:  # not a calibration table at all: the callers name that (locate.py)
         return
     check_schema_version(path)
+    _check_key_spelling(frame, path)
     needed = {"status", "time_us"}
     ops = frame["op"].drop_nulls().unique().to_list()
     for op in ops:
@@ -936,6 +945,29 @@ def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
     for op in ops:
         if op in OP_SPECS:
             _check_axes(frame, path, op, OP_SPECS[op].axis_columns)
+
+
+# The string columns a query matches exactly (and the gpu a directory is checked against). simperf calibrate and
+# the importers write them lowercase without spaces; a row keyed 'bf16 ' or 'BF16' matched no query, so the key
+# fell back to the nearest other key or the roofline without a word.
+_KEY_STRING_COLUMNS = (*STRING_KEY_COLUMNS, "gpu")
+
+
+def _check_key_spelling(frame: pl.DataFrame, path: Path) -> None:
+    """Every key string is spelt as a query spells it: lowercase, no surrounding whitespace."""
+    for column in _KEY_STRING_COLUMNS:
+        if column not in frame.columns or frame[column].dtype != pl.String:
+            continue
+        values = frame[column]
+        bad = (values.is_not_null() & (values != values.str.strip_chars().str.to_lowercase())).arg_true()
+        if bad.len():
+            row = int(bad[0])
+            value = str(values[row])
+            raise ValueError(
+                f"{path}: row {row}: {column} is {value!r} ({bad.len()} such rows); key values are lowercase "
+                f"without surrounding spaces, as simperf calibrate writes them ({value.strip().lower()!r}), and a "
+                "row spelt otherwise matches no query: correct the column"
+            )
 
 
 def _check_axes(frame: pl.DataFrame, path: Path, op: str, axes: Sequence[str]) -> None:
