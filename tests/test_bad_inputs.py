@@ -1661,6 +1661,7 @@ CALIBRATION_TABLE_CASES = [
     table_case("table-no-time-column", "no column time_us", gemm_table(drop=("time_us",))),
     table_case("table-no-axis-column", "no column m", gemm_table(drop=("m",)), "check"),
     table_case("table-dtype-trailing-space", "row 0: dtype is 'bf16 '", gemm_table(dtype="bf16 ")),
+    table_case("table-sample-unknown", "row 0: sample: got ['grid2']", gemm_table(sample="grid2")),
     table_case("table-backend-case", "row 0: backend is 'CUBLAS'", gemm_table(backend="CUBLAS"), "check"),
     Case(
         "tables-of-two-gpus",

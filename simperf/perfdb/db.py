@@ -909,6 +909,7 @@ def _polars_schema() -> dict[str, pl.DataType]:
 
 
 _STATUSES = ("ok", "failed", "unsupported")
+_SAMPLES = ("grid", "heldout", "ragged")
 
 
 def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
@@ -931,6 +932,17 @@ def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
     if statuses:
         raise ValueError(
             f"{path}: status: got {sorted(map(str, statuses))}; allowed values: {', '.join(_STATUSES)}"
+        )
+    samples = (
+        set(frame["sample"].drop_nulls().unique().to_list()) - set(_SAMPLES)
+        if "sample" in frame.columns
+        else set()
+    )
+    if samples:  # an unknown label made its rows unusable: neither interpolated over nor checked
+        row = int((frame["sample"].is_in(sorted(map(str, samples)))).arg_true()[0])
+        raise ValueError(
+            f"{path}: row {row}: sample: got {sorted(map(str, samples))}; allowed values: {', '.join(_SAMPLES)} "
+            "(or empty, read as grid)"
         )
     times = frame["time_us"].cast(pl.Float64, strict=False)
     bad = (
