@@ -1623,6 +1623,22 @@ def gemm_table(drop: tuple[str, ...] = (), **changes) -> bytes:
     return buffer.getvalue()
 
 
+def float_gemm_table(**changes) -> bytes:
+    """gemm_table() as another tool would write it with float shape columns, changed."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(gemm_table()))
+    for name, value in changes.items():
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, pa.field(name, pa.float64()), pa.array([value], pa.float64()))
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
 def gemm_table_of_version(version: str) -> bytes:
     """gemm_table() as a simperf of another table schema version would have written it."""
     import io
@@ -1662,6 +1678,8 @@ CALIBRATION_TABLE_CASES = [
     table_case("table-no-axis-column", "no column m", gemm_table(drop=("m",)), "check"),
     table_case("table-dtype-trailing-space", "row 0: dtype is 'bf16 '", gemm_table(dtype="bf16 ")),
     table_case("table-sample-unknown", "row 0: sample: got ['grid2']", gemm_table(sample="grid2")),
+    table_case("table-m-fractional", "row 0: m is 64.5", float_gemm_table(m=64.5), "check"),
+    table_case("table-n-fractional", "row 0: n is 4096.5", float_gemm_table(n=4096.5)),
     table_case("table-backend-case", "row 0: backend is 'CUBLAS'", gemm_table(backend="CUBLAS"), "check"),
     Case(
         "tables-of-two-gpus",

@@ -944,6 +944,7 @@ def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
             f"{path}: row {row}: sample: got {sorted(map(str, samples))}; allowed values: {', '.join(_SAMPLES)} "
             "(or empty, read as grid)"
         )
+    _check_integers(frame, path)
     times = frame["time_us"].cast(pl.Float64, strict=False)
     bad = (
         (frame["status"] == "ok") & ~(times.is_finite().fill_null(False) & (times > 0).fill_null(False))
@@ -963,6 +964,22 @@ def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
 # the importers write them lowercase without spaces; a row keyed 'bf16 ' or 'BF16' matched no query, so the key
 # fell back to the nearest other key or the roofline without a word.
 _KEY_STRING_COLUMNS = (*STRING_KEY_COLUMNS, "gpu")
+
+
+def _check_integers(frame: pl.DataFrame, path: Path) -> None:
+    """The schema's integer columns hold whole numbers: a table written with floats there (m = 64.5) was cast to the
+    schema's int64 by truncation, so the row timed m = 64 without a word."""
+    for column, dtype in _polars_schema().items():
+        if column not in frame.columns or not dtype.is_integer() or not frame[column].dtype.is_float():
+            continue
+        values = frame[column]
+        bad = (values.is_finite() & (values != values.floor())).fill_null(False).arg_true()
+        if bad.len():
+            row = int(bad[0])
+            raise ValueError(
+                f"{path}: row {row}: {column} is {values[row]} ({bad.len()} such rows); {column} is an integer "
+                "column of the calibration schema (a fraction was truncated without a word): correct the row"
+            )
 
 
 def _check_key_spelling(frame: pl.DataFrame, path: Path) -> None:
