@@ -1680,6 +1680,12 @@ CALIBRATION_TABLE_CASES = [
     table_case("table-sample-unknown", "row 0: sample: got ['grid2']", gemm_table(sample="grid2")),
     table_case("table-m-fractional", "row 0: m is 64.5", float_gemm_table(m=64.5), "check"),
     table_case("table-n-fractional", "row 0: n is 4096.5", float_gemm_table(n=4096.5)),
+    Case(
+        "table-repeats-ten-times-apart",
+        ("perfdb", "check", "{ws}/cal"),
+        "b.parquet row 0: gemm (backend=cublas, dtype=bf16, n=4096, k=4096) at m=64 times 125 us, but",
+        {"cal/a.parquet": gemm_table(), "cal/b.parquet": gemm_table(time_us=125.0)},
+    ),
     table_case("table-backend-case", "row 0: backend is 'CUBLAS'", gemm_table(backend="CUBLAS"), "check"),
     Case(
         "tables-of-two-gpus",

@@ -1,6 +1,7 @@
 import itertools
 import math
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -293,10 +294,25 @@ def test_failed_heldout_and_ragged_rows_never_time_anything(tmp_path):
 
 
 def test_duplicate_measurements_are_combined_by_median(tmp_path):
-    rows = gemm_rows() + [row("gemm", GEMM_KEY, t, m=64) for t in (100.0, 200.0)]
+    rows = gemm_rows() + [row("gemm", GEMM_KEY, t, m=64) for t in (6.0, 10.0)]
     write_table(rows, tmp_path / "gemm.parquet")
-    us = PerfDB.load(tmp_path, H200).lookup("gemm", GEMM_KEY, m=64).us
-    assert us == pytest.approx(math.exp(np.median(np.log([5.64, 100.0, 200.0]))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # repeats within x2 of each other load silently
+        us = PerfDB.load(tmp_path, H200).lookup("gemm", GEMM_KEY, m=64).us
+    assert us == pytest.approx(math.exp(np.median(np.log([5.64, 6.0, 10.0]))))
+
+
+def test_repeats_more_than_twice_apart_are_refused_naming_both_rows(tmp_path):
+    """A row 10x its repeat is not a repeat: its median with the other moved a decode's TPOT 7.06 -> 23.14 ms."""
+    write_table(gemm_rows(), tmp_path / "gemm.parquet")
+    write_table([row("gemm", GEMM_KEY, 56.4, m=64)], tmp_path / "more.parquet")
+    with pytest.raises(ValueError, match=r"more.parquet row 0: gemm \(.*n=7168, k=2048\) at m=64 times 56.4 us, "
+                       r"but .*gemm.parquet row 2 times the same point 5.64 us \(x10.00; 2 rows there"):  # fmt: skip
+        PerfDB.load(tmp_path, H200)
+    write_table([row("gemm", GEMM_KEY, 11.0, m=64)], tmp_path / "more.parquet")  # x1.95: a repeat
+    assert PerfDB.load(tmp_path, H200).lookup("gemm", GEMM_KEY, m=64).us == pytest.approx(
+        math.sqrt(5.64 * 11.0)
+    )
 
 
 def test_third_party_points_keep_their_label(tmp_path):
@@ -355,7 +371,8 @@ def test_loading_a_few_hundred_thousand_rows_is_fast(tmp_path):
     n = 100_000
     for i in range(3):
         key = {**GEMM_KEY, "n": 1024 * (i + 1)}
-        rows = {"m": rng.integers(1, 10**6, n), "time_us": rng.uniform(1, 100, n)}
+        m = rng.integers(1, 10**6, n)  # repeated m (birthday collisions) must agree: a function of m
+        rows = {"m": m, "time_us": 1.0 + m * rng.uniform(1e-4, 1.2e-4, n)}
         write_table(
             [
                 row("gemm", {**key, "k": int(k % 512) + 1}, float(t), m=int(m))

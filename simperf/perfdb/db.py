@@ -487,7 +487,9 @@ class PerfDB:
             if directory is not None and Path(directory).is_dir()
             else []
         )
-        rows, vintages = select_vintages(_read_tables(files), sglang_version)
+        rows, vintages = select_vintages(_read_tables(files).with_row_index(_ROW_AT), sglang_version)
+        check_repeats(rows, files)
+        rows = rows.drop(_ROW_AT)
         foreign = sorted({g for g in rows["gpu"].unique().to_list() if g is not None and g != gpu.key})
         if foreign:
             warnings.warn(
@@ -964,6 +966,53 @@ def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
 # the importers write them lowercase without spaces; a row keyed 'bf16 ' or 'BF16' matched no query, so the key
 # fell back to the nearest other key or the roofline without a word.
 _KEY_STRING_COLUMNS = (*STRING_KEY_COLUMNS, "gpu")
+
+
+# Rows at one point of one key are repeats of one measurement, combined by their median (in log space: for two rows
+# their geometric mean). Repeats agree: a heavy decode kernel timed in different sessions on these hosts varies up
+# to ~16% ("GQA decode buckets" in docs/perfdb.md), and the widest spread the shipped tables hold is 1.81x, H200
+# collectives below 16 MiB where simperf's event-timed rows (upper bounds: the launch gap) meet AIConfigurator's
+# (docs/calibration.md). Rows further apart than this are not repeats (a unit slip, another kernel, a broken run):
+# their median moved a decode's TPOT 7.06 -> 23.14 ms when one row was 10x its neighbour. Refused, naming both rows.
+REPEAT_SPREAD_LIMIT = 2.0
+_ROW_AT = "_row_at"  # a row's index in the concatenated tables, to name its file and row
+
+
+def check_repeats(rows: pl.DataFrame, files: Sequence[Path]) -> None:
+    """No point of any key holds usable rows more than REPEAT_SPREAD_LIMIT apart (rows carry _ROW_AT)."""
+    starts = np.cumsum([0] + [pq.read_metadata(f).num_rows for f in files])
+
+    def where(at: int) -> str:
+        i = int(np.searchsorted(starts, at, side="right")) - 1
+        return f"{files[i]} row {at - int(starts[i])}"
+
+    for op in sorted(set(rows["op"].drop_nulls().unique().to_list()) & set(OP_SPECS)):
+        spec = OP_SPECS[op]
+        point = [*spec.key_columns, *spec.axis_columns]
+        spread = (
+            rows.filter(_grid_row_filter(op) & (pl.col("time_us") > 0))
+            .group_by(point)
+            .agg(
+                count=pl.len(),
+                low=pl.col("time_us").min(),
+                high=pl.col("time_us").max(),
+                low_at=pl.col(_ROW_AT).sort_by("time_us").first(),
+                high_at=pl.col(_ROW_AT).sort_by("time_us").last(),
+            )
+            .filter(pl.col("high") > REPEAT_SPREAD_LIMIT * pl.col("low"))
+        )
+        if spread.height == 0:
+            continue
+        worst = spread.sort(pl.col("high") / pl.col("low"), descending=True).row(0, named=True)
+        key = format_key(spec, tuple(worst[c] for c in spec.key_columns))
+        at = _format_point(spec.axis_columns, [worst[c] for c in spec.axis_columns])
+        raise ValueError(
+            f"{where(worst['high_at'])}: {op} ({key}) at {at} times {worst['high']:.4g} us, but "
+            f"{where(worst['low_at'])} times the same point {worst['low']:.4g} us "
+            f"(x{worst['high'] / worst['low']:.2f}; {worst['count']} rows there, {spread.height} such points); rows "
+            f"at one point are repeats, combined by their median, and repeats more than x{REPEAT_SPREAD_LIMIT:g} apart "
+            "are not (a unit slip, another kernel, a broken run): remove the wrong row or mark it failed"
+        )
 
 
 def _check_integers(frame: pl.DataFrame, path: Path) -> None:
