@@ -1693,7 +1693,15 @@ CALIBRATION_TABLE_CASES = [
         "several GPUs: h100 (a.parquet), h200 (b.parquet)",
         {"cal/a.parquet": gemm_table(), "cal/b.parquet": gemm_table(gpu="h200")},
     ),
-    table_case("table-no-gpu-odd-directory", "record no gpu and its name is no GPU", gemm_table(gpu=None)),
+    table_case(
+        "table-no-gpu-odd-directory", "record no gpu, it has no device.json naming one", gemm_table(gpu=None)
+    ),
+    Case(
+        "table-gpu-against-device-json",
+        ("perfdb", "check", "{ws}/cal"),
+        "the tables' gpu column says h100 but device.json says h200",
+        {"cal/gemm.parquet": gemm_table(), "cal/device.json": '{"device": {"gpu": "h200"}}'},
+    ),
     *(
         Case(
             f"scaled-from-{name}",

@@ -90,3 +90,24 @@ def test_gpu_is_taken_from_the_tables_else_the_directory_name(calibration, tmp_p
 )
 def test_op_families(op, family):
     assert op_family(op) == family
+
+
+def test_a_directory_without_gpu_rows_is_read_as_its_device_json_says_as_predict_reads_it(
+    calibration, tmp_path
+):
+    """perfdb check / coverage read the GPU as predict does (locate.directory_gpu): rows, then device.json, then the
+    directory's name. They skipped device.json: a directory named h100 holding H200 timings (device.json: h200,
+    gpu column blank) was checked as h100, and one of another name was refused."""
+    import json
+    import shutil
+
+    import polars as pl
+
+    for name in ("h100", "mine"):
+        directory = tmp_path / name
+        shutil.copytree(calibration, directory)
+        for path in directory.glob("*.parquet"):
+            pl.read_parquet(path).with_columns(gpu=pl.lit(None, pl.String)).write_parquet(path)
+        (directory / "device.json").write_text(json.dumps({"device": {"gpu": "h200"}}))
+        assert resolve_gpu(directory).key == "h200"
+        assert summarize_coverage(directory).height > 0

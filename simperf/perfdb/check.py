@@ -13,16 +13,17 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from simperf.hardware.catalog import GpuSpec, get_gpu
+from simperf.hardware.catalog import GpuSpec, get_gpu, gpu_keys
 from simperf.perfdb import workplan
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.keys import format_key, key_dict
+from simperf.perfdb.locate import directory_gpu
 from simperf.perfdb.schema import OP_SPECS, SOURCES, op_family
 
 
 def resolve_gpu(directory: Path, gpu: GpuSpec | str | None = None) -> GpuSpec:
-    """The GPU a calibration directory was measured on: as given, else the tables' gpu column, else the
-    directory's name (calibration/<gpu>/)."""
+    """The GPU a calibration directory was measured on: as given, else as a prediction reads it
+    (locate.directory_gpu: the tables' gpu column, else device.json, else the directory's name)."""
     if isinstance(gpu, GpuSpec):
         return gpu
     if isinstance(gpu, str):
@@ -32,17 +33,22 @@ def resolve_gpu(directory: Path, gpu: GpuSpec | str | None = None) -> GpuSpec:
         column = pl.read_parquet(path, columns=["gpu"])["gpu"]
         for g in column.drop_nulls().unique().sort().to_list():
             found.setdefault(g, path.name)
-    if len(found) == 1:
-        return get_gpu(next(iter(found)))
     if len(found) > 1:
         tables = ", ".join(f"{g} ({name})" for g, name in sorted(found.items()))
         raise ValueError(
             f"{directory}: tables measured on several GPUs: {tables}; a calibration directory holds one GPU's tables"
         )
+    said = directory_gpu(Path(directory), list(found))
+    if said is None:
+        raise ValueError(
+            f"{directory}: its tables record no gpu, it has no device.json naming one, and its name is no GPU "
+            f"(unknown GPU {Path(directory).resolve().name!r}; the catalogue knows: {', '.join(gpu_keys())}); fill "
+            "the tables' gpu column"
+        )
     try:
-        return get_gpu(Path(directory).name)
-    except ValueError as exc:  # name the directory and why its name was asked
-        raise ValueError(f"{directory}: its tables record no gpu and its name is no GPU: {exc}") from None
+        return get_gpu(said[0])
+    except ValueError as exc:  # name the directory and where the GPU was read
+        raise ValueError(f"{directory}: {said[1]}: {exc}") from None
 
 
 _ERROR_SCHEMA = {

@@ -106,6 +106,8 @@ def check_rows(choice: CalibrationChoice, rows: pl.DataFrame, gpu: GpuSpec) -> N
             f"the GPU ({ROOFLINE_HINT})"
         )
     gpus = sorted({g for g in usable["gpu"].unique().to_list() if g is not None})
+    if choice.directory is not None and len(gpus) == 1:
+        directory_gpu(choice.directory, gpus)  # rows that contradict the directory's device.json are refused
     if gpus and gpus != [gpu.key]:
         raise CalibrationError(
             f"{where}: tables measured on {', '.join(gpus)}, but hardware.gpu is {gpu.key}; pass that GPU's "
@@ -129,6 +131,27 @@ def recorded_gpu(directory: Path) -> tuple[str, str] | None:
     if directory.resolve().name in gpu_keys():
         return directory.resolve().name, "the directory's name"
     return None
+
+
+def directory_gpu(directory: Path, row_gpus: list[str]) -> tuple[str, str] | None:
+    """The GPU a calibration directory was measured on, and where that is said: its usable rows' gpu column
+    (`row_gpus`, the distinct values), else recorded_gpu (device.json, then the directory's name); None when nothing
+    says. One rule for every reader (predict, perfdb check / coverage / diff): rows of several GPUs, or rows that
+    contradict the directory's device.json, are refused."""
+    if len(row_gpus) > 1:
+        raise CalibrationError(
+            f"{directory}: tables measured on several GPUs: {', '.join(sorted(row_gpus))}; a calibration directory "
+            "holds one GPU's tables"
+        )
+    recorded = recorded_gpu(Path(directory))
+    if row_gpus:
+        if recorded is not None and recorded[1].startswith("device.json") and recorded[0] != row_gpus[0]:
+            raise CalibrationError(
+                f"{directory}: the tables' gpu column says {row_gpus[0]} but {recorded[1]}; correct whichever is "
+                "wrong"
+            )
+        return row_gpus[0], "the tables' gpu column"
+    return recorded
 
 
 def check_unlabelled_gpu(where: str, directory: Path, gpu: GpuSpec) -> None:
