@@ -267,6 +267,11 @@ SCENARIO_CASES = [
     scenario_case("model-config-missing", "nope.json", **{"model.name": "x", "model.config": "nope.json"}),
     scenario_case("weight-dtype", "model.weight_dtype", **{"model.weight_dtype": "int4"}),
     scenario_case(
+        "weight-dtype-bf16-of-fp8-checkpoint",
+        "model.weight_dtype: bf16, but qwen3-8b-fp8's checkpoint stores fp8 weights",
+        **{"model.name": "qwen3-8b-fp8", "model.weight_dtype": "bf16"},
+    ),
+    scenario_case(
         "weights-do-not-fit", "does not fit", **{"model.name": "deepseek-r1", "hardware.gpu": "h100"}
     ),
     scenario_case(

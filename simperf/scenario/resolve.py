@@ -429,6 +429,16 @@ def resolve(
     layout = ParallelLayout(tp=s.tp, dp_attention=s.dp_attention, ep=s.ep)
     notes: list[str] = []
 
+    if scenario.model.weight_dtype == "bf16" and arch.default_weight_dtype == "fp8":
+        # SGLang 0.5.17 ModelConfig._verify_quantization takes the quantisation from the checkpoint's
+        # quantization_config (another --quantization is an error or a requantisation, never bf16; --dtype sets the
+        # activations): the fp8 checkpoint is served as fp8, and pricing bf16 weights answered another deployment
+        raise ValueError(
+            f"model.weight_dtype: bf16, but {arch.name}'s checkpoint stores fp8 weights (its config's "
+            "quantization_config) and SGLang serves them as fp8 whatever --dtype says; leave weight_dtype out, or "
+            "for a bf16 what-if give model.config: the config.json of a bf16 checkpoint (one without a "
+            "quantization_config)"
+        )
     weight_dtype = scenario.model.weight_dtype or arch.default_weight_dtype
     kv_dtype = (
         s.kv_cache_dtype if s.kv_cache_dtype != "auto" else capabilities.auto_kv_dtype(arch.family, gpu.sm)
