@@ -295,6 +295,7 @@ def nothing_completed(stats: SimStats, n: int) -> str:
 
 
 API_SERVER_PACED = "WARNING: the API server sets the pace"
+OUTPUT_UPPER_BOUND = "WARNING: output lengths are upper bounds"
 
 
 def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, extra_notes):
@@ -331,6 +332,12 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         )
     if directory is None:
         notes["Calibration tables"] = "none (--roofline-only): every kernel time is a roofline estimate"
+    if not scenario.workload.ignore_eos:
+        notes[OUTPUT_UPPER_BOUND] = (
+            "workload.ignore_eos is false (--disable-ignore-eos): the server stops a request at the model's EOS, "
+            "which simperf cannot know; every request here generates its whole output_len (max_new_tokens), so "
+            "output tokens, E2E latency and load are upper bounds (docs/workload.md)"
+        )
     if requests.num_capped:
         notes["Requests capped to the context length"] = str(requests.num_capped)
     if getattr(requests, "num_dropped", 0):

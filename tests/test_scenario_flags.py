@@ -173,6 +173,49 @@ def test_tokenize_prompt_says_the_client_sends_token_ids():
     assert scenario_from_command_line([*QWEN_FLAGS, "--tokenize-prompt"]).scenario.workload.tokenize_prompt
 
 
+def test_max_concurrency_0_is_no_cap_as_in_bench_serving(tmp_path):
+    """bench_serving 0.5.17 (benchmark/serving.py): `Semaphore(max_concurrency) if max_concurrency else None`, and
+    it prints 0 as "not set". simperf refused --max-concurrency 0 (workload.max_concurrency >= 1)."""
+    flags = [f for f in QWEN_FLAGS if f not in ("--max-concurrency", "16")]
+    assert (
+        scenario_from_command_line([*flags, "--max-concurrency", "0"]).scenario.workload.max_concurrency
+        is None
+    )
+    capped = tmp_path / "capped.yaml"
+    capped.write_text(
+        yaml.safe_dump({**yaml.safe_load(_qwen_yaml()), "workload": {**_workload(), "max_concurrency": 4}})
+    )
+    uncapped = scenario_from_command_line([str(capped), "--max-concurrency", "0"]).scenario
+    assert (
+        uncapped.workload.max_concurrency is None
+    )  # the flag lifts the file's cap, as bench_serving would run
+
+
+def _workload() -> dict:
+    return {
+        "dataset": {"kind": "random", "input_len": 256, "output_len": 16},
+        "num_prompts": 10,
+        "request_rate": 5,
+    }
+
+
+def _qwen_yaml() -> str:
+    return yaml.safe_dump(
+        {"name": "q", "model": {"name": "qwen3-8b"}, "hardware": {"gpu": "h100"}, "serving": {"tp": 1}}
+    )
+
+
+def test_disable_ignore_eos_says_output_lengths_are_upper_bounds():
+    """With --disable-ignore-eos the server stops at EOS, which simperf cannot know: it generates every output
+    token, and the prediction says so rather than pass for the run."""
+    flags = QWEN_FLAGS
+    plain = runner.invoke(app, ["predict", *flags])
+    stopping = runner.invoke(app, ["predict", *flags, "--disable-ignore-eos"])
+    assert plain.exit_code == 0 and stopping.exit_code == 0, stopping.output
+    assert "output lengths are upper bounds" not in plain.output
+    assert "WARNING: output lengths are upper bounds: workload.ignore_eos is false" in stopping.output
+
+
 def test_mooncake_replays_the_trace_timestamps_as_bench_serving_does(tmp_path):
     # bench_serving 0.5.17 (benchmark/serving.py, benchmark) sends --dataset-name mooncake through
     # get_mooncake_request_over_time, which replays the timestamps with or without --use-trace-timestamps

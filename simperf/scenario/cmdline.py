@@ -308,6 +308,10 @@ def _apply_paths(settings: FlagSettings, data: dict[str, Any], origin: dict[str,
                 f"{flag.name}: this scenario has prefill and decode servers; set their fields with "
                 f"--set disaggregation.prefill.{flag.path.removeprefix('serving.')}=... (or .decode.)"
             )
+        if flag.name == "--max-concurrency" and value == 0:
+            # bench_serving 0.5.17 (benchmark/serving.py, `benchmark`) caps in-flight requests with
+            # `Semaphore(max_concurrency) if max_concurrency else None` and prints 0 as "not set": no cap
+            value = None
         _set(data, flag.path, value)
         origin[flag.path] = flag.name
     if settings.has("--disable-ignore-eos"):

@@ -94,7 +94,12 @@ FLAGS: tuple[Flag, ...] = (
     _client("--random-range-ratio", "workload.dataset.range_ratio", "lengths ~ U{int(L*r)..L}", _float),
     _client("--num-prompts", "workload.num_prompts", "requests to send", _int),
     _client("--request-rate", "workload.request_rate", "req/s (Poisson), or inf", _rate),
-    _client("--max-concurrency", "workload.max_concurrency", "client-side cap on requests in flight", _int),
+    _client(
+        "--max-concurrency",
+        "workload.max_concurrency",
+        "client-side cap on requests in flight (0: none, as bench_serving)",
+        _int,
+    ),
     _client("--seed", "workload.seed", "random seed", _int),
     _client("--warmup-requests", "workload.warmup_requests", "warm-up requests before the run", _int),
     _client("--disable-ignore-eos", None, "let requests stop at EOS (simperf: ignore_eos false)", None),
