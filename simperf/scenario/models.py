@@ -577,14 +577,14 @@ class Overheads(_Strict):
     to the scenario's host (on_host, hardware.host_speed)."""
 
     scheduler_us_per_iteration: float = Field(
-        default=965.9,
+        default=968.1,
         ge=0,
         description="CPU time to receive, schedule and launch one iteration (measured with process_us_per_iteration "
-        "as their sum, 1,449 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
-        "of two hosts (1,029 and 1,868 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
+        "as their sum, 1,452 us: a served decode iteration with the overlap scheduler off less its GPU step, median "
+        "of two hosts (1,036 and 1,868 us; docs/overheads.md); the 2 : 1 split between the two is not measured)",
     )
     process_us_per_iteration: float = Field(
-        default=483.0,
+        default=484.1,
         ge=0,
         description="CPU time to process one batch's results (append tokens, free KV, stream): a third of the "
         "measured per-iteration CPU time (see scheduler_us_per_iteration)",
