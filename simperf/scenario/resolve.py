@@ -6,6 +6,8 @@ numbers the server log gives (max_total_tokens) win over derived ones.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from simperf import capabilities
 from simperf.hardware.catalog import GpuSpec, get_gpu, max_measured_pre_load_used_bytes
 from simperf.models.arch import ModelArch
@@ -419,27 +421,9 @@ def resolve(
     s = scenario.serving
     gpu = get_gpu(scenario.hardware.gpu)
     arch = load_arch(scenario.model.name, scenario.model.config)
-    check_layout(arch, s.tp, s.dp_attention, s.ep, field)
-    if "dsa_prefill_dense_attn_kv_len_threshold" in s.model_fields_set and arch.attention != "dsa":
-        raise ValueError(
-            f"{field}.dsa_prefill_dense_attn_kv_len_threshold: applies to DSA models (DeepSeek-V3.2); "
-            f"{arch.name} has {arch.attention} attention"
-        )
-    _check_speculative_model(s.speculative, arch, field)
+    weight_dtype = _check_model_settings(scenario, arch, field)
     layout = ParallelLayout(tp=s.tp, dp_attention=s.dp_attention, ep=s.ep)
     notes: list[str] = []
-
-    if scenario.model.weight_dtype == "bf16" and arch.default_weight_dtype == "fp8":
-        # SGLang 0.5.17 ModelConfig._verify_quantization takes the quantisation from the checkpoint's
-        # quantization_config (another --quantization is an error or a requantisation, never bf16; --dtype sets the
-        # activations): the fp8 checkpoint is served as fp8, and pricing bf16 weights answered another deployment
-        raise ValueError(
-            f"model.weight_dtype: bf16, but {arch.name}'s checkpoint stores fp8 weights (its config's "
-            "quantization_config) and SGLang serves them as fp8 whatever --dtype says; leave weight_dtype out, or "
-            "for a bf16 what-if give model.config: the config.json of a bf16 checkpoint (one without a "
-            "quantization_config)"
-        )
-    weight_dtype = scenario.model.weight_dtype or arch.default_weight_dtype
     kv_dtype = (
         s.kv_cache_dtype if s.kv_cache_dtype != "auto" else capabilities.auto_kv_dtype(arch.family, gpu.sm)
     )
@@ -460,22 +444,8 @@ def resolve(
             f"{default_page_size(arch, prefill_backend, decode_backend, s.attention_backend)})"
         )
 
-    if s.chunked_prefill_size is None:
-        chunk = default_chunked_prefill_size(gpu)
-        notes.append(f"chunked_prefill_size={chunk} by SGLang's GPU-memory rule")
-    else:
-        chunk = s.chunked_prefill_size
-    if chunk > 0 and s.dp_attention > 1:
-        chunk = chunk // s.dp_attention  # docs/serving-model.md §1.5: C is split across DP ranks
     decode_server = field.startswith("disaggregation.decode") if pd_decode is None else pd_decode
-    if chunk > 0 and chunk % page_size != 0 and not decode_server:
-        # 0.5.17 server_args.py, check_server_args: `chunked_prefill_size % page_size == 0` (after the DP split,
-        # skipped on a PD decode server) or the server does not start; simperf predicted chunks that end mid-page
-        per_rank = f" per DP rank ({s.dp_attention} ranks)" if s.dp_attention > 1 else ""
-        raise ValueError(
-            f"{field}.chunked_prefill_size: {chunk} tokens{per_rank} is not a multiple of the page size "
-            f"({page_size}), which SGLang refuses at startup; give a multiple of {page_size * s.dp_attention}"
-        )
+    chunk = _chunk_per_rank(s, gpu, page_size, decode_server, field, notes)
 
     graphs_on = not s.disable_cuda_graph
     # the decode graph's max_bs as 0.5.17 server_args.py, _handle_gpu_memory_settings, leaves it when it computes
@@ -500,76 +470,20 @@ def resolve(
     )
     mem_fraction = s.mem_fraction_static
     if mem_fraction is None:
-        by_role = reserve_role(role, s.sglang_version)
-        mem_fraction = _default_mem_fraction(
-            s, gpu, mla, chunk, max_bs, graphs_on, eager_reason is None, by_role
-        )
-        # only where the pool comes from this fraction: a given max_total_tokens uses it in no number (unchanged)
-        if mem_fraction <= 0 and s.max_total_tokens is None:
-            raise ValueError(
-                _nothing_left_message(s, gpu, field, chunk, max_bs, graphs_on, mem_fraction, by_role)
-            )
-        how = {
-            None: "",
-            "prefill": " for a PD prefill server (no decode CUDA graph)",
-            "decode": f" for a PD decode server (activations for max({pd_decode_activation_tokens(s, gpu)}, "
-            f"{MIN_ACTIVATION_TOKENS}) tokens: running requests x draft tokens; no prefill CUDA graph)",
-        }[by_role]
-        notes.append(f"mem_fraction_static={mem_fraction} by SGLang's reservation rule{how}")
+        graphs = (max_bs, graphs_on, eager_reason is None)
+        mem_fraction = _default_mem_fraction_noted(s, gpu, mla, chunk, graphs, role, field, notes)
 
     kv_bytes = arch.kv_bytes_per_token_per_rank(layout, kv_dtype, decode_backend)
-    if s.max_total_tokens is not None:
-        _check_pool_fits(s.max_total_tokens, kv_bytes, gpu, field)
-        max_total_tokens = s.max_total_tokens
-        notes.append("max_total_tokens given by the user (server log)")
-    else:
-        pre_load, pre_load_source = memory_before_weights(gpu, s.tp)
-        weights = arch.weight_bytes_per_rank(layout, weight_dtype)
-        rest = pre_load * mem_fraction - weights
-        if rest <= 0:
-            raise ValueError(
-                f"{arch.name} needs {weights / 1e9:.1f} GB of weights per GPU with tp={s.tp}, ep={s.ep}, "
-                f"dp_attention={s.dp_attention}; a {gpu.key} leaves {pre_load * mem_fraction / 1e9:.1f} GB "
-                f"at mem_fraction_static={mem_fraction}: it does not fit"
-            )
-        max_total_tokens = int(rest // kv_bytes) // page_size * page_size
-        notes.append(
-            f"KV pool {max_total_tokens} tokens/rank = ({pre_load / 1e9:.2f} GB free before the weights "
-            f"({pre_load_source}) x {mem_fraction} - weights {weights / 1e9:.2f} GB) / {kv_bytes} B per token "
-            f"(estimated; give serving.max_total_tokens from the server log to override)"
-        )
-    if max_total_tokens < page_size * 2:
-        raise ValueError(f"KV pool of {max_total_tokens} tokens per rank is too small to serve anything")
-
-    if s.max_running_requests is not None:
-        max_running = max(1, s.max_running_requests // s.dp_attention)
-        _check_request_pool(max_running, arch.context_len, gpu, field)
-    elif s.speculative is not None:
-        max_running = SPECULATIVE_MAX_RUNNING_REQUESTS
-    else:
-        by_context = max_total_tokens / arch.context_len * MAX_RUNNING_REQUESTS_PER_CONTEXT
-        clamped = min(max(by_context, MAX_RUNNING_REQUESTS_FLOOR), MAX_RUNNING_REQUESTS_CEIL)
-        max_running = int(min(clamped, max_total_tokens // 2))
+    pool = _PoolInputs(layout, weight_dtype, kv_bytes, page_size, mem_fraction)
+    max_total_tokens = _kv_pool_tokens(s, arch, gpu, pool, field, notes)
+    max_running = _max_running_requests(s, arch, gpu, max_total_tokens, field)
     max_bs = min(max_bs, max_running)
     buckets = decode_graph_buckets(max_bs, s.speculative is not None) if graphs_on else ()
 
     dp_factor = DP_ATTENTION_CONSERVATIVENESS if s.dp_attention > 1 else 1.0
     init_ratio = min(INIT_NEW_TOKEN_RATIO * s.schedule_conservativeness * dp_factor, 1.0)
     min_ratio = init_ratio * MIN_NEW_TOKEN_RATIO_FACTOR
-    spec = None
-    if s.speculative is not None:
-        sp = s.speculative
-        draft = draft_tokens(sp)
-        spec = SpecSettings(
-            sp.algorithm,
-            sp.num_steps,
-            sp.eagle_topk,
-            draft,
-            sp.accept_length.mean if sp.accept_length else None,
-            # the spread across requests: it was accepted here and dropped, so a min/max changed nothing
-            sp.accept_length.min if sp.accept_length else None,
-            sp.accept_length.max if sp.accept_length else None,
-        )
+    spec = _spec_settings(s)
 
     balance = default_load_balance_method(s, role)
     if balance != s.load_balance_method and s.dp_attention > 1:
@@ -615,3 +529,150 @@ def resolve(
         notes=tuple(notes),
     )
     return resolved, arch, gpu
+
+
+def _default_mem_fraction_noted(
+    s: ServingSpec,
+    gpu: GpuSpec,
+    mla: bool,
+    chunk: int,
+    graphs: tuple[int, bool, bool],
+    role: str | None,
+    field: str,
+    notes: list[str],
+) -> float:
+    """SGLang's default mem_fraction_static for this server (graphs: decode max_bs, decode graphs on, prefill
+    graph on), with its note; an error where it leaves nothing and no pool size is given."""
+    max_bs, graphs_on, prefill_graph = graphs
+    by_role = reserve_role(role, s.sglang_version)
+    mem_fraction = _default_mem_fraction(s, gpu, mla, chunk, max_bs, graphs_on, prefill_graph, by_role)
+    # only where the pool comes from this fraction: a given max_total_tokens uses it in no number (unchanged)
+    if mem_fraction <= 0 and s.max_total_tokens is None:
+        raise ValueError(
+            _nothing_left_message(s, gpu, field, chunk, max_bs, graphs_on, mem_fraction, by_role)
+        )
+    how = {
+        None: "",
+        "prefill": " for a PD prefill server (no decode CUDA graph)",
+        "decode": f" for a PD decode server (activations for max({pd_decode_activation_tokens(s, gpu)}, "
+        f"{MIN_ACTIVATION_TOKENS}) tokens: running requests x draft tokens; no prefill CUDA graph)",
+    }[by_role]
+    notes.append(f"mem_fraction_static={mem_fraction} by SGLang's reservation rule{how}")
+    return mem_fraction
+
+
+def _check_model_settings(scenario: Scenario, arch: ModelArch, field: str) -> str:
+    """The layout, DSA-only and speculative settings checked against the model; returns the weight dtype."""
+    s = scenario.serving
+    check_layout(arch, s.tp, s.dp_attention, s.ep, field)
+    if "dsa_prefill_dense_attn_kv_len_threshold" in s.model_fields_set and arch.attention != "dsa":
+        raise ValueError(
+            f"{field}.dsa_prefill_dense_attn_kv_len_threshold: applies to DSA models (DeepSeek-V3.2); "
+            f"{arch.name} has {arch.attention} attention"
+        )
+    _check_speculative_model(s.speculative, arch, field)
+    if scenario.model.weight_dtype == "bf16" and arch.default_weight_dtype == "fp8":
+        # SGLang 0.5.17 ModelConfig._verify_quantization takes the quantisation from the checkpoint's
+        # quantization_config (another --quantization is an error or a requantisation, never bf16; --dtype sets the
+        # activations): the fp8 checkpoint is served as fp8, and pricing bf16 weights answered another deployment
+        raise ValueError(
+            f"model.weight_dtype: bf16, but {arch.name}'s checkpoint stores fp8 weights (its config's "
+            "quantization_config) and SGLang serves them as fp8 whatever --dtype says; leave weight_dtype out, or "
+            "for a bf16 what-if give model.config: the config.json of a bf16 checkpoint (one without a "
+            "quantization_config)"
+        )
+    return scenario.model.weight_dtype or arch.default_weight_dtype
+
+
+def _chunk_per_rank(
+    s: ServingSpec, gpu: GpuSpec, page_size: int, decode_server: bool, field: str, notes: list[str]
+) -> int:
+    """The chunked-prefill size per DP rank (SGLang's GPU-memory default where not given)."""
+    if s.chunked_prefill_size is None:
+        chunk = default_chunked_prefill_size(gpu)
+        notes.append(f"chunked_prefill_size={chunk} by SGLang's GPU-memory rule")
+    else:
+        chunk = s.chunked_prefill_size
+    if chunk > 0 and s.dp_attention > 1:
+        chunk = chunk // s.dp_attention  # docs/serving-model.md §1.5: C is split across DP ranks
+    if chunk > 0 and chunk % page_size != 0 and not decode_server:
+        # 0.5.17 server_args.py, check_server_args: `chunked_prefill_size % page_size == 0` (after the DP split,
+        # skipped on a PD decode server) or the server does not start; simperf predicted chunks that end mid-page
+        per_rank = f" per DP rank ({s.dp_attention} ranks)" if s.dp_attention > 1 else ""
+        raise ValueError(
+            f"{field}.chunked_prefill_size: {chunk} tokens{per_rank} is not a multiple of the page size "
+            f"({page_size}), which SGLang refuses at startup; give a multiple of {page_size * s.dp_attention}"
+        )
+    return chunk
+
+
+@dataclass(frozen=True)
+class _PoolInputs:
+    layout: ParallelLayout
+    weight_dtype: str
+    kv_bytes: int  # per token per rank
+    page_size: int
+    mem_fraction: float | None
+
+
+def _kv_pool_tokens(
+    s: ServingSpec, arch: ModelArch, gpu: GpuSpec, pool: _PoolInputs, field: str, notes: list[str]
+) -> int:
+    """KV pool tokens per rank: the given max_total_tokens, or (memory before the weights x mem_fraction_static -
+    the weights) / KV bytes per token, whole pages."""
+    if s.max_total_tokens is not None:
+        _check_pool_fits(s.max_total_tokens, pool.kv_bytes, gpu, field)
+        notes.append("max_total_tokens given by the user (server log)")
+        tokens = s.max_total_tokens
+    else:
+        fraction = pool.mem_fraction
+        assert fraction is not None  # resolve computes it whenever the pool is not given
+        pre_load, pre_load_source = memory_before_weights(gpu, s.tp)
+        weights = arch.weight_bytes_per_rank(pool.layout, pool.weight_dtype)
+        rest = pre_load * fraction - weights
+        if rest <= 0:
+            raise ValueError(
+                f"{arch.name} needs {weights / 1e9:.1f} GB of weights per GPU with tp={s.tp}, ep={s.ep}, "
+                f"dp_attention={s.dp_attention}; a {gpu.key} leaves {pre_load * fraction / 1e9:.1f} GB "
+                f"at mem_fraction_static={fraction}: it does not fit"
+            )
+        tokens = int(rest // pool.kv_bytes) // pool.page_size * pool.page_size
+        notes.append(
+            f"KV pool {tokens} tokens/rank = ({pre_load / 1e9:.2f} GB free before the weights "
+            f"({pre_load_source}) x {fraction} - weights {weights / 1e9:.2f} GB) / {pool.kv_bytes} B per token "
+            f"(estimated; give serving.max_total_tokens from the server log to override)"
+        )
+    if tokens < pool.page_size * 2:
+        raise ValueError(f"KV pool of {tokens} tokens per rank is too small to serve anything")
+    return tokens
+
+
+def _max_running_requests(
+    s: ServingSpec, arch: ModelArch, gpu: GpuSpec, max_total_tokens: int, field: str
+) -> int:
+    """Running requests per DP rank: the given cap, the speculative default, or SGLang's pool-size rule."""
+    if s.max_running_requests is not None:
+        max_running = max(1, s.max_running_requests // s.dp_attention)
+        _check_request_pool(max_running, arch.context_len, gpu, field)
+        return max_running
+    if s.speculative is not None:
+        return SPECULATIVE_MAX_RUNNING_REQUESTS
+    by_context = max_total_tokens / arch.context_len * MAX_RUNNING_REQUESTS_PER_CONTEXT
+    clamped = min(max(by_context, MAX_RUNNING_REQUESTS_FLOOR), MAX_RUNNING_REQUESTS_CEIL)
+    return int(min(clamped, max_total_tokens // 2))
+
+
+def _spec_settings(s: ServingSpec) -> SpecSettings | None:
+    if s.speculative is None:
+        return None
+    sp = s.speculative
+    return SpecSettings(
+        sp.algorithm,
+        sp.num_steps,
+        sp.eagle_topk,
+        draft_tokens(sp),
+        sp.accept_length.mean if sp.accept_length else None,
+        # the spread across requests: it was accepted here and dropped, so a min/max changed nothing
+        sp.accept_length.min if sp.accept_length else None,
+        sp.accept_length.max if sp.accept_length else None,
+    )
