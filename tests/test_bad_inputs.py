@@ -49,6 +49,11 @@ class Case:
     )  # extra files written into the workspace first
 
 
+# predict in flag mode replaying the workspace's mooncake trace (t.jsonl)
+MOONCAKE_FLAGS = ("predict", "--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-name", "mooncake",
+                  "--dataset-path", "{ws}/t.jsonl")  # fmt: skip
+
+
 def scenario_text(**changes) -> str:
     """GOOD with changes at dotted paths ("serving.tp": 3); DELETE removes a key. A trace dataset replays its own
     timestamps, so GOOD's request_rate is left out with it (unless the changes set one)."""
@@ -1336,35 +1341,12 @@ THIRD_SWEEP_CASES = [
     ),  # fmt: skip
     Case(
         "predict-mooncake-with-request-rate",
-        (
-            "predict",
-            "--model-path",
-            "qwen3-8b",
-            "--gpu",
-            "h100",
-            "--dataset-name",
-            "mooncake",
-            "--dataset-path",
-            "{ws}/t.jsonl",
-            "--request-rate",
-            "8",
-        ),
+        (*MOONCAKE_FLAGS, "--request-rate", "8"),
         "--request-rate: bench_serving ignores it for --dataset-name mooncake",
-    ),  # fmt: skip
+    ),
     Case(
         "predict-mooncake-with-tokenize-prompt",
-        (
-            "predict",
-            "--model-path",
-            "qwen3-8b",
-            "--gpu",
-            "h100",
-            "--dataset-name",
-            "mooncake",
-            "--dataset-path",
-            "{ws}/t.jsonl",
-            "--tokenize-prompt",
-        ),
+        (*MOONCAKE_FLAGS, "--tokenize-prompt"),
         "--tokenize-prompt: bench_serving's mooncake dataset sends text prompts",
     ),
     Case(
