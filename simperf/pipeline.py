@@ -260,8 +260,6 @@ def predict(
     simulator = Simulator(serving, cost, overheads, step_log=step_log, trace=trace)
     simulator.on_progress = guards.on_progress
     simulator.text_prompts = not scenario.workload.tokenize_prompt
-    if scenario.serving.load_balance_method == "total_requests":
-        simulator.balance_by_load = True
     started = time.perf_counter()
     records, stats = simulator.run(
         requests.input_len,
@@ -411,7 +409,7 @@ def _predict_disaggregated(
         kv_bytes = arch.kv_bytes_per_token_per_rank(
             resolved.layout, resolved.kv_dtype, resolved.decode_backend
         )
-        pools.append(Pool(resolved, cost, kv_bytes, serving_spec.load_balance_method == "total_requests"))
+        pools.append(Pool(resolved, cost, kv_bytes))
     check_kv_compatible(
         [("disaggregation.prefill", pools[0].serving)], [("disaggregation.decode", pools[1].serving)]
     )

@@ -76,21 +76,12 @@ def build_groups(
     return built
 
 
-def configure(simulator: Simulator, group: ServerGroup) -> Simulator:
-    """The per-server switches `pipeline.predict` sets on a single-server simulator."""
-    if group.scenario.serving.load_balance_method == "total_requests":
-        simulator.balance_by_load = True
-    return simulator
-
-
 def new_simulator(
     group: ServerGroup, overheads: Overheads, cls: type[Simulator] = Simulator, *, text_prompts: bool = False
 ) -> Simulator:
     """text_prompts: the requests reach this server as text, which its API server tokenises."""
     # the fleet's overheads, on this group's host
-    simulator = configure(
-        cls(group.serving, group.cost, overheads.on_host(group.scenario.hardware.resolved_host_speed)), group
-    )
+    simulator = cls(group.serving, group.cost, overheads.on_host(group.scenario.hardware.resolved_host_speed))
     simulator.text_prompts = text_prompts
     return simulator
 

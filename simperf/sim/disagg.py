@@ -38,8 +38,6 @@ class Pool:
     serving: ResolvedServing
     cost: StepCostModel
     kv_bytes_per_token: int  # per GPU of this pool: what one rank ships or receives
-    # load_balance_method total_requests: requests go to the DP rank holding the fewest (else round robin)
-    balance_by_load: bool = False
 
 
 @dataclass
@@ -206,11 +204,9 @@ def simulate_disaggregated(
     # the prefill server's API server tokenises text prompts on the requests' way in (the decode server's does the
     # same meanwhile, off the critical path)
     p_sim.text_prompts = text_prompts
-    p_sim.balance_by_load = prefill.balance_by_load
     p_sim.api_server_on(client, input_len)
     d_sim = Simulator(decode.serving, decode.cost, decode_overheads)
     d_sim.prebuilt = True
-    d_sim.balance_by_load = decode.balance_by_load
     d_sim.on_progress = on_progress
     source = PrefillSource(client, transfer_s)
     feed = KvFeed(client, p_sim, link_latency_s)

@@ -171,7 +171,8 @@ class Simulator:
         self._kv_observer = kv_observer  # test hook: called with the ranks after every commit
         self._step_log = step_log  # sim.steplog.StepLog: what each iteration ran (simperf validate)
         self.trace = trace  # sim.trace.RequestTrace: the requests followed by --trace-request
-        self.balance_by_load = False  # load_balance_method=total_requests
+        # load_balance_method total_requests: a request goes to the DP rank holding the fewest (resolved per server)
+        self.balance_by_load = serving.load_balance_method == "total_requests"
         # PD disaggregation decode server: admitted requests already hold their prompt's KV (shipped from the
         # prefill server), so their "extend" is a PREBUILT batch with no forward pass (docs/serving-model.md §5)
         self.prebuilt = False
