@@ -980,9 +980,9 @@ _ROW_AT = "_row_at"  # a row's index in the concatenated tables, to name its fil
 
 def check_repeats(rows: pl.DataFrame, files: Sequence[Path]) -> None:
     """No point of any key holds usable rows more than REPEAT_SPREAD_LIMIT apart (rows carry _ROW_AT)."""
-    starts = np.cumsum([0] + [pq.read_metadata(f).num_rows for f in files])
 
-    def where(at: int) -> str:
+    def where(at: int) -> str:  # only on a refusal: the files' row counts are read then, not on every load
+        starts = np.cumsum([0] + [pq.read_metadata(f).num_rows for f in files])
         i = int(np.searchsorted(starts, at, side="right")) - 1
         return f"{files[i]} row {at - int(starts[i])}"
 
