@@ -16,7 +16,7 @@ from simperf.models.hf_names import checkpoint_for
 from simperf.models.zoo import load_arch
 from simperf.scenario.flags import SGLANG_ATTENTION_BACKENDS
 from simperf.scenario.models import Scenario, ServingSpec
-from simperf.scenario.resolve import auto_load_balance_method, default_load_balance_method
+from simperf.scenario.resolve import auto_load_balance_method, default_load_balance_method, draft_tokens
 
 LAUNCH = ("python", "-m", "sglang.launch_server")
 # `sglang.bench_serving` runs on every 0.5.x release (0.5.17 moved it to sglang.benchmark.serving and keeps this
@@ -83,10 +83,7 @@ def _speculative_flags(s: ServingSpec, family: str) -> list[str]:
     algorithm = {"mtp": "EAGLE", "eagle": "EAGLE", "eagle3": "EAGLE3"}[sp.algorithm]
     out = ["--speculative-algorithm", algorithm, "--speculative-num-steps", str(sp.num_steps)]
     out += ["--speculative-eagle-topk", str(sp.eagle_topk)]
-    draft = sp.num_draft_tokens or (
-        sp.num_steps + 1 if sp.eagle_topk == 1 else sp.num_steps * sp.eagle_topk + 1
-    )
-    return out + ["--speculative-num-draft-tokens", str(draft)]
+    return out + ["--speculative-num-draft-tokens", str(draft_tokens(sp))]
 
 
 def server_flags(scenario: Scenario, s: ServingSpec, role: str | None = None) -> list[str]:
