@@ -42,6 +42,7 @@ GUARDS = (
     "tests/test_host_speed.py",
     "tests/test_groundtruth_corpus.py",
     "tests/test_ctastream.py",
+    "tests/test_prefillplan.py",
     "tests/test_shared_reads.py",
     "tests/test_calibrate_runner.py",
     "tests/test_moe_default_tiles.py",
@@ -348,6 +349,13 @@ MUTATIONS = (
         "simperf/perfdb/ctastream.py",
         "    t_ragged = fluid_makespan_s([w * per_token for w in ragged], slots, bandwidth, rate)\n",
         "    t_ragged = fluid_makespan_s([w * per_token for w in ragged], slots, bandwidth, rate * 1.01)\n",
+    ),
+    Mutation(
+        "prefill-plan-rate",
+        "ragged flashinfer FA3 prefill (perfdb/prefillplan.py): the rate per unit of the busiest CTA's load +1%",
+        "simperf/perfdb/prefillplan.py",
+        "    return rates.floor_us + rates.rate_at(path) * path, path\n",
+        "    return rates.floor_us + rates.rate_at(path) * 1.01 * path, path\n",
     ),
 )
 

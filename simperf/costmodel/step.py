@@ -38,6 +38,7 @@ from simperf.models.ops import (
     row_ops,
     uncosted_kernels_per_step,
 )
+from simperf.perfdb import prefillplan
 from simperf.perfdb.axisslice import AxisSlice
 from simperf.perfdb.db import OpCurve, PerfDB
 from simperf.perfdb.schema import SOURCE_INDEX, SOURCES
@@ -506,12 +507,38 @@ class SGLangStepCost:
         for op in ops:
             _, curve = self._resolve(op)
             us, src = curve(**{name: float(v) for name, v in op.axes.items()})
-            if op.floor_axes is not None:
+            planned = self._planned_extend(op, curve, float(us))
+            if planned is not None:
+                us = planned[0]
+            elif op.floor_axes is not None:
                 floor_us, floor_src = curve(**op.floor_axes)
                 if float(floor_us) > float(us):
                     us, src = floor_us, floor_src
             out[int(src)] += float(us) * op.count
         return out
+
+    def _planned_extend(self, op: OpCall, curve: OpCurve, equivalent_us: float) -> tuple[float, str] | None:
+        """(time, how) of a ragged extend call whose kernel's planner is modelled (perfdb/prefillplan.py): the
+        busiest CTA at the key's own rate, times what a PrefixPathCurve multiplies the one-kernel time by at the
+        batch's work-equivalent axes (SGLang's split of an extend over a cached prefix); None for any other call."""
+        if op.requests is None:
+            return None
+        base = getattr(
+            curve, "_base", curve
+        )  # a PrefixPathCurve prices SGLang's kernels from the table's one
+        rates = self.db.prefill_rates(base.op, base.key) if base.measured else None
+        if rates is None:
+            return None
+        found = prefillplan.planned_us(rates, np.asarray(op.requests[0]), np.asarray(op.requests[1]))
+        if found is None:
+            return None
+        us, path = found
+        axes = {name: float(v) for name, v in op.axes.items()}
+        factor = 1.0 if base is curve else equivalent_us / float(base(**axes)[0])
+        how = prefillplan.describe(rates, path)
+        if factor != 1.0:
+            how += f"; x{factor:.3g} for SGLang's split of an extend over a cached prefix"
+        return us * factor, how
 
     def decode_parts(
         self, bs: int, padded_bs: int, kv_len: float = 1.0
@@ -852,7 +879,10 @@ class SGLangStepCost:
         key, curve = self._resolve(op)
         axes = {name: float(np.asarray(v).reshape(-1)[0]) for name, v in op.axes.items()}
         t = curve.timing(**axes)
-        if op.floor_axes is not None:
+        planned = self._planned_extend(op, curve, t.us)
+        if planned is not None:
+            t = dc_replace(t, us=planned[0], detail=f"{planned[1]} (perfdb/prefillplan.py)")
+        elif op.floor_axes is not None:
             floor = curve.timing(**op.floor_axes)
             if floor.us > t.us:
                 t = dc_replace(

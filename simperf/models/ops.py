@@ -107,6 +107,9 @@ class OpCall:
     # a ragged extend batch's longest request alone: the call lasts at least as long as at these axes (its CTAs
     # are the kernel's critical path, however the rest of the batch packs around them); None: no such bound
     floor_axes: Mapping[str, Any] | None = None
+    # a ragged extend batch's own requests as (new tokens, KV lengths), for a key whose planner is modelled
+    # (perfdb/prefillplan.py prices it from the busiest CTA instead of the work-equivalent batch); None: uniform
+    requests: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     @property
     def key(self) -> dict[str, Any]:
@@ -127,6 +130,8 @@ class AttentionGroup:
     # a ragged extend batch's request with the longest KV (ties: the most new tokens), as (q_len, kv_len): its
     # last query tile streams the most keys, so the kernel takes at least that request's time alone
     straggler: tuple[float, float] | None = None
+    # a ragged extend batch's requests as (new tokens, KV lengths incl. them); None for a uniform batch
+    requests: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -233,10 +238,11 @@ def extend_group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> Attention
     sparse = float(_sum_min_topk(p, q, topk).sum()) / sum_q if topk else context_mean
     sparse_kv = sparse if topk and sparse < topk - 1e-9 else context_mean
     uniform = bool((q == q[0]).all() and (p == p[0]).all())
-    straggler = None
+    straggler = requests = None
     if not uniform:
         longest = int(np.lexsort((q, p + q))[-1])
         straggler = (float(q[longest]), float(q[longest] + p[longest]))
+        requests = (tuple(int(x) for x in extend), tuple(int(x) for x in extend + prefix))
     return AttentionGroup(
         batch=int(q.size) if uniform else sum_q / q_eq,
         q_len=q_eq,
@@ -245,6 +251,7 @@ def extend_group(extend: np.ndarray, prefix: np.ndarray, topk: int) -> Attention
         context_mean=context_mean,
         sparse_kv_len=sparse_kv,
         straggler=straggler,
+        requests=requests,
     )
 
 
@@ -598,7 +605,15 @@ def _mha_prefill_op(
         head_dim_v=d_v,
     )
     axes = {"batch": g.batch, "q_len": g.q_len, "kv_len": g.kv_len}
-    return OpCall("attention" + suffix, "attn_mha_prefill", keys, axes, count, floor_axes=straggler_axes(g))
+    return OpCall(
+        "attention" + suffix,
+        "attn_mha_prefill",
+        keys,
+        axes,
+        count,
+        floor_axes=straggler_axes(g),
+        requests=g.requests,
+    )
 
 
 def straggler_axes(g: AttentionGroup) -> dict[str, float] | None:

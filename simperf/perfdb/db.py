@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 import simperf
 from simperf.hardware.catalog import GpuSpec, get_gpu
+from simperf.perfdb import prefillplan
 from simperf.perfdb.alphabeta import AlphaBetaModel, fit_alpha_beta
 from simperf.perfdb.axisslice import AxisSlice
 from simperf.perfdb.ctastream import CtaStreamRates
@@ -46,6 +47,7 @@ from simperf.perfdb.keys import (
     op_spec,
 )
 from simperf.perfdb.nearest import describe_substitution, nearest_key
+from simperf.perfdb.prefillplan import KeyRates
 from simperf.perfdb.prefix_path import PrefixPathRatios, read_prefix_path
 from simperf.perfdb.ratios import RatioTable, read_ratios
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline, achievable_link_bytes_per_s
@@ -455,6 +457,7 @@ class PerfDB:
         self.vintages: list[VintageChoice] = []  # the third-party vintage chosen per op (vintage.py)
         self._nearest: dict[tuple[str, KeyTuple], tuple[dict[str, object], float] | None] = {}
         self._floors: dict[tuple[str, str], float] | None = None
+        self._prefill_rates: dict[tuple[str, KeyTuple], KeyRates | None] = {}
         # one CTA's lone stream rate per kernel (ctastream.py): prices ragged GQA decode batches; None: mean KV.
         # load() puts the directory's own in place of the reference's.
         self.cta_stream: CtaStreamRates | None = _borrowed_cta_stream(reference)
@@ -598,6 +601,28 @@ class PerfDB:
                     floors[(row["op"], row["backend"])] = float(row["time_us"])
             self._floors = floors
         return self._floors
+
+    def prefill_rates(self, op: str, key: Mapping[str, object]) -> KeyRates | None:
+        """The key's own uniform grid rows as prefillplan.KeyRates (a ragged extend's critical path priced at the
+        key's rate); None where the op and backend have no modelled planner or this GPU has no rows of the key."""
+        spec = op_spec(op)
+        normalized = normalize_key(spec, key)
+        cache_key = (op, normalized)
+        if cache_key not in self._prefill_rates:
+            found = None
+            if prefillplan.planned(op, key):
+                rows = self.grid_rows(op, key).filter(pl.col("kv_lens").is_null())
+                found = KeyRates.of(
+                    rows["batch"].to_numpy(),
+                    rows["q_len"].to_numpy(),
+                    rows["kv_len"].to_numpy(),
+                    rows["time_us"].to_numpy(),
+                    heads=int(key["num_heads"]),  # type: ignore[call-overload]
+                    head_dim_v=int(key["head_dim_v"]),  # type: ignore[call-overload]
+                    num_sms=self.gpu.num_sms,
+                )
+            self._prefill_rates[cache_key] = found
+        return self._prefill_rates[cache_key]
 
     def keys(self, op: str) -> list[dict]:
         """Measured keys of an op (those with at least one usable grid row), for choosing candidates."""

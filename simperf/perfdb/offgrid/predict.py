@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
 from typing import Any
 
 import numpy as np
 
 from simperf.models.ops import AttentionGroup, extend_group, straggler_axes
-from simperf.perfdb import ctastream, shared_reads, workplan
+from simperf.perfdb import ctastream, prefillplan, shared_reads, workplan
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.schema import OP_SPECS
 from simperf.perfdb.shared_reads import PrefixGroups
@@ -93,6 +94,22 @@ def _shared_prefix(db: PerfDB, point: dict[str, Any], curve: Any) -> Prediction 
     return Prediction(timing.us, timing.source, detail, curve.backing, axes)
 
 
+def _planned_extend(db: PerfDB, curve: Any, point: dict[str, Any], source: str) -> Prediction | None:
+    """A ragged extend call of a key whose planner is modelled (perfdb/prefillplan.py), priced from its critical
+    path at the key's own rate; None for any other call."""
+    rates = db.prefill_rates(curve.op, curve.key)
+    if rates is None:
+        return None
+    q = np.asarray(json.loads(point["q_lens"]), dtype=np.int64)
+    kv = np.asarray(json.loads(point["kv_lens"]), dtype=np.int64)
+    found = prefillplan.planned_us(rates, q, kv)
+    if found is None:
+        return None
+    us, path = found
+    detail = f"{prefillplan.describe(rates, path)} (perfdb/prefillplan.py)"
+    return Prediction(us, source, detail, curve.backing, {})
+
+
 def predict(db: PerfDB, point: dict[str, Any]) -> Prediction:
     spec = OP_SPECS[point["op"]]
     curve = db.curve(spec.name, {c: point[c] for c in spec.key_columns})
@@ -102,6 +119,9 @@ def predict(db: PerfDB, point: dict[str, Any]) -> Prediction:
     group = _ragged_extend_group(point)
     axes = call_axes(point, group)
     timing = curve.timing(**axes)
+    planned = None if group is None else _planned_extend(db, curve, point, timing.source)
+    if planned is not None:
+        return dataclass_replace(planned, axes=axes)
     floor = None if group is None else straggler_axes(group)
     if floor is not None:
         alone = curve.timing(**floor)
