@@ -185,8 +185,15 @@ def predict(
         # before any work
         _check_predict_outputs(built.source, like, sc, requests, output_file, save_scenario)
         if save_scenario is not None:
-            # --like changed the workload: save the scenario it produced, every field written out
-            mapping = built.mapping if like is None else sc.model_dump(mode="json", exclude_none=True)
+            # --like replaced the workload and nothing else: save the command's own mapping with that workload,
+            # written as given (exclude_unset). A full dump of the scenario wrote every default out as if chosen,
+            # and several rules read "given" (model_fields_set): a PD prefill server's load_balance_method pinned to
+            # round_robin where SGLang's auto follows the bootstrap room, overheads taken as given and no longer
+            # scaled to the host, the DSA threshold and top-level serving refused on other models or with
+            # disaggregation, so the saved file did not load or predicted something else
+            mapping = built.mapping
+            if like is not None:
+                mapping = {**mapping, "workload": sc.workload.model_dump(mode="json", exclude_unset=True)}
             command = "simperf predict " + shlex.join(sys.argv[2:])
             write_scenario_yaml(mapping, sc, save_scenario, command)
         with phases(f"predict {sc.name}", quiet=quiet) as phase:

@@ -263,6 +263,51 @@ def test_flags_and_saved_yaml_give_identical_json(tmp_path, monkeypatch):
     assert yaml.safe_load(saved.read_text())["workload"]["max_concurrency"] == 16
 
 
+PD_DP_YAML = """
+name: pd-dp
+model: {name: deepseek-v2-lite}
+hardware: {gpu: h100, count: 4}
+disaggregation:
+  prefill: {tp: 2, dp_attention: 2}
+  decode: {tp: 2, dp_attention: 2}
+  kv_link_gbytes_per_s: 50
+  kv_link_latency_us: 50
+workload:
+  dataset: {kind: random, input_len: 1024, output_len: 32, range_ratio: 0.5}
+  num_prompts: 48
+  request_rate: 8
+"""
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [PD_DP_YAML, _qwen_yaml() + yaml.safe_dump({"workload": _workload()})],
+    ids=["pd-dp-attention", "qwen3-8b"],
+)
+def test_like_saved_scenario_reloads_to_the_same_prediction(tmp_path, scenario):
+    """`predict --like RUN --save-scenario S.yaml` saves what the command ran, as given: S.yaml predicts the same.
+    A full dump wrote every default as if chosen: a PD prefill server's load_balance_method pinned to round_robin
+    (SGLang 0.5.17 server_args.py _handle_load_balance_method: auto follows the bootstrap room there), the
+    overheads as given (no longer scaled to the host), top-level serving beside disaggregation and the DSA threshold
+    on a non-DSA model, each refused on reload."""
+    source, run, saved = tmp_path / "s.yaml", tmp_path / "run.jsonl", tmp_path / "saved.yaml"
+    source.write_text(scenario)
+    measured = runner.invoke(app, ["predict", str(source), "-q", "--output-file", str(run)])
+    assert measured.exit_code == 0, measured.output
+    first = runner.invoke(
+        app, ["predict", str(source), "--like", str(run), "--save-scenario", str(saved), "-q", "-o", "json"]
+    )
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["predict", str(saved), "-q", "-o", "json"])
+    assert second.exit_code == 0, second.output
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    for out in (a, b):
+        out["simperf"].pop("simulation_wall_s")
+    assert a == b
+    written = yaml.safe_load(saved.read_text())
+    assert "overheads" not in written and "load_balance_method" not in saved.read_text()
+
+
 def test_output_file_appends_bench_serving_lines_with_details(tmp_path):
     from simperf.accuracy.bench_import import read_bench_result
 
