@@ -111,6 +111,29 @@ def prefill_graph_capture_sizes(max_tokens: int) -> list[int]:
     return [n for n in sizes if n <= max_tokens]
 
 
+# srt/server_args.py (0.5.17, _handle_gpu_memory_settings): the prefill graph's max_bs, its largest captured token
+# count, is the chunked-prefill size, but 2048 for an MLA-arch model (DeepSeek-V3.2's DSA included: use_mla_backend),
+# capped by --max-total-tokens.
+MLA_PREFILL_GRAPH_MAX_TOKENS = 2048
+# model_executor/runner/prefill_cuda_graph_runner.py (0.5.17): _MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR. An extend
+# replays the graph only when its bucket is at most this many times its own token count (can_replay_locally).
+PREFILL_GRAPH_PADDING_FACTOR = 2
+
+
+def prefill_graph_replays(num_tokens: int, max_tokens: int) -> bool:
+    """Whether an extend of `num_tokens` tokens (decode rows riding in it included: SGLang counts input_ids) fits
+    SGLang 0.5.17's prefill CUDA graph captured up to `max_tokens` (prefill_cuda_graph_runner.py,
+    PrefillCudaGraphRunner.can_replay_locally: at most the largest captured size, padded to the next one by at most
+    PREFILL_GRAPH_PADDING_FACTOR). The other conditions there (logprobs, input embeddings, LoRA, a verify) do not
+    arise in simperf's extends; under DP attention SGLang also needs every rank to hold tokens and vote yes, which
+    a single rank's extend does not see (not modelled)."""
+    sizes = prefill_graph_capture_sizes(max_tokens)
+    if num_tokens < 1 or not sizes or num_tokens > sizes[-1]:
+        return False
+    bucket = next(size for size in sizes if size >= num_tokens)
+    return bucket <= num_tokens * PREFILL_GRAPH_PADDING_FACTOR
+
+
 # ---- max_running_requests (docs/serving-model.md §1.12, §3) --------------------------------------------------------
 # srt/mem_cache/kv_cache_configurator.py (0.5.17, KVCacheConfigurator.resolve_max_num_reqs):
 # min(clamp(pool tokens / context_len x 512, 2048, 4096), pool tokens // 2) per DP rank.

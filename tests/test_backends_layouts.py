@@ -53,11 +53,39 @@ def test_kv_pool_counts_each_layout_bytes_per_token():
     assert fp8.max_total_tokens / bf16.max_total_tokens == pytest.approx((1152 + 132) / (656 + 132), rel=0.01)
 
 
-def test_nsa_prefill_switches_from_dense_mha_to_sparse_at_2048_tokens():
-    s, arch, gpu = resolve(scenario())
+def _nsa_plan(extend_lens, prefix_lens, **serving):
+    s, arch, gpu = resolve(scenario(**serving))
     cost = SGLangStepCost(arch, s, PerfDB.empty(gpu), Overheads())
-    assert plan_extend(arch, cost.settings, np.array([2048]), np.array([0])).method == "mha"
-    assert plan_extend(arch, cost.settings, np.array([2049]), np.array([0])).method == "sparse"
+    return plan_extend(arch, cost.settings, np.array(extend_lens), np.array(prefix_lens))
+
+
+def _nsa_method(extend_lens, prefix_lens, **serving) -> str:
+    return _nsa_plan(extend_lens, prefix_lens, **serving).method
+
+
+def test_nsa_prefill_switches_from_dense_mha_to_sparse_at_2048_tokens():
+    # an eager server (no prefill CUDA graph): the length alone decides
+    assert _nsa_method([2048], [0], disable_cuda_graph=True) == "mha"
+    assert _nsa_method([2049], [0], disable_cuda_graph=True) == "sparse"
+
+
+def test_nsa_prefill_under_the_breakable_prefill_graph_is_sparse():
+    """SGLang 0.5.17 (layers/attention/dsa_backend.py, set_dsa_prefill_impl) forces use_mha off inside the breakable
+    prefill CUDA graph, which a DSA server captures up to 2048 tokens: a short prompt there runs sparse, not dense
+    MHA. Extends the graph does not take keep the length rule: more tokens than it captures, or a single token
+    (its 4-token bucket pads it more than twice). In the graph the indexer computes its logits and top-k at any
+    length (dsa/dsa_indexer.py: the k-only skip runs only outside a graph)."""
+    assert not _nsa_plan([2048], [0]).skip_indexer_logits
+    assert _nsa_plan([2048], [0], disable_cuda_graph=True).skip_indexer_logits
+    assert _nsa_method([2048], [0]) == "sparse"
+    assert _nsa_method([1000], [500]) == "sparse"
+    assert _nsa_method([1500, 1500], [0, 0]) == "mha"  # 3,000 tokens: eager, each sequence short
+    assert _nsa_method([1], [100]) == "mha"
+    assert _nsa_method([2049], [0]) == "sparse"
+    # before the breakable rule simperf read (0.5.17), the earlier releases' graphs are not modelled; nor is the
+    # DP-attention vote (the graph runs only when every rank holds tokens and fits): the length rule stays there
+    assert _nsa_method([2048], [0], sglang_version="0.5.8") == "mha"
+    assert _nsa_method([2048], [0], dp_attention=8) == "mha"
 
 
 def _b200_mixed_kv_layouts():

@@ -45,7 +45,12 @@ from simperf.perfdb.schema import SOURCE_INDEX, SOURCES
 from simperf.scenario.backends import conversion_bytes_per_token_per_layer, kv_layout
 from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ResolvedServing
-from simperf.sglang_defaults import SGLANG_DEVICE_NAMES
+from simperf.sglang_defaults import (
+    BREAKABLE_PREFILL_RULE_FROM,
+    MLA_PREFILL_GRAPH_MAX_TOKENS,
+    SGLANG_DEVICE_NAMES,
+    version_tuple,
+)
 
 NUM_SOURCES = len(SOURCES)
 _OVERHEAD_COLUMN = SOURCE_INDEX[OVERHEAD_SOURCE]
@@ -97,6 +102,27 @@ class _DecodeAttention:
     shared_discount: float = 0.0
 
 
+def dsa_sparse_graph_max_tokens(arch: ModelArch, serving: ResolvedServing) -> int:
+    """The largest extend a DSA model's server runs under its breakable prefill CUDA graph (which forces the sparse
+    path), 0 where it runs none: the graph is off (ResolvedServing.prefill_cuda_graph), another model, or a release
+    before the breakable rule simperf read (sglang_defaults.BREAKABLE_PREFILL_RULE_FROM; what older graphs chose is
+    not checked). SGLang 0.5.17 captures an MLA-arch model up to MLA_PREFILL_GRAPH_MAX_TOKENS, capped by
+    --max-total-tokens (server_args.py, _handle_gpu_memory_settings).
+
+    Not under DP attention (0 there, the length rule as before): SGLang replays the graph only when every DP rank
+    holds tokens and every rank's extend fits (prefill_cuda_graph_runner.py, can_run_graph: _has_inactive_dp_rank
+    and the min-reduced can_run_dp_breakable_cuda_graph vote), which one rank's extend priced here does not know;
+    the engine would have to pass that per iteration."""
+    if (
+        arch.attention != "dsa"
+        or serving.layout.dp_attention > 1
+        or not serving.prefill_cuda_graph
+        or version_tuple(serving.sglang_version) < BREAKABLE_PREFILL_RULE_FROM
+    ):
+        return 0
+    return min(MLA_PREFILL_GRAPH_MAX_TOKENS, serving.max_total_tokens)
+
+
 class SGLangStepCost:
     """StepCostModel (costmodel.api) of SGLang on one rank.
 
@@ -134,6 +160,7 @@ class SGLangStepCost:
             sglang_version=serving.sglang_version,
             prefill_graph_max_tokens=prefill_graph_max_tokens,
             dsa_dense_threshold=serving.dsa_dense_prefill_threshold,
+            dsa_sparse_graph_max_tokens=dsa_sparse_graph_max_tokens(arch, serving),
         )
         # an extend's host time per kernel and its Overheads field: fixed by the server (prefill graph or eager) and
         # the model (a dense one's eager value was measured apart from an MoE / MLA one's)

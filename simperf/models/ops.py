@@ -42,6 +42,7 @@ from simperf.sglang_defaults import (
     CHUNKED_PREFIX_CACHE_THRESHOLD,
     DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD,
     MAX_KV_CHUNK_CAPACITY,
+    prefill_graph_replays,
 )
 
 Method = Literal["absorb", "mha", "sparse", "gqa"]
@@ -92,6 +93,11 @@ class StepSettings:
     # absorbed MLA path (§4.2). 0: never captured (ResolvedServing has no such field yet).
     prefill_graph_max_tokens: int = 0
     dsa_dense_threshold: int = DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD
+    # A DSA model's extends that SGLang runs under its breakable prefill CUDA graph, captured up to this many tokens
+    # (sglang_defaults.prefill_graph_replays), take the sparse path whatever their length (select_nsa_method).
+    # Apart from prefill_graph_max_tokens: the breakable graph's host time is priced per kernel
+    # (Overheads.extend_launch_us), not as a replay. 0: no such graph (eager extends, or another model).
+    dsa_sparse_graph_max_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -284,16 +290,22 @@ def plan_extend(
     captured = 0 < num_tokens <= s.prefill_graph_max_tokens
     topk = arch.index_topk
     method: Method
+    graph = captured
     if arch.attention == "mla":
         method = select_mla_method(sum_prefix, captured)
     elif arch.attention == "dsa":
+        # SGLang 0.5.17 layers/attention/dsa_backend.py, DeepseekSparseAttnBackend.set_dsa_prefill_impl: inside a
+        # breakable (or tc_piecewise) prefill CUDA graph `use_mha = False` ("Can't branch on seq_lens_cpu in graph
+        # replay"), so such an extend runs the sparse MLA path, however short; models/deepseek_common/
+        # attention_backend_handler.py, handle_attention_dsa, reads that choice
+        graph = captured or prefill_graph_replays(num_tokens, s.dsa_sparse_graph_max_tokens)
         method = select_nsa_method(
             int(seq_lens.max()),
             int(seq_lens.sum()),
             s.kv_dtype,
             s.sm_major,
             s.sglang_version,
-            captured,
+            graph,
             s.dsa_dense_threshold,
         )
     else:
@@ -306,7 +318,10 @@ def plan_extend(
         num_tokens=num_tokens,
         num_logit_rows=int(extend_lens.size + dec.size),
         groups=tuple(groups),
-        skip_indexer_logits=bool(topk and int(seq_lens.max()) <= topk),
+        # dsa/dsa_indexer.py (0.5.17), the indexer's forward: the k-only fast path for sequences within index_topk
+        # runs only outside a prefill CUDA graph ("We can only skip the logits computation if cuda graph is not
+        # involved"); in the graph the logits and top-k run at any length
+        skip_indexer_logits=bool(topk and int(seq_lens.max()) <= topk and not graph),
     )
 
 
