@@ -45,6 +45,10 @@ class NothingCompleted(ValueError):
     """Every request was rejected: bench_serving's metrics of zero requests would be a silent wrong answer."""
 
 
+# the note that counts requests `workload.over_context: drop` left out (sweep rows count them as failed)
+DROPPED_NOTE = "Requests dropped (over the context length)"
+
+
 @dataclass
 class Prediction:
     scenario: Scenario
@@ -339,7 +343,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     if requests.num_capped:
         notes["Requests capped to the context length"] = str(requests.num_capped)
     if getattr(requests, "num_dropped", 0):
-        notes["Requests dropped (over the context length)"] = str(requests.num_dropped)
+        notes[DROPPED_NOTE] = str(requests.num_dropped)
     if requests.block_hashes is not None and len(records):
         prompt = float(records.input_len.sum()) or 1.0
         pd = scenario.disaggregation

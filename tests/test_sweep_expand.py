@@ -136,6 +136,29 @@ def test_invalid_and_oversized_configurations_become_rows_with_reasons():
     assert rows[2]["tokens_per_s_per_user"] == pytest.approx(1000 / rows[2]["median_tpot_ms"])
 
 
+def test_failed_requests_count_the_requests_the_workload_made(tmp_path):
+    """num_prompts - completed counted a 16-request multi_turn workload (num_prompts left at its default 1000)
+    and a 2-request trace as 984 and 998 failed requests, so no such point ever met an SLA."""
+    (tmp_path / "t.jsonl").write_text(
+        '{"arrival_s": 0.0, "input_len": 100, "output_len": 10}\n'
+        '{"arrival_s": 0.5, "input_len": 120, "output_len": 10}\n'
+    )
+    base = {**BASE, "workload": {"seed": 1}}
+    multi_turn = {"kind": "multi_turn", "num_conversations": 8, "turns": 2, "input_len": 100, "output_len": 8,
+                  "turn_interval_s": 1}  # fmt: skip
+    axes = {
+        "load": [
+            {"workload.dataset": multi_turn, "workload.request_rate": 4},
+            {"workload.dataset": {"kind": "trace", "path": "t.jsonl"}},
+        ]
+    }
+    points = expand(parse_sweep(sweep_dict(axes)), base, str(tmp_path))
+    rows = [evaluate_point(p) for p in points]
+    assert [r["status"] for r in rows] == [OK, OK]
+    assert [r["completed"] for r in rows] == [16, 2]
+    assert [r["failed_requests"] for r in rows] == [0, 0]
+
+
 def test_shipped_sweep_example_loads_and_expands():
     files = sorted(SHIPPED.glob("*.yaml"))
     assert files, "scenarios/sweeps/ ships an example"

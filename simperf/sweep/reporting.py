@@ -88,7 +88,7 @@ def breakdown_rows(prediction, label: str) -> pl.DataFrame:
 def recheck(candidate: Candidate, base_dir: str, sla: Sla) -> Recheck:
     from simperf.pipeline import predict
     from simperf.report.metrics import per_request
-    from simperf.sweep.evaluate import tokens_per_s_per_user
+    from simperf.sweep.evaluate import failed_requests, tokens_per_s_per_user
 
     row = candidate.row
     rate_driven = row.get("max_concurrency") is None and math.isfinite(row.get("request_rate") or math.inf)
@@ -98,7 +98,7 @@ def recheck(candidate: Candidate, base_dir: str, sla: Sla) -> Recheck:
     multi = req.output_len > 1
     tpot = (req.latency_s[multi] - req.ttft_s[multi]) / (req.output_len[multi] - 1)
     result = dict(prediction.result)
-    result["failed_requests"] = prediction.scenario.workload.num_prompts - result["completed"]
+    result["failed_requests"] = failed_requests(prediction)
     result["tokens_per_s_per_user"] = tokens_per_s_per_user(result["median_tpot_ms"])
     result["status"] = "ok"
     meets = bool(sla.filter(pl.DataFrame([{**result, "point_id": "recheck"}])).height)
