@@ -206,6 +206,12 @@ axes:
     assert table["status"].to_list() == ["ok", "ok"]
     assert table["num_gpus"].to_list() == [6, 6]  # 3 servers x TP2
     assert (table["output_throughput_per_gpu"] * 6 - table["output_throughput"]).abs().max() < 1e-9
+    # the report re-simulates the planned fleets: read as one server's prediction, it ended in "internal error
+    # (AttributeError: 'FleetPrediction' object has no attribute 'cost')"
+    html = tmp_path / "policies.html"
+    result = runner.invoke(app, ["report", str(out), "-o", str(html), "--rate", "8", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "Check: the planned configurations" in html.read_text()
 
 
 def test_a_fleet_whose_groups_give_their_hardware_needs_none_of_its_own(tmp_path):

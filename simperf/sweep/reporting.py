@@ -44,7 +44,7 @@ class Recheck:
     result: dict[str, Any]
     ttft_ms: np.ndarray
     tpot_ms: np.ndarray
-    breakdown: pl.DataFrame
+    breakdown: pl.DataFrame | None  # None for a fleet: per-op step times are per server
     meets_sla: bool
 
 
@@ -94,7 +94,11 @@ def recheck(candidate: Candidate, base_dir: str, sla: Sla) -> Recheck:
     rate_driven = row.get("max_concurrency") is None and math.isfinite(row.get("request_rate") or math.inf)
     rate = candidate.per_replica_rate if rate_driven else None
     prediction = predict(rerun_scenario(row, base_dir, rate))
-    req = per_request(prediction.records)
+    fleet = prediction.scenario.fleet is not None
+    # a fleet's prediction keeps one row per request (its chunks only when small) and no step cost of its own:
+    # read as one server's, it failed with "internal error (AttributeError: 'FleetPrediction' object has no
+    # attribute 'cost')"
+    req = prediction.rows if fleet else per_request(prediction.records)
     multi = req.output_len > 1
     tpot = (req.latency_s[multi] - req.ttft_s[multi]) / (req.output_len[multi] - 1)
     result = dict(prediction.result)
@@ -108,7 +112,7 @@ def recheck(candidate: Candidate, base_dir: str, sla: Sla) -> Recheck:
         result=result,
         ttft_ms=req.ttft_s * 1000.0,
         tpot_ms=tpot * 1000.0,
-        breakdown=breakdown_rows(prediction, candidate.config_label),
+        breakdown=None if fleet else breakdown_rows(prediction, candidate.config_label),
         meets_sla=meets,
     )
 
@@ -307,13 +311,16 @@ def build_report(
         sections.append(
             Section("TTFT and TPOT distributions at the planned load", [], chart=charts["latency_cdf"])
         )
-        charts["step_breakdown"] = step_breakdown_chart(pl.concat([rc.breakdown for rc in done]))
+    broken_down = [rc.breakdown for rc in done if rc.breakdown is not None]
+    if broken_down:
+        charts["step_breakdown"] = step_breakdown_chart(pl.concat(broken_down))
         sections.append(
             Section(
                 "Step-time breakdown",
                 [
                     "One representative prefill step (the run's mean new tokens) and decode step (mean batch, mean "
-                    "KV length) per configuration, split by op kind, as `simperf predict --breakdown` prints."
+                    "KV length) per configuration, split by op kind, as `simperf predict --breakdown` prints "
+                    "(none for a fleet: each of its servers has its own steps)."
                 ],
                 chart=charts["step_breakdown"],
             )
