@@ -1593,6 +1593,20 @@ PD_CASES = [
     ),  # fmt: skip
 ]
 
+# the fleet, sweep, plan and report review: answers that were meaningless, and failures inside a command
+FLEET_REVIEW_CASES = [
+    *(
+        Case(
+            f"{name}-without-sla",
+            (*command, "{ws}/f.yaml", "--rate", "1e9"),
+            "--sla: give at least one latency bound",
+            {"f.yaml": FLEET},
+        )
+        # every fleet that rejects nothing met "no latency bound": 1 replica for 1e9 req/s
+        for name, command in (("fleet-plan", ("fleet", "plan")), ("plan-fleet-scenario", ("plan",)))
+    ),
+]
+
 GEMM_ROW = {"op": "gemm", "backend": "cublas", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",
             "time_us": 12.5, "status": "ok", "sample": "grid"}  # fmt: skip
 
@@ -2067,6 +2081,7 @@ CASES = (
     + UNNAMED_CASES
     + THIRD_SWEEP_CASES
     + PD_CASES
+    + FLEET_REVIEW_CASES
 )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from simperf.fleet.predict import FleetPrediction, predict_fleet
 from simperf.scenario.models import Scenario, TraceDataset
-from simperf.sweep.sla import Sla
+from simperf.sweep.sla import METRICS, Sla
 
 PLAN_POLICIES = ("round_robin", "power_of_two", "cache_aware")
 # per-request attainment: which row column a bound on each metric is checked on
@@ -136,6 +136,13 @@ def plan_fleet(
     check_plannable(scenario)
     if target_rate <= 0:
         raise FleetPlanError(f"--rate: must be positive, got {target_rate}")
+    if not sla.bounds:
+        # a fleet meets "no bound" whenever it rejects nothing, and a queue only grows: every policy was planned at
+        # 1 replica whatever the rate (1e9 req/s included)
+        raise FleetPlanError(
+            f"--sla: give at least one latency bound (METRIC.STAT <= VALUE, METRIC in {', '.join(METRICS)}, e.g. "
+            "'ttft.p90 <= 2s'); without one a single replica serves any rate, its queue only growing"
+        )
     offered = at_rate(scenario, target_rate)
     plans = []
     for policy in policies:
