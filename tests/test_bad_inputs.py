@@ -1593,6 +1593,8 @@ PD_CASES = [
     ),  # fmt: skip
 ]
 
+PD_FLEET = {"prefill": [{"count": 1}], "decode": [{"count": 1}]}
+PD_SIDES = {"prefill_policy": "cache_aware", "decode_policy": "power_of_two"}
 # the fleet, sweep, plan and report review: answers that were meaningless, and failures inside a command
 FLEET_REVIEW_CASES = [
     *(
@@ -1604,6 +1606,20 @@ FLEET_REVIEW_CASES = [
         )
         # every fleet that rejects nothing met "no latency bound": 1 replica for 1e9 req/s
         for name, command in (("fleet-plan", ("fleet", "plan")), ("plan-fleet-scenario", ("plan",)))
+    ),
+    # the PD router's policy is only the fallback of a side without its own: with both given it routed nothing, and
+    # `fleet compare --policy` printed identical fleets under each policy's name
+    scenario_case(
+        "pd-fleet-policy-beside-both-sides",
+        "fleet.router: policy: a PD router uses it only for a side without its own policy, and prefill_policy "
+        "(cache_aware) and decode_policy (power_of_two) are both set",
+        fleet={**PD_FLEET, "router": {"policy": "round_robin", **PD_SIDES}},
+    ),
+    Case(
+        "fleet-compare-pd-both-sides",
+        ("fleet", "compare", "{ws}/pd.yaml", "--policy", "round_robin", "--policy", "random"),
+        "--policy 'round_robin': policy: a PD router uses it only for a side without its own policy",
+        {"pd.yaml": scenario_text(fleet={**PD_FLEET, "router": PD_SIDES})},
     ),
 ]
 

@@ -95,6 +95,15 @@ class RouterSpec(_Strict):
 
     @model_validator(mode="after")
     def _parameters_of_a_policy_in_use(self) -> RouterSpec:
+        if "policy" in self.model_fields_set and self.prefill_policy and self.decode_policy:
+            # the gateway's --policy is only the fallback of a PD side without its own ("If not specified, uses the
+            # main policy": --prefill-policy / --decode-policy, sgl-model-gateway/bindings/python/sglang_router/
+            # router_args.py); `fleet compare --policy` compared identical fleets under different names
+            raise ValueError(
+                f"policy: a PD router uses it only for a side without its own policy, and prefill_policy "
+                f"({self.prefill_policy}) and decode_policy ({self.decode_policy}) are both set, so it would change "
+                "nothing (drop it, or one of them)"
+            )
         in_use = {self.policy, self.prefill(), self.decode()}
         for name, readers in PARAMETER_POLICIES.items():
             if name in self.model_fields_set and not readers & in_use:
