@@ -1621,6 +1621,18 @@ FLEET_REVIEW_CASES = [
         "--policy 'round_robin': policy: a PD router uses it only for a side without its own policy",
         {"pd.yaml": scenario_text(fleet={**PD_FLEET, "router": PD_SIDES})},
     ),
+    # another Parquet table where a sweep's is read: 'error: point_id' or a ColumnNotFoundError naming no file
+    *(
+        Case(f"{name}-not-a-sweep-table", args, "x.parquet: not a sweep result table")
+        for name, args in (
+            ("plan", ("plan", "{ws}/nottables/x.parquet", "--rate", "5")),
+            ("report", ("report", "{ws}/nottables/x.parquet", "-o", "{ws}/r.html")),
+            (
+                "sweep-out",
+                ("sweep", "{ws}/sweep.yaml", "--executor", "serial", "--out", "{ws}/nottables/x.parquet"),
+            ),
+        )
+    ),
 ]
 
 GEMM_ROW = {"op": "gemm", "backend": "cublas", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",

@@ -14,6 +14,8 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
+from simperf.errors import UserError
+
 _META_KEY = b"simperf.sweep"
 
 
@@ -46,18 +48,27 @@ def write_table(frame: pl.DataFrame, path: Path, meta: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def read_table(path: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
+def read_table(path: Path, option: str = "") -> tuple[pl.DataFrame, dict[str, Any]]:
+    """The table and its sweep description. Another Parquet file (a --requests table, a calibration table) is
+    refused: plan and report failed on it with 'cannot read the table (ColumnNotFoundError): "point_id" not found',
+    naming no file, and a sweep whose --out was one with 'error: point_id'."""
     arrow = pq.read_table(path)
     meta_raw = (arrow.schema.metadata or {}).get(_META_KEY)
-    meta = json.loads(meta_raw) if meta_raw else {}
-    return pl.from_arrow(arrow), meta
+    if meta_raw is None:
+        where = f"{option} {path}" if option else str(path)
+        raise UserError(
+            f"{where}: not a sweep result table (its Parquet metadata has no {_META_KEY.decode()} entry); "
+            "`simperf sweep` and `simperf plan --model` write one"
+            + ("; choose another --out, it would be resumed from and replaced" if option == "--out" else "")
+        )
+    return pl.from_arrow(arrow), json.loads(meta_raw)
 
 
 def table_rows(path: Path) -> dict[str, dict[str, Any]]:
     """Rows of an existing table by point id (to resume from); nulls dropped, as a journal row omits them."""
     if not path.exists():
         return {}
-    frame, _ = read_table(path)
+    frame, _ = read_table(path, "--out")
     return {
         row["point_id"]: {k: v for k, v in row.items() if v is not None}
         for row in frame.iter_rows(named=True)
