@@ -1621,6 +1621,20 @@ FLEET_REVIEW_CASES = [
         "--policy 'round_robin': policy: a PD router uses it only for a side without its own policy",
         {"pd.yaml": scenario_text(fleet={**PD_FLEET, "router": PD_SIDES})},
     ),
+    # a group's name labels its servers in the per-server table and the JSON: two alike could not be told apart
+    scenario_case(
+        "fleet-group-names-twice",
+        "fleet: replicas[1].name: 'a' is also replicas[0]'s name",
+        fleet={"replicas": [{"count": 1, "name": "a"}, {"count": 1, "name": "a"}]},
+    ),
+    scenario_case(
+        "pd-fleet-group-name-on-both-sides",
+        "fleet: decode[0].name: 'x' is also prefill[0]'s name",
+        fleet={"prefill": [{"name": "x"}], "decode": [{"name": "x"}]},
+    ),
+    scenario_case(
+        "fleet-group-name-empty", "fleet: replicas[0].name: empty", fleet={"replicas": [{"name": " "}]}
+    ),
     # another Parquet table where a sweep's is read: 'error: point_id' or a ColumnNotFoundError naming no file
     *(
         Case(f"{name}-not-a-sweep-table", args, "x.parquet: not a sweep result table")

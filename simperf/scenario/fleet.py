@@ -229,6 +229,22 @@ class FleetSpec(_Strict):
             raise ValueError(
                 "router.decode_policy applies to PD fleets (prefill + decode); use router.policy"
             )
+        named: dict[str, str] = {}
+        for kind in ("replicas", "prefill", "decode"):
+            for i, group in enumerate(getattr(self, kind) or []):
+                if group.name is None:
+                    continue
+                # the name is the group's label in the per-server table and the JSON's groups: two groups of one
+                # name (or an empty one, shown as the index) could not be told apart there
+                if not group.name.strip():
+                    raise ValueError(
+                        f"{kind}[{i}].name: empty; give a label, or leave name out for the index"
+                    )
+                if group.name in named:
+                    raise ValueError(
+                        f"{kind}[{i}].name: {group.name!r} is also {named[group.name]}'s name; give each group its own"
+                    )
+                named[group.name] = f"{kind}[{i}]"
         if self.autoscale is not None:
             if pd:
                 raise ValueError("autoscale: schedules apply to regular fleets (replicas), not PD fleets yet")
