@@ -308,6 +308,33 @@ def test_like_saved_scenario_reloads_to_the_same_prediction(tmp_path, scenario):
     assert "overheads" not in written and "load_balance_method" not in saved.read_text()
 
 
+@pytest.mark.parametrize("fleet", [None, {"replicas": [{"count": 2}], "router": {"policy": "round_robin"}}])
+def test_like_and_saved_yaml_give_identical_json(tmp_path, monkeypatch, fleet):
+    """--like with --save-scenario wrote every defaulted field out, and the saved file did not load: on Qwen3-8B
+    serving.dsa_prefill_dense_attn_kv_len_threshold (a DSA-only key), on a round_robin fleet router.cache_threshold
+    (read only by cache_aware). The saved file now runs the same prediction."""
+    monkeypatch.chdir(tmp_path)
+    scenario = {"name": "s", "model": {"name": "qwen3-8b"}, "hardware": {"gpu": "h100", "count": 1},
+                "workload": {"dataset": {"kind": "random", "input_len": 256, "output_len": 16}, "num_prompts": 10,
+                             "request_rate": 5}}  # fmt: skip
+    if fleet is not None:
+        scenario["fleet"] = fleet
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
+    run = {"completed": 3, "duration": 1.0, "input_lens": [100, 120, 130], "output_lens": [10, 12, 14],
+           "request_rate": 4}  # fmt: skip
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    saved = tmp_path / "saved.yaml"
+    first = runner.invoke(app, ["predict", "s.yaml", "--like", "run.json", "--save-scenario", str(saved), "-o",
+                                "json", "-q"])  # fmt: skip
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["predict", str(saved), "-o", "json", "-q"])
+    assert second.exit_code == 0, second.output
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    for result in (a, b):
+        result["simperf"].pop("simulation_wall_s")
+    assert a == b and a["completed"] == 3
+
+
 def test_output_file_appends_bench_serving_lines_with_details(tmp_path):
     from simperf.accuracy.bench_import import read_bench_result
 
