@@ -203,6 +203,62 @@ def repeat_lines() -> list[str]:
     return lines
 
 
+RAGGED_CHECK_SAMPLES = CALIBRATION / "offgrid" / "ragged-extend-check.jsonl"
+
+
+def _equivalent_batch_error(db: PerfDB, point: dict, measured_us: float) -> float:
+    """A ragged extend priced as before the planner model: the work-equivalent batch, no shorter than its
+    straggler alone (models.ops.extend_group)."""
+    import json
+
+    import numpy as np
+
+    from simperf.models.ops import extend_group, straggler_axes
+    from simperf.perfdb.schema import OP_SPECS
+
+    q = np.asarray(json.loads(point["q_lens"]), dtype=np.int64)
+    kv = np.asarray(json.loads(point["kv_lens"]), dtype=np.int64)
+    group = extend_group(q, kv - q, 0)
+    spec = OP_SPECS[point["op"]]
+    curve = db.curve(spec.name, {c: point[c] for c in spec.key_columns})
+    equivalent = curve.timing(batch=group.batch, q_len=group.q_len, kv_len=group.kv_len).us
+    alone = curve.timing(**straggler_axes(group)).us if group.straggler is not None else 0.0  # type: ignore[arg-type]
+    return max(equivalent, alone) / measured_us - 1.0
+
+
+def ragged_check_lines() -> list[str]:
+    """The fresh ragged extend set (generated and committed with perfdb/prefillplan.py before it was timed):
+    the model's error per op, beside the equivalent batch's."""
+    lines = ["**Ragged extends, checked after the planner model** (`calibration/offgrid/ragged-extend-check.jsonl`, "
+             "80 ragged extends drawn like the off-grid set's, seed 20261128, generated and committed with "
+             "perfdb/prefillplan.py before any was timed: `bash benchmarks/ragged_extend_check.sh <gpu>`): |error| "
+             "as priced now, and as the work-equivalent batch with its straggler bound priced them before:", ""]  # fmt: skip
+    for gpu in GPUS:
+        path = CALIBRATION / "offgrid" / results_name(RAGGED_CHECK_SAMPLES.stem, gpu)
+        if not path.is_file():
+            continue
+        db = PerfDB.load(CALIBRATION / gpu, get_gpu(gpu))
+        _, pairs = timed_samples(RAGGED_CHECK_SAMPLES, path)
+        before = pl.Series([_equivalent_batch_error(db, s["point"], float(r["time_us"])) for s, r in pairs])
+        errors = evaluate(pairs, db).with_columns(before=before)
+        summary = (
+            errors.group_by("op", "backend")
+            .agg(
+                calls=pl.len(),
+                median=pl.col("rel_error").abs().median(),
+                p90=pl.col("rel_error").abs().quantile(0.9, interpolation="linear"),
+                signed=pl.col("rel_error").median(),
+                before_median=pl.col("before").abs().median(),
+                before_p90=pl.col("before").abs().quantile(0.9, interpolation="linear"),
+            )
+            .sort("op")
+        )
+        lines += [f"{gpu.upper()}:", ""] + _table(summary, [
+            ("op", "op"), ("backend", "backend"), ("calls", "calls"), ("median", "median"), ("p90", "p90"),
+            ("signed", "signed median"), ("before_median", "before: median"), ("before_p90", "p90")]) + [""]  # fmt: skip
+    return lines
+
+
 def accuracy_block() -> str:
     lines = heldout_lines() + ragged_lines()
     lines += [f"**Off-grid kernel calls, held-out set** (seed {HELDOUT_SEED}, committed before any of its calls was "
@@ -212,6 +268,7 @@ def accuracy_block() -> str:
     for gpu in GPUS:
         lines += offgrid_lines(gpu, heldout=True)
     lines += repeat_lines()
+    lines += ragged_check_lines()
     lines += scaled_from_lines(heldout=True)
     lines += gemm_m_check_lines()
     lines += ["**Off-grid kernel calls, development set** (seed 19, `calibration/offgrid/samples.jsonl`: the set the "
