@@ -29,6 +29,7 @@ SINGLE_H100_HOST_PLANS = frozenset(
         "h100-tight.yaml",  # the same lent single-H100 kind (2026-11-27, fifteenth session)
         "h100-check-graph.yaml",  # the same kind (2026-11-27, eighteenth session)
         "h100-check-ragged.yaml",  # the same kind (2026-11-28, twenty-second session)
+        "h100-check-ragged-2.yaml",  # the same kind (2026-11-28, twenty-second session)
     }
 )
 H200_HOST_PLANS = frozenset({"h200.yaml", "h200-host.yaml", "h200-check-graph.yaml"})
@@ -37,7 +38,13 @@ TENSOR_PARALLEL_HOST_PLANS = frozenset({"h100-tp2.yaml", "h100-tp4.yaml"})
 
 # plans recorded to check a prediction committed before them: their runs are compared, never measured from
 CHECK_ONLY_PLANS = frozenset(
-    {"h100-tight.yaml", "h100-check-graph.yaml", "h200-check-graph.yaml", "h100-check-ragged.yaml"}
+    {
+        "h100-tight.yaml",
+        "h100-check-graph.yaml",
+        "h200-check-graph.yaml",
+        "h100-check-ragged.yaml",
+        "h100-check-ragged-2.yaml",
+    }
 )
 
 
