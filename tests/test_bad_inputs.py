@@ -1649,6 +1649,48 @@ FLEET_REVIEW_CASES = [
     ),
 ]
 
+
+def sweep_file(axes: dict, base: dict | None = None) -> str:
+    """A sweep over `axes` of the tiny base, or of `base` (a scenario mapping)."""
+    data = sweep_dict(axes)
+    if base is not None:
+        data["base"] = base
+    return yaml.safe_dump(data)
+
+
+FLEET_BASE = yaml.safe_load(scenario_text(fleet={"replicas": [{"count": 2}]}))
+# found by the second sweep review
+SECOND_SWEEP_REVIEW_CASES = [
+    # a value no point can take, whatever the other axes, ran as an `invalid` row at every point (exit 0 when another
+    # value ran): refused when the sweep loads, naming the axis and the value
+    Case(
+        "sweep-axis-value-of-no-type",
+        ("sweep", "{ws}/a.yaml", "--executor", "serial", "--out", "{ws}/r.sweep.parquet"),
+        "axes: workload.request_rate: got 'fast'; expected a valid number or 'inf'; no point of the sweep could "
+        "take it",
+        {"a.yaml": sweep_file({"workload.request_rate": ["fast", 2]})},
+    ),
+    Case(
+        "sweep-fleet-policy-not-a-policy",
+        ("sweep", "{ws}/a.yaml", "--executor", "serial", "--out", "{ws}/r.sweep.parquet"),
+        "axes: fleet.router.policy: got 'psychic'; allowed values: 'round_robin', 'random'",
+        {"a.yaml": sweep_file({"fleet.router.policy": ["psychic"]}, FLEET_BASE)},
+    ),
+    Case(
+        "sweep-group-value-out-of-bounds",
+        ("sweep", "{ws}/a.yaml", "--executor", "serial", "--out", "{ws}/r.sweep.parquet"),
+        "axes: layout[0].serving.tp: Input should be greater than or equal to 1 (got 0)",
+        {"a.yaml": sweep_file({"layout": [{"serving.tp": 0}, {"serving.tp": 1}]})},
+    ),
+    Case(
+        "sweep-dataset-kind-of-no-dataset",
+        ("sweep", "{ws}/a.yaml", "--executor", "serial", "--out", "{ws}/r.sweep.parquet"),
+        "axes: workload.dataset.kind: got 'sharegpt'; allowed values: 'random', 'fixed', 'trace', 'shared_prefix', "
+        "'multi_turn'",
+        {"a.yaml": sweep_file({"workload.dataset.kind": ["random", "sharegpt"]})},
+    ),
+]
+
 GEMM_ROW = {"op": "gemm", "backend": "cublas", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",
             "time_us": 12.5, "status": "ok", "sample": "grid"}  # fmt: skip
 
@@ -2124,6 +2166,7 @@ CASES = (
     + THIRD_SWEEP_CASES
     + PD_CASES
     + FLEET_REVIEW_CASES
+    + SECOND_SWEEP_REVIEW_CASES
 )
 
 

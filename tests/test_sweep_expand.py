@@ -119,6 +119,24 @@ def test_sampling_options_that_would_draw_nothing_are_refused():
     )
 
 
+def test_a_value_valid_only_with_other_axes_stays_a_row_and_one_never_valid_is_refused():
+    # each is valid at some point (turns with a multi_turn dataset, bucket as the prefill side's policy), so the
+    # sweep loads; the point where it meets the rest is judged when it runs
+    parse_sweep(
+        sweep_dict({"workload.dataset.kind": ["random", "multi_turn"], "workload.dataset.turns": [3]})
+    )
+    parse_sweep(sweep_dict({"fleet.router.prefill_policy": ["bucket"], "serving.tp": [2]}))
+    rows = [evaluate_point(p) for p in points_of({"serving.tp": [2]})]  # tp 2 on one GPU: only together
+    assert [r["status"] for r in rows] == [INVALID]
+    # no point could take these: refused at load, naming the axis and the value
+    with pytest.raises(
+        SweepError, match=r"fleet.router.decode_policy: got 'bucket'; allowed values: 'round_robin'"
+    ):
+        parse_sweep(sweep_dict({"fleet.router.decode_policy": ["bucket"]}))
+    with pytest.raises(SweepError, match=r"workload.request_rate: must be a positive number .* \(got 0\)"):
+        parse_sweep(sweep_dict({"workload.request_rate": [0, 1]}))
+
+
 def test_invalid_and_oversized_configurations_become_rows_with_reasons():
     axes = {
         "layout": [

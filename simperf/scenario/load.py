@@ -49,6 +49,30 @@ def _expected(e: dict[str, Any]) -> str:
     return e["msg"].removeprefix("Input should be ").split(",")[0]
 
 
+def problem_message(errors: list[dict[str, Any]]) -> str:
+    """What is wrong with one field, from pydantic's errors at its path (several: a union none of whose members
+    took the value)."""
+    if len(errors) > 1:
+        expected = " or ".join(dict.fromkeys(_expected(e) for e in errors))
+        return f"got {errors[0].get('input')!r}; expected {expected}"
+    e = errors[0]
+    kind = e["type"]
+    if kind == "extra_forbidden":
+        return "unknown key (check the spelling; `simperf schema` lists every allowed key)"
+    if kind == "literal_error":
+        return f"got {e.get('input')!r}; allowed values: {e.get('ctx', {}).get('expected', '')}"
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "union_tag_invalid":
+        return (
+            f"got kind {e.get('input', {}).get('kind')!r}; allowed: {e.get('ctx', {}).get('expected_tags')}"
+        )
+    if kind == "value_error" and isinstance(e.get("input"), dict | list):
+        # a check across a block's fields: its message names them; the whole block echoed back is noise
+        return e["msg"].removeprefix("Value error, ")
+    return f"{e['msg']} (got {e.get('input')!r})"
+
+
 def format_validation_error(err: ValidationError, source: str) -> str:
     """One line for one problem (`source: field: reason`); a header and one line per problem otherwise. A value
     that matches none of a union's members (request_rate: 'fast') is one problem listing what each accepts."""
@@ -58,28 +82,9 @@ def format_validation_error(err: ValidationError, source: str) -> str:
         by_path.setdefault(_field_path(loc), []).append(e)
     lines = [f"{source}: {len(by_path)} problem(s) in the scenario"]
     for path, errors in by_path.items():
-        if len(errors) > 1:
-            expected = " or ".join(dict.fromkeys(_expected(e) for e in errors))
-            lines.append(f"  {path}: got {errors[0].get('input')!r}; expected {expected}")
-            continue
-        e = errors[0]
-        kind = e["type"]
-        if kind == "extra_forbidden":
-            msg = "unknown key (check the spelling; `simperf schema` lists every allowed key)"
-        elif kind == "literal_error":
-            expected = e.get("ctx", {}).get("expected", "")
-            msg = f"got {e.get('input')!r}; allowed values: {expected}"
-        elif kind == "missing":
-            msg = "required field is missing"
-        elif kind == "union_tag_invalid":
-            msg = f"got kind {e.get('input', {}).get('kind')!r}; allowed: {e.get('ctx', {}).get('expected_tags')}"
-        elif kind == "value_error" and isinstance(e.get("input"), dict | list):
-            # a check across a block's fields: its message names them; the whole block echoed back is noise
-            msg = e["msg"].removeprefix("Value error, ")
-        else:
-            msg = f"{e['msg']} (got {e.get('input')!r})"
+        msg = problem_message(errors)
         # a check across the whole scenario names its own fields: "(top level)" before them says nothing
-        top_level_check = path == "(top level)" and kind == "value_error"
+        top_level_check = path == "(top level)" and errors[0]["type"] == "value_error" and len(errors) == 1
         lines.append(f"  {msg}" if top_level_check else f"  {path}: {msg}")
     if len(lines) == 2:
         return f"{source}: {lines[1].strip()}"

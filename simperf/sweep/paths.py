@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import copy
 import difflib
+import inspect
 import types
 import typing
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError, create_model
 
-from simperf.scenario.models import Scenario
+from simperf.scenario.load import problem_message
+from simperf.scenario.models import Scenario, _Strict
 
 
 def _model_types(annotation: Any) -> list[type[BaseModel]]:
@@ -40,6 +42,79 @@ def _paths_of(model: type[BaseModel], prefix: str) -> set[str]:
 def scenario_field_paths() -> frozenset[str]:
     """Every field a sweep axis may set, including whole sub-blocks (`serving.speculative`)."""
     return frozenset(_paths_of(Scenario, ""))
+
+
+def _holds_model(annotation: Any) -> bool:
+    """Whether a type holds a pydantic model anywhere (a whole block: it may need the scenario's directory)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_holds_model(arg) for arg in typing.get_args(annotation))
+
+
+def _owners(path: str) -> list[tuple[type[BaseModel], str]]:
+    """The models that hold the field at `path`, with its name: several where the path runs through a union
+    (workload.dataset.input_len is a field of every dataset kind that has it)."""
+    models: list[type[BaseModel]] = [Scenario]
+    *parents, leaf = path.split(".")
+    for part in parents:
+        models = [
+            sub
+            for m in models
+            if part in m.model_fields
+            for sub in _model_types(m.model_fields[part].annotation)
+        ]
+    return [(m, leaf) for m in models if leaf in m.model_fields]
+
+
+@cache
+def _one_field_model(model: type[BaseModel], name: str) -> type[BaseModel] | None:
+    info = model.model_fields[name]
+    if _holds_model(info.annotation):
+        return None
+    # the field alone, under the scenario's own config and true/false check: its type, allowed values and bounds
+    return create_model(f"_{model.__name__}_{name}", __base__=_Strict, value=(info.annotation, info))
+
+
+def _alone_problem(model: type[BaseModel], name: str, value: Any) -> str | None:
+    checker = _one_field_model(model, name)
+    if checker is None:
+        return None
+    try:
+        checked = checker.model_validate({"value": value}).value
+    except ValidationError as err:
+        return problem_message(err.errors())
+    for decorator in model.__pydantic_decorators__.field_validators.values():
+        # the field's own checks (a positive rate); those reading other fields (info) depend on them
+        if name not in decorator.info.fields or decorator.info.mode != "after":
+            continue
+        if len(inspect.signature(decorator.func).parameters) != 1:
+            continue
+        try:
+            decorator.func(checked)
+        except ValueError as err:
+            return f"{err} (got {value!r})"
+    return None
+
+
+def never_valid(path: str, value: Any) -> str | None:
+    """Why `value` can never be valid at the scenario field `path`, whatever the other fields (its type, an
+    allowed value, a bound); None when some scenario may take it. Whole blocks (`serving.speculative`) are not
+    judged here: their checks read each other's fields and the scenario's directory."""
+    owners = _owners(path)
+    problems = [_alone_problem(model, name, value) for model, name in owners]
+    if not problems or any(p is None for p in problems):
+        return None
+    allowed = [typing.get_args(m.model_fields[n].annotation) if _is_literal(m.model_fields[n].annotation) else None
+               for m, n in owners]  # fmt: skip
+    if len(owners) > 1 and all(a is not None for a in allowed):
+        # one union member's allowed values are not the field's (workload.dataset.kind: every dataset kind's)
+        merged = dict.fromkeys(v for a in allowed for v in a)
+        return f"got {value!r}; allowed values: {', '.join(map(repr, merged))}"
+    return problems[0]
+
+
+def _is_literal(annotation: Any) -> bool:
+    return typing.get_origin(annotation) is typing.Literal
 
 
 def unknown_path_message(path: str) -> str:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simperf.scenario.load import format_validation_error
 from simperf.strictyaml import safe_load
-from simperf.sweep.paths import scenario_field_paths, unknown_path_message
+from simperf.sweep.paths import never_valid, scenario_field_paths, unknown_path_message
 from simperf.sweep.sla import SlaError, parse_sla
 
 
@@ -91,7 +91,7 @@ class SweepSpec(_Strict):
             if not values:
                 problems.append(f"{key}: an axis needs at least one value")
             elif key in fields:
-                continue
+                problems += _never_valid_values(key, [(key, v) for v in values])
             elif all(isinstance(v, dict) for v in values):
                 for i, option in enumerate(values):
                     if not option:
@@ -99,6 +99,9 @@ class SweepSpec(_Strict):
                     problems += [
                         f"{key}[{i}].{p}: {unknown_path_message(p)}" for p in option if p not in fields
                     ]
+                    problems += _never_valid_values(
+                        f"{key}[{i}]", [(p, v) for p, v in option.items() if p in fields]
+                    )
             else:
                 problems.append(
                     f"{key}: {unknown_path_message(key)} (a group axis instead takes a list of "
@@ -140,6 +143,18 @@ class SweepSpec(_Strict):
                 f"({', '.join(sorted(paths))}), which always runs in full; use method grid or add a configuration axis"
             )
         return self
+
+
+def _never_valid_values(where: str, values: list[tuple[str, Any]]) -> list[str]:
+    """A value no point could take (a word for a rate, a policy the router lacks): every point holding it was an
+    `invalid` row, whatever the other axes. Combinations invalid only together stay rows."""
+    problems = []
+    for path, value in values:
+        why = never_valid(path, value)
+        if why is not None:
+            name = path if where == path else f"{where}.{path}"
+            problems.append(f"{name}: {why}; no point of the sweep could take it")
+    return problems
 
 
 def _repeated_values(key: str, values: list[Any]) -> list[str]:
