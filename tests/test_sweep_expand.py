@@ -177,6 +177,19 @@ def test_failed_requests_count_the_requests_the_workload_made(tmp_path):
     assert [r["failed_requests"] for r in rows] == [0, 0]
 
 
+def test_dropped_requests_fail_in_a_fleet_row_as_in_a_single_server_row():
+    """A fleet's notes counted capped requests but not those `over_context: drop` left out, so a fleet row lost 8
+    of 10 requests with failed_requests 0 (and could meet an SLA) where the same workload on one server had 8."""
+    base = {**BASE, "workload": {"dataset": {"kind": "random", "input_len": 60000, "output_len": 8,
+            "range_ratio": 0.6}, "over_context": "drop", "num_prompts": 10, "request_rate": 2, "seed": 1}}  # fmt: skip
+    axes = {"setup": [{"serving.page_size": 1}, {"fleet": {"replicas": [{"count": 2}]}}]}
+    rows = [evaluate_point(p) for p in expand(parse_sweep(sweep_dict(axes)), base, "/tmp")]
+    assert [r["status"] for r in rows] == [OK, OK]
+    completed = [r["completed"] for r in rows]
+    assert completed[0] == completed[1] < 10
+    assert [r["failed_requests"] for r in rows] == [10 - completed[0]] * 2
+
+
 def test_shipped_sweep_example_loads_and_expands():
     files = sorted(SHIPPED.glob("*.yaml"))
     assert files, "scenarios/sweeps/ ships an example"

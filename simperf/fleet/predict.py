@@ -238,6 +238,11 @@ def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[s
         notes["Prefix cache (fleet)"] = f"{100 * hit:.1f}% of prompt tokens hit"
     if requests.num_capped:
         notes["Requests capped to the context length"] = str(requests.num_capped)
+    if requests.num_dropped:
+        # as a single server's notes say it: a sweep row counts these as failed (evaluate.failed_requests)
+        from simperf.pipeline import DROPPED_NOTE
+
+        notes[DROPPED_NOTE] = str(requests.num_dropped)
     if prediction.records is None:
         notes["Per-token records"] = "not kept (large run): ITL mean/std from sums, percentiles exact"
     idle = _idle_gpus(prediction.groups)
