@@ -175,6 +175,16 @@ def test_failed_requests_count_the_requests_the_workload_made(tmp_path):
     assert [r["status"] for r in rows] == [OK, OK]
     assert [r["completed"] for r in rows] == [16, 2]
     assert [r["failed_requests"] for r in rows] == [0, 0]
+    # the num_prompts column showed workload.num_prompts, 1000 by default, for both: now the requests made
+    assert [r["num_prompts"] for r in rows] == [16, 2]
+    # a point that did not run shows none for a dataset that ignores num_prompts
+    unfit = {
+        "layout": [
+            {"workload.dataset": multi_turn, "workload.request_rate": 4, "model.name": "llama-3.1-70b"}
+        ]
+    }
+    [row] = [evaluate_point(p) for p in expand(parse_sweep(sweep_dict(unfit)), base, str(tmp_path))]
+    assert row["status"] == DOES_NOT_FIT and row["num_prompts"] is None
 
 
 def test_dropped_requests_fail_in_a_fleet_row_as_in_a_single_server_row():

@@ -32,20 +32,28 @@ def _scenario_columns(scenario) -> dict[str, Any]:
         "model": scenario.model.name,
         "request_rate": w.rate,
         "max_concurrency": w.max_concurrency,
-        "num_prompts": w.num_prompts,
+        # the requests the workload makes (requests_made, once the point ran); before, workload.num_prompts only
+        # where it is that count: a multi_turn or shared_prefix dataset ignores it and a trace may hold fewer rows
+        "num_prompts": w.num_prompts if w.dataset.kind in ("random", "fixed") else None,
     }
 
 
-def failed_requests(prediction) -> int:
-    """Requests the workload made that did not complete: those sent (every request of a multi_turn or shared_prefix
-    dataset, the trace's chosen rows, num_prompts of a random one) plus those over the context that
-    `over_context: drop` left out, less the completed. num_prompts - completed counted 984 failed on a 16-request
-    multi_turn workload (num_prompts defaults to 1000) and a negative number on a larger one, so no such point
-    ever met an SLA."""
+def requests_made(prediction) -> int:
+    """The requests the workload made: those sent (every request of a multi_turn or shared_prefix dataset, the
+    trace's chosen rows, num_prompts of a random one) plus those over the context that `over_context: drop` left
+    out. The table's num_prompts column: workload.num_prompts (1000 by default) there showed 1000 for a
+    16-request multi_turn workload."""
     from simperf.pipeline import DROPPED_NOTE
 
     sent = len(prediction.assignment) if prediction.scenario.fleet is not None else len(prediction.records)
-    return int(sent + int(prediction.notes.get(DROPPED_NOTE, 0)) - prediction.result["completed"])
+    return int(sent + int(prediction.notes.get(DROPPED_NOTE, 0)))
+
+
+def failed_requests(prediction) -> int:
+    """Requests the workload made that did not complete. num_prompts - completed counted 984 failed on a
+    16-request multi_turn workload (num_prompts defaults to 1000) and a negative number on a larger one, so no
+    such point ever met an SLA."""
+    return int(requests_made(prediction) - prediction.result["completed"])
 
 
 def _metric_columns(prediction) -> dict[str, Any]:
@@ -62,6 +70,7 @@ def _metric_columns(prediction) -> dict[str, Any]:
     )  # a fleet's: every server's
     extra = prediction.extra()
     metrics.update(
+        num_prompts=requests_made(prediction),
         failed_requests=failed_requests(prediction),
         output_throughput_per_gpu=result["output_throughput"] / num_gpus,
         tokens_per_s_per_user=tokens_per_s_per_user(result["median_tpot_ms"]),
