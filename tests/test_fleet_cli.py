@@ -6,6 +6,7 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from simperf.cli import app
@@ -90,6 +91,29 @@ def test_compare_lists_each_policy(fleet_file, tmp_path):
     rows = json.loads(result.stdout)
     assert [r["policy"] for r in rows] == ["round_robin", "cache_aware"]
     assert all(0 <= r["prefix_hit_rate"] <= 1 for r in rows)
+
+
+def test_compare_labels_a_pd_fleet_with_what_each_side_ran(tmp_path):
+    """A PD router with prefill_policy only: --policy set the decode side alone, yet each row was labelled with
+    --policy, as if both sides ran it."""
+    scenario = {
+        "name": "pd",
+        "model": {"name": "qwen3-8b"},
+        "hardware": {"gpu": "h100", "count": 1},
+        "fleet": {"prefill": [{"count": 1}], "decode": [{"count": 2}], "router": {"prefill_policy": "cache_aware"}},
+        "workload": {"dataset": {"kind": "random", "input_len": 128, "output_len": 8}, "num_prompts": 8,
+                     "request_rate": 5},
+    }  # fmt: skip
+    path = tmp_path / "pd.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    args = ["fleet", "compare", str(path), "--policy", "round_robin", "--policy", "cache_aware", "-o", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    # both sides on cache_aware is just cache_aware
+    assert [r["policy"] for r in rows] == ["prefill cache_aware, decode round_robin", "cache_aware"]
+    assert rows[0]["router"]["prefill"]["policy"] == "cache_aware"
+    assert rows[0]["router"]["decode"]["policy"] == "round_robin"
 
 
 def test_compare_keeps_a_policys_own_parameters_with_that_policy(fleet_file):

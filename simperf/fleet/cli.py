@@ -101,6 +101,7 @@ def compare_command(
     predictions = {}
     names = policy or ["round_robin", "cache_aware"]
     routers = {}
+    labels: dict[str, str] = {}
     for name in names:  # every --policy checked before the first fleet is simulated
         try:
             routers[name] = base.fleet.router.model_validate(base.fleet.router.with_policy(name))
@@ -115,14 +116,24 @@ def compare_command(
             except (ValueError, FileNotFoundError) as e:
                 _fail(f"{scenario}: {e}")
             predictions[name] = prediction
-            rows.append(_compare_row(name, prediction))
+            labels[name] = _policy_label(name, routers[name], base.fleet)
+            rows.append(_compare_row(labels[name], prediction))
             progress.advance(status=name)
     if output == "json":
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
         _print_compare(rows, base.name)
     if charts is not None:
-        _write_compare_charts(predictions, charts)
+        _write_compare_charts(predictions, labels, charts)
+
+
+def _policy_label(name: str, router, fleet) -> str:
+    """What a compared fleet's router ran: --policy, or each side's policy where a PD fleet's prefill_policy or
+    decode_policy keeps its own (--policy round_robin there ran cache_aware prefill and round_robin decode, and
+    every row was labelled with --policy alone)."""
+    if fleet.prefill is None or router.prefill() == router.decode() == name:
+        return name
+    return f"prefill {router.prefill()}, decode {router.decode()}"
 
 
 def _compare_row(name: str, prediction) -> dict[str, Any]:
@@ -167,14 +178,14 @@ def _print_compare(rows: list[dict[str, Any]], name: str) -> None:
     Console().print(table)
 
 
-def _write_compare_charts(predictions: dict, directory: Path) -> None:
+def _write_compare_charts(predictions: dict, labels: dict[str, str], directory: Path) -> None:
     from simperf.fleet.charts import hit_rate_chart, replica_load_chart
     from simperf.report.charts import save_chart
 
-    hits = {p: pred.extra()["fleet"]["prefix_hit_rate"] for p, pred in predictions.items()}
+    hits = {labels[p]: pred.extra()["fleet"]["prefix_hit_rate"] for p, pred in predictions.items()}
     written = save_chart(hit_rate_chart(hits), directory / "hit-rate-per-policy")
     for name, pred in predictions.items():
-        chart = replica_load_chart(pred.timelines, title=f"Requests in flight per replica, {name}")
+        chart = replica_load_chart(pred.timelines, title=f"Requests in flight per replica, {labels[name]}")
         written += save_chart(chart, directory / f"replica-load-{name}")
     err.print(f"charts written to {directory} ({len(written)} files)")
 
