@@ -103,3 +103,33 @@ def test_rows_that_could_not_run_make_a_configuration_infeasible_with_the_reason
     plan = plan_capacity(table_of(rows, config_rows("ok", 1, {1.0: 10})), 1.0, SLA)
     assert plan.winner.config_label == "ok"
     assert plan.infeasible == [("big", "does_not_fit: weights do not fit")]
+
+
+def test_a_fleet_configuration_is_planned_as_copies_of_the_whole_fleet(capsys):
+    """A fleet sweep's row is a whole fleet (its servers behind its router): the plan said '4 replica(s) x 2 h100
+    ... one replica sustains 8 req/s' of a 2-server fleet, as if four 2-GPU servers served 30 req/s."""
+    import json
+
+    from rich.console import Console
+
+    from simperf.sweep.cli import plan_json, print_plan
+
+    fleet = {"replicas": [{"count": 2}], "router": {"policy": "round_robin"}}
+    table = table_of(
+        config_rows("fleet", 2, {4.0: 100, 8.0: 200}, scenario_json=json.dumps({"fleet": fleet})),
+        config_rows("server", 1, {2.0: 100, 4.0: 200}, scenario_json=json.dumps({"serving": {"tp": 1}})),
+    )
+    plan = plan_capacity(table, 30.0, SLA)
+    by_label = {c.config_label: c for c in plan.ranked}
+    # the arithmetic is unchanged: 4 copies of the 2-GPU fleet, 8 single-GPU servers
+    assert [(c.replicas, c.total_gpus, c.fleet_servers) for c in (by_label["fleet"], by_label["server"])] == [
+        (4, 8, 2),
+        (8, 8, 0),
+    ]
+    assert by_label["fleet"].replicas_text == "4 x fleet of 2 servers"
+    assert by_label["server"].replicas_text == "8"
+    assert plan_json(plan, 5)["winner"]["replica_is_fleet_of_servers"] == 2
+    print_plan(plan, 5, Console(width=200))
+    out = capsys.readouterr().out
+    assert "fleet: 4 x fleet of 2 servers (2 h100 per fleet) = 8 GPUs (one fleet sustains 8+ req/s)" in out
+    assert "A fleet's replica is the whole fleet behind its router" in out

@@ -235,6 +235,8 @@ def plan_json(plan, top: int) -> dict[str, Any]:
             "sustained_rate": c.sustained_rate,
             "sustained_rate_is_lower_bound": c.lower_bound,
             "replicas": c.replicas,
+            # a fleet configuration's replica is the whole fleet (its servers behind its router), copied
+            "replica_is_fleet_of_servers": c.fleet_servers or None,
             "total_gpus": c.total_gpus,
             "headroom": c.headroom,
             "at_sustained_rate": {
@@ -265,11 +267,26 @@ def print_plan(plan, top: int, console: Console) -> None:
         console.print("[bold red]No swept configuration meets the SLA at any swept load.[/]")
     else:
         w = plan.winner
+        # a fleet's row is the whole fleet behind its router: "4 replica(s) x 2 h100" read as four 2-GPU servers
+        if w.fleet_servers:
+            copies = (
+                f"{w.replicas} x fleet of {w.fleet_servers} servers ({w.gpus_per_replica} {w.gpu} per fleet)"
+            )
+            unit = "fleet"
+        else:
+            copies, unit = f"{w.replicas} replica(s) x {w.gpus_per_replica} {w.gpu}", "replica"
         console.print(
-            f"[bold green]Winner:[/] {w.config_label}: {w.replicas} replica(s) x {w.gpus_per_replica} "
-            f"{w.gpu} = [bold]{w.total_gpus} GPUs[/] (one replica sustains {w.sustained_text} req/s)",
+            f"[bold green]Winner:[/] {w.config_label}: {copies} = [bold]{w.total_gpus} GPUs[/] "
+            f"(one {unit} sustains {w.sustained_text} req/s)",
             highlight=False,
         )
+        if any(c.fleet_servers for c in plan.ranked[: top + 1]):
+            console.print(
+                "A fleet's replica is the whole fleet behind its router, copied, each copy given an even share of "
+                "the target; to size one fleet instead, plan its scenario (`simperf plan fleet.yaml --rate R`).",
+                style="dim",
+                highlight=False,
+            )
         table = Table(
             "rank",
             "configuration",
@@ -291,7 +308,7 @@ def print_plan(plan, top: int, console: Console) -> None:
                 c.config_label,
                 str(c.gpus_per_replica),
                 c.sustained_text,
-                str(c.replicas),
+                c.replicas_text,
                 str(c.total_gpus),
                 f"{100 * c.headroom:.0f}%",
                 f"{r.get('output_throughput_per_gpu', float('nan')):.0f}",

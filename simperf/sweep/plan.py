@@ -4,11 +4,13 @@ A configuration *sustains* a request rate r when the SLA holds at every swept lo
 and including r (lightest first); its sustained rate is the largest such r. The offered Poisson rate counts for
 rate-driven points; for points capped by max_concurrency (or at rate "inf") the measured request throughput does,
 since the client holds back requests there and its TTFT does not see that wait. Replicas = ceil(target /
-sustained rate), assuming the router spreads requests evenly so each replica sees target / replicas.
+sustained rate), assuming the router spreads requests evenly so each replica sees target / replicas. A fleet's
+configuration is a whole fleet behind its router: its replicas are copies of that fleet, each given an even share.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -31,6 +33,16 @@ class Candidate:
     row: dict
     target_rate: float
     lower_bound: bool = False  # the SLA held at every swept load: the true sustained rate may be higher
+    # servers of one "replica" when the configuration is a fleet (a whole fleet behind its router, copied `replicas`
+    # times); 0 for a server or a PD pair
+    fleet_servers: int = 0
+
+    @property
+    def replicas_text(self) -> str:
+        """`replicas`, saying what one is where it is a whole fleet ("4 x fleet of 2 servers")."""
+        if not self.fleet_servers:
+            return str(self.replicas)
+        return f"{self.replicas} x fleet of {self.fleet_servers} servers"
 
     @property
     def sustained_text(self) -> str:
@@ -130,6 +142,7 @@ def plan_capacity(table: pl.DataFrame, target_rate: float, sla: Sla) -> Plan:
             row=row,
             target_rate=target_rate,
             lower_bound=why == "all",
+            fleet_servers=_fleet_servers(row),
         )
         candidates.append(cand)
     candidates.sort(
@@ -141,6 +154,15 @@ def plan_capacity(table: pl.DataFrame, target_rate: float, sla: Sla) -> Plan:
         )
     )
     return Plan(target_rate, sla, candidates, sorted(infeasible))
+
+
+def _fleet_servers(row: dict) -> int:
+    """Servers of the row's fleet (every group's count, autoscaled fleets' whole pool), 0 when it is no fleet."""
+    fleet = json.loads(row.get("scenario_json") or "{}").get("fleet")
+    if not isinstance(fleet, dict):
+        return 0
+    groups = [g for side in ("replicas", "prefill", "decode") for g in fleet.get(side) or []]
+    return sum(int(g.get("count", 1)) for g in groups if isinstance(g, dict))
 
 
 def _by_config(table: pl.DataFrame) -> list[list[dict]]:

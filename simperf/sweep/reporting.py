@@ -133,7 +133,7 @@ def plan_table(plan: Plan, top: int) -> pl.DataFrame:
                 "rank": rank,
                 "GPUs per replica": c.gpus_per_replica,
                 "sustained per replica (req/s)": c.sustained_text,
-                "replicas": c.replicas,
+                "replicas": c.replicas_text,
                 "total GPUs": c.total_gpus,
                 "headroom at target": _headroom(c),
                 "output per GPU (tok/s)": r.get(THROUGHPUT_PER_GPU),
@@ -364,9 +364,17 @@ def _plan_sentence(plan: Plan) -> str:
     w = plan.winner
     if w is None:
         return f"No swept configuration serves {plan.target_rate:g} req/s within the SLA."
+    # a fleet's row is the whole fleet behind its router, copied: not one server
+    copies = f"{w.replicas} copies of the fleet" if w.fleet_servers else f"{w.replicas} replica(s)"
+    each = (
+        f"{w.fleet_servers} servers, {w.gpus_per_replica} GPU(s)"
+        if w.fleet_servers
+        else f"{w.gpus_per_replica} GPU(s)"
+    )
+    unit = "fleet" if w.fleet_servers else "replica"
     return (
-        f"To serve {plan.target_rate:g} req/s: {w.replicas} replica(s) of {w.config_label} "
-        f"({w.gpus_per_replica} GPU(s) each, {w.total_gpus} GPUs in all); one replica sustains "
+        f"To serve {plan.target_rate:g} req/s: {copies} of {w.config_label} ({each} each, {w.total_gpus} GPUs in "
+        f"all); one {unit} sustains "
         f"{w.sustained_text} req/s within the SLA"
         + (" (+: it met the SLA at every swept load, so it may sustain more)." if w.lower_bound else ".")
     )
