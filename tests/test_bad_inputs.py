@@ -1689,6 +1689,23 @@ SECOND_SWEEP_REVIEW_CASES = [
         "'multi_turn'",
         {"a.yaml": sweep_file({"workload.dataset.kind": ["random", "sharegpt"]})},
     ),
+    # without a top-level hardware the first group's stood in for it, so its unknown GPU was also reported at
+    # hardware.gpu, a path the file does not have ("2 problem(s)")
+    scenario_case(
+        "fleet-group-gpu-unknown-without-hardware",
+        "bad.yaml: fleet.replicas[0].hardware.gpu: got 'h900'; allowed values:",
+        hardware=DELETE,
+        fleet={"replicas": [{"hardware": {"gpu": "h900"}}, {"hardware": {"gpu": "h100"}}]},
+    ),
+    scenario_case(
+        "pd-fleet-group-count-0-without-hardware",
+        "bad.yaml: fleet.prefill[0].hardware.count: Input should be greater than or equal to 1",
+        hardware=DELETE,
+        fleet={
+            "prefill": [{"hardware": {"gpu": "h100", "count": 0}}],
+            "decode": [{"hardware": {"gpu": "h100"}}],
+        },
+    ),
 ]
 
 GEMM_ROW = {"op": "gemm", "backend": "cublas", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",

@@ -982,7 +982,11 @@ class Scenario(_Strict):
                 "hardware: not used: every fleet group gives its own hardware (fleet.<group>[i].hardware); drop "
                 "the top-level hardware, or drop the groups' hardware to share it"
             )
-        return {**data, "hardware": first}
+        # the stand-in is one that parses: a copy of a wrong group's hardware repeated the group's error at
+        # hardware.gpu, a path the user never wrote. Where none parses, the groups' own errors stop the scenario
+        # before anything reads the stand-in
+        valid = [h for h in groups_hardware if _parses(HardwareSpec, h)]
+        return {**data, "hardware": valid[0] if valid else HardwareSpec.model_construct()}
 
     @property
     def host_overheads(self) -> Overheads:
@@ -1027,6 +1031,14 @@ def fleet_groups_hardware(data: dict[str, Any]) -> list[Any] | None:
     if not groups or not all(isinstance(g, dict) and g.get("hardware") is not None for g in groups):
         return None
     return [g["hardware"] for g in groups]
+
+
+def _parses(model: type[BaseModel], value: object) -> bool:
+    try:
+        model.model_validate(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _hardware_dump(value: object) -> object:
