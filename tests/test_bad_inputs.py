@@ -1708,7 +1708,7 @@ SECOND_SWEEP_REVIEW_CASES = [
     ),
 ]
 
-GEMM_ROW = {"op": "gemm", "backend": "cublas", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",
+GEMM_ROW = {"op": "gemm", "backend": "torch", "dtype": "bf16", "m": 64, "n": 4096, "k": 4096, "gpu": "h100",
             "time_us": 12.5, "status": "ok", "sample": "grid"}  # fmt: skip
 
 
@@ -1785,10 +1785,57 @@ CALIBRATION_TABLE_CASES = [
     Case(
         "table-repeats-ten-times-apart",
         ("perfdb", "check", "{ws}/cal"),
-        "b.parquet row 0: gemm (backend=cublas, dtype=bf16, n=4096, k=4096) at m=64 times 125 us, but",
+        "b.parquet row 0: gemm (backend=torch, dtype=bf16, n=4096, k=4096) at m=64 times 125 us, but",
         {"cal/a.parquet": gemm_table(), "cal/b.parquet": gemm_table(time_us=125.0)},
     ),
-    table_case("table-backend-case", "row 0: backend is 'CUBLAS'", gemm_table(backend="CUBLAS"), "check"),
+    table_case("table-backend-case", "row 0: backend is 'TORCH'", gemm_table(backend="TORCH"), "check"),
+    # a well-formed key value no query asks for (a typo) loaded and timed nothing: the key fell back elsewhere
+    table_case(
+        "table-dtype-unknown",
+        "row 0: gemm dtype is 'bf17' (1 such rows); not a dtype",
+        gemm_table(dtype="bf17"),
+    ),
+    table_case(
+        "table-backend-unknown",
+        "gemm backend is 'torhc' (1 such rows); not a backend simperf knows for gemm (nearest: torch",
+        gemm_table(backend="torhc"),
+        "check",
+    ),
+    table_case(
+        "table-variant-unknown",
+        "row 0: elementwise variant is 'rmsnrom' (1 such rows); not a variant simperf knows for elementwise "
+        "(nearest: rmsnorm",
+        gemm_table(op="elementwise", backend="flashinfer", variant="rmsnrom", k=None),
+    ),
+    table_case(
+        "table-kv-dtype-unknown",
+        "attn_gqa_decode kv_dtype is 'fp8_e4m4' (1 such rows); not a kv_dtype simperf knows for attn_gqa_decode "
+        "(nearest: fp8_e4m3",
+        gemm_table(
+            op="attn_gqa_decode",
+            backend="flashinfer",
+            kv_dtype="fp8_e4m4",
+            num_heads=32,
+            num_kv_heads=8,
+            head_dim=128,
+            page_size=1,
+            batch=1,
+            kv_len=1024,
+            m=None,
+            n=None,
+            k=None,
+        ),
+    ),
+    table_case(
+        "table-routing-unknown",
+        "moe routing is 'balnced' (1 such rows); not a routing simperf knows for moe (nearest: balanced",
+        gemm_table(
+            op="moe", routing="balnced", backend="triton_fused_moe", num_experts=8, experts_per_rank=8, topk=2
+        ),
+    ),
+    table_case(
+        "table-op-unknown", "row 0: op is 'gemn' (1 such rows); not an op", gemm_table(op="gemn"), "check"
+    ),
     Case(
         "tables-of-two-gpus",
         ("perfdb", "check", "{ws}/cal"),

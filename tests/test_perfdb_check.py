@@ -7,7 +7,7 @@ from simperf.perfdb.check import heldout_errors, heldout_summary, op_family, res
 from simperf.perfdb.tables import write_table
 
 MLA_KEY = dict(backend="flashmla", kv_dtype="bf16", num_heads=16, page_size=64, q_len=1)
-GEMM_KEY = dict(backend="cublas", dtype="bf16", n=4096, k=4096)
+GEMM_KEY = dict(backend="torch", dtype="bf16", n=4096, k=4096)
 
 
 def power_law(b: float, kv: float) -> float:
@@ -49,7 +49,7 @@ def test_heldout_points_are_predicted_from_the_grid_only(calibration):
     assert gemm["measured_us"] == 12.0
     assert 10.16 < gemm["predicted_us"] < 12.56
     assert gemm["rel_error"] == pytest.approx(gemm["predicted_us"] / 12.0 - 1)
-    assert gemm["family"] == "gemm" and gemm["key"] == "backend=cublas, dtype=bf16, n=4096, k=4096"
+    assert gemm["family"] == "gemm" and gemm["key"] == "backend=torch, dtype=bf16, n=4096, k=4096"
 
 
 def test_summary_per_family_has_count_median_p90(calibration):

@@ -22,7 +22,7 @@ EXTEND_KEY = dict(backend="fa3", kv_dtype="bf16", num_heads=16, page_size=1)
 MHA_KEY = dict(
     backend="flashinfer_fa3", dtype="bf16", num_heads=16, num_kv_heads=16, head_dim=192, head_dim_v=128
 )
-GEMM_KEY = dict(backend="deep_gemm", dtype="fp8_e4m3", n=7168, k=2048)
+GEMM_KEY = dict(backend="deep_gemm", dtype="fp8_block", n=7168, k=2048)
 BATCHES = [1, 4, 16, 64]
 KV_LENS = [1024, 4096, 16384]
 GEMM_MS = [1, 8, 64, 512, 4096]
@@ -325,7 +325,7 @@ def test_third_party_points_keep_their_label(tmp_path):
 
 
 def test_collective_for_an_unmeasured_group_size_uses_an_alpha_beta_fit(tmp_path):
-    key2 = dict(backend="custom", dtype="bf16", group_size=2)
+    key2 = dict(backend="sglang_custom_ar", dtype="bf16", group_size=2)
     sizes = [2**k for k in range(10, 28, 2)]
     alpha, beta = 3.0, 300e9 / 1e6  # us per step, bytes per us over the link
     write_table(

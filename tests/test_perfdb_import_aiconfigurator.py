@@ -154,3 +154,27 @@ def test_import_command_writes_the_tables_and_rejects_unknown_sources(tmp_path):
     assert (tmp_path / "aiconfigurator_attn_mla_decode.parquet").is_file()
     result = runner.invoke(app, ["vidur", *args])
     assert result.exit_code == 2 and "aiconfigurator" in result.output
+
+
+def test_rows_keyed_with_names_simperf_does_not_know_are_left_out_and_counted(tmp_path):
+    """AIConfigurator's MoE dtype and distribution pass through unmapped: a new name wrote a table PerfDB.load
+    refuses (perfdb/vocabulary.py); the importer leaves those rows out and says how many, and why."""
+    import shutil
+
+    root = tmp_path / "package"
+    shutil.copytree(FIXTURE, root)
+    path = root / "systems" / "data" / "b200_sxm" / "moe" / "sglang" / "0.5.14" / "moe_perf.parquet"
+    raw = pl.read_parquet(path)
+    odd = pl.concat(
+        [raw.with_columns(moe_dtype=pl.lit("fp9_new")), raw.with_columns(distribution=pl.lit("bimodal"))]
+    )
+    pl.concat([raw, odd]).write_parquet(path)
+    out = tmp_path / "b200"
+    report = import_system("b200_sxm", out, root=root)
+    moe = next(t for t in report.tables if t.ops.get("moe"))
+    assert moe.dropped == {
+        "moe dtype 'fp9_new': not a value simperf knows (perfdb/vocabulary.py)": raw.height,
+        "moe routing 'bimodal': not a value simperf knows (perfdb/vocabulary.py)": raw.height,
+    }
+    assert table(out, "moe").height == moe.ops["moe"]
+    PerfDB.load(out, get_gpu("b200"))

@@ -18,6 +18,7 @@ interpolated over. docs/perfdb.md states these rules in prose.
 from __future__ import annotations
 
 import bisect
+import difflib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ import pyarrow.parquet as pq
 
 import simperf
 from simperf.hardware.catalog import GpuSpec, get_gpu
-from simperf.perfdb import prefillplan
+from simperf.perfdb import prefillplan, vocabulary
 from simperf.perfdb.alphabeta import AlphaBetaModel, fit_alpha_beta
 from simperf.perfdb.axisslice import AxisSlice
 from simperf.perfdb.ctastream import CtaStreamRates
@@ -947,6 +948,7 @@ def check_table_rows(frame: pl.DataFrame, path: Path) -> None:
         return
     check_schema_version(path)
     _check_key_spelling(frame, path)
+    check_key_vocabulary(frame, path)
     needed = {"status", "time_us"}
     ops = frame["op"].drop_nulls().unique().to_list()
     for op in ops:
@@ -1070,6 +1072,44 @@ def _check_key_spelling(frame: pl.DataFrame, path: Path) -> None:
                 f"{path}: row {row}: {column} is {value!r} ({bad.len()} such rows); key values are lowercase "
                 f"without surrounding spaces, as simperf calibrate writes them ({value.strip().lower()!r}), and a "
                 "row spelt otherwise matches no query: correct the column"
+            )
+
+
+def check_key_vocabulary(frame: pl.DataFrame, path: Path) -> None:
+    """Every row names a known op, and its key strings are values simperf queries or writes (vocabulary.py): a row
+    keyed dtype 'bf17', backend 'flashinfr' or variant 'rmsnrom' matched no query, and the key it was meant to time
+    was priced from another key, another GPU or the roofline without a word."""
+    ops = frame["op"]
+    unknown = sorted({str(op) for op in ops.drop_nulls().unique().to_list()} - set(OP_SPECS))
+    if unknown:
+        bad = ops.is_in(unknown).fill_null(False)
+        row = int(bad.arg_true()[0])
+        value = str(ops[row])
+        near = difflib.get_close_matches(value, sorted(OP_SPECS), n=3, cutoff=0.5)
+        hint = f"nearest: {', '.join(near)}; " if near else ""
+        raise ValueError(
+            f"{path}: row {row}: op is {value!r} ({int(bad.sum())} such rows); not an op of the calibration schema "
+            f"({hint}known: {', '.join(sorted(OP_SPECS))}): correct the column"
+        )
+    for op in sorted(str(op) for op in ops.drop_nulls().unique().to_list()):
+        of_op = (ops == op).fill_null(False)
+        for column in OP_SPECS[op].key_columns:
+            if column not in vocabulary.VOCABULARY_COLUMNS or column not in frame.columns:
+                continue
+            if frame[column].dtype != pl.String:
+                continue
+            values = frame[column]
+            present = values.filter(of_op).drop_nulls().unique().to_list()
+            refused = sorted(v for v in present if not vocabulary.allowed(op, column, v))
+            if not refused:
+                continue
+            bad = of_op & values.is_in(refused).fill_null(False)
+            row = int(bad.arg_true()[0])
+            value = str(values[row])
+            raise ValueError(
+                f"{path}: row {row}: {op} {column} is {value!r} ({int(bad.sum())} such rows); "
+                f"{vocabulary.describe_refusal(op, column, value)}; a row keyed so matches no query: correct the "
+                "column (simperf/perfdb/vocabulary.py says where the names come from)"
             )
 
 

@@ -26,12 +26,14 @@ import yaml
 
 import simperf
 from simperf.hardware.catalog import get_gpu
+from simperf.perfdb import vocabulary
 from simperf.perfdb.importers.aiconfigurator_tables import (
     SOURCE_TABLES,
     AIConfiguratorImportError,
     SourceTable,
 )
 from simperf.perfdb.importers.frames import write_frame
+from simperf.perfdb.schema import OP_SPECS
 
 TOOL = "aiconfigurator"
 PACKAGE = "aiconfigurator_core"
@@ -228,19 +230,42 @@ def _import_vintage(
     """One published version of one table, in simperf's schema, every row tagged with its vintage."""
     raw = pl.read_parquet(directory / table.file)
     converted = table.convert(raw)
+    dropped = dict(converted.dropped)
     gpu_name = raw["device"].drop_nulls().first() if "device" in raw.columns else None
-    frame = converted.frame.filter(pl.col("time_us") > 0).with_columns(
-        status=pl.lit("ok"),
-        sample=pl.lit("grid"),
-        timing_method=pl.lit("third-party"),
-        # the vintage rides in the source: "third-party:aiconfigurator 0.12.0 (sglang 0.5.14)" (perfdb/vintage.py)
-        source=pl.lit(f"third-party:{TOOL} {version} ({table.framework} {directory.name})"),
-        gpu=pl.lit(gpu_key),
-        gpu_name=pl.lit(gpu_name),
-        sm=pl.lit(sm),
-        simperf_version=pl.lit(getattr(simperf, "__version__", None)),
+    frame = (
+        _known_keys(converted.frame, dropped)
+        .filter(pl.col("time_us") > 0)
+        .with_columns(
+            status=pl.lit("ok"),
+            sample=pl.lit("grid"),
+            timing_method=pl.lit("third-party"),
+            # the vintage rides in the source: "third-party:aiconfigurator 0.12.0 (sglang 0.5.14)" (perfdb/vintage.py)
+            source=pl.lit(f"third-party:{TOOL} {version} ({table.framework} {directory.name})"),
+            gpu=pl.lit(gpu_key),
+            gpu_name=pl.lit(gpu_name),
+            sm=pl.lit(sm),
+            simperf_version=pl.lit(getattr(simperf, "__version__", None)),
+        )
     )
     relative = str((directory / table.file).relative_to(data))
     ops = {str(op): int(n) for op, n in frame.group_by("op").len().iter_rows()}
-    report.tables.append(ImportedTable(relative, directory.name, ops, dict(converted.dropped)))
+    report.tables.append(ImportedTable(relative, directory.name, ops, dropped))
     return frame
+
+
+def _known_keys(frame: pl.DataFrame, dropped: dict[str, int]) -> pl.DataFrame:
+    """The rows whose key values simperf knows (perfdb/vocabulary.py); the others are left out, counted by value. A
+    name AIConfigurator passes through unmapped (a new MoE dtype or routing) made a table that PerfDB.load refuses."""
+    keep = pl.Series([True] * frame.height)
+    for op in frame["op"].unique().to_list():
+        of_op = frame["op"] == op
+        for column in OP_SPECS[op].key_columns:
+            if column not in vocabulary.VOCABULARY_COLUMNS or column not in frame.columns:
+                continue
+            for value in frame.filter(of_op)[column].drop_nulls().unique().to_list():
+                if not vocabulary.allowed(op, column, value):
+                    bad = (of_op & (frame[column] == value)).fill_null(False)
+                    reason = f"{op} {column} {value!r}: not a value simperf knows (perfdb/vocabulary.py)"
+                    dropped[reason] = dropped.get(reason, 0) + int(bad.sum())
+                    keep = keep & ~bad
+    return frame.filter(keep)
