@@ -725,7 +725,17 @@ SWEEP_CASES = [
 ]
 
 ACCURACY_CASES = [
-    Case("accuracy-missing-dir", ("accuracy", "{ws}/nope", "--truth", "{ws}/truth.csv"), "nope"),
+    Case(
+        "accuracy-missing-dir",
+        ("accuracy", "{ws}/nope", "--truth", "{ws}/truth.csv"),
+        "nope: no such directory",
+    ),
+    # a file named as the directory was reported as 'notes.txt/index.yaml: no index'
+    Case(
+        "accuracy-file-as-dir",
+        ("accuracy", "{ws}/notes.txt", "--truth", "{ws}/truth.csv"),
+        "notes.txt: not a directory",
+    ),
     Case("accuracy-no-index", ("accuracy", "{ws}/empty", "--truth", "{ws}/truth.csv"), "index"),
     Case(
         "accuracy-missing-truth",

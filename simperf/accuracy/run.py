@@ -547,6 +547,13 @@ def accuracy_command(
 
     if output not in ("text", "json", "markdown"):
         fail(f"--output: got {output!r}; allowed values: text, json, markdown")
+    # a missing path or a file was named as a directory whose index.yaml is missing ('nope/index.yaml: no index')
+    if not Path(scenarios_dir).exists():
+        fail(f"{scenarios_dir}: no such directory (a ground-truth corpus, or a directory of scenarios)")
+    if not Path(scenarios_dir).is_dir():
+        fail(
+            f"{scenarios_dir}: not a directory (a ground-truth corpus, or a directory of scenarios with an index.yaml)"
+        )
     if (Path(scenarios_dir) / "index.parquet").exists():
         from simperf.accuracy.corpus_cli import corpus_accuracy
 
