@@ -478,6 +478,12 @@ CALIBRATE_CASES = [
         "--time-budget-s",
     ),  # fmt: skip
     Case("calibrate-unknown-option", ("calibrate", "--turbo"), "unrecognized arguments"),
+    # a directory where a file goes was reported as missing ('no such file')
+    Case(
+        "calibrate-grid-directory",
+        ("calibrate", "--grid", "{ws}/empty", "--out", "{ws}/cal"),
+        "is a directory",
+    ),
     Case(
         "calibrate-out-is-a-file",
         ("calibrate", "--backends", "fake", "--gpu", "cpu", "--out", "{ws}/s.yaml"),
@@ -570,6 +576,9 @@ TRACE_CASES = [
         "inspect-csv-columns", ("trace", "inspect", "{ws}/cols.csv"), "cols.csv", {"cols.csv": "a,b\n1,2\n"}
     ),
     Case("convert-missing", ("trace", "convert", "{ws}/nope.jsonl", "{ws}/o.jsonl"), "nope.jsonl"),
+    Case(
+        "inspect-directory", ("trace", "inspect", "{ws}/dir.jsonl"), "dir.jsonl: is a directory; give a trace"
+    ),
     Case("convert-same-file", ("trace", "convert", "{ws}/t.jsonl", "{ws}/t.jsonl"), "is also an input"),
     Case("convert-bad-suffix", ("trace", "convert", "{ws}/t.jsonl", "{ws}/o.txt"), ".jsonl"),
     Case("convert-readonly", ("trace", "convert", "{ws}/t.jsonl", "/proc/o.jsonl"), "DST /proc"),
@@ -779,6 +788,7 @@ ACCURACY_CASES = [
     ),  # fmt: skip
     Case("compare-missing-predicted", ("compare", "{ws}/nope.json", "{ws}/result.json"), "no such file"),
     Case("compare-missing-measured", ("compare", "{ws}/result.json", "{ws}/nope.json"), "no such file"),
+    Case("compare-measured-directory", ("compare", "{ws}/result.json", "{ws}/empty.json"), "is a directory"),
     Case("compare-trace", ("compare", "{ws}/result.json", "{ws}/t.jsonl"), "one request of a trace"),
     Case("compare-broken-json", ("compare", "{ws}/broken.json", "{ws}/result.json"), "broken.json"),
     Case("compare-text", ("compare", "{ws}/notes.txt", "{ws}/result.json"), "no benchmark result found"),

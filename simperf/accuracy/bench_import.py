@@ -156,6 +156,8 @@ def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
     JSONL files with several runs need `run` (0-based line among the runs); the error lists what each run was.
     """
     path = Path(path)
+    if path.is_dir():  # was reported as 'no such file', which it is not
+        raise BenchImportError(f"{path}: is a directory; give a result file")
     if not path.is_file():
         raise BenchImportError(f"{path}: no such file")
     text = path.read_text()

@@ -49,6 +49,8 @@ def check_options(options: Any) -> None:
     for name in ("heldout", "ragged"):
         if getattr(options, name) < 0:
             raise CalibrateError(f"--{name}: got {getattr(options, name)}; must be 0 or more")
+    if options.grid_path is not None and Path(options.grid_path).is_dir():
+        raise CalibrateError(f"--grid {options.grid_path}: is a directory; give a grid YAML file")
     if options.grid_path is not None and not Path(options.grid_path).is_file():
         raise CalibrateError(f"--grid {options.grid_path}: no such file")
     retime = getattr(options, "retime_from", None)

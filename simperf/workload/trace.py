@@ -90,6 +90,8 @@ def read_trace(path: Path | str, limit: int | None = None, run: int | None = Non
     run: for a bench_serving output file holding several runs (one per line), the 0-based line to read.
     """
     path = Path(path)
+    if path.is_dir():  # was reported as 'no such trace file', which it is not
+        raise TraceError(f"{path}: is a directory; give a trace file")
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
     suffix = path.suffix.lower()
