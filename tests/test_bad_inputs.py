@@ -1098,6 +1098,22 @@ UNNAMED_CASES = [
         {"f.yaml": FLEET},
     ),  # fmt: skip
     Case(
+        "diff-pair-twice",
+        (
+            "perfdb",
+            "diff",
+            "{repo}/calibration/h200",
+            "{repo}/calibration/h100",
+            "--op",
+            "gemm",
+            "--pair",
+            "torch=torch",
+            "--pair",
+            "torch=deep_gemm",
+        ),
+        "--pair: B backend 'torch' is paired twice",
+    ),  # fmt: skip
+    Case(
         "diff-pair-unknown-backends",
         ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--pair", "foo=bar"),
         "--pair: foo=bar: B",

@@ -234,6 +234,10 @@ def parse_pairs(values: list[str] | None) -> dict[str, str]:
         b_name, sep, a_name = value.partition("=")
         if not sep or not b_name or not a_name:
             raise typer.BadParameter(f"--pair: expected B_BACKEND=A_BACKEND, got {value!r}")
+        if pairs.get(b_name, a_name) != a_name:  # the last one won in silence
+            raise typer.BadParameter(
+                f"--pair: B backend {b_name!r} is paired twice ({b_name}={pairs[b_name]}, {value}); one A backend each"
+            )
         pairs[b_name] = a_name
     return pairs
 
