@@ -463,6 +463,9 @@ def _perfdb_offgrid(
     from simperf.report.tables import check_output
 
     samples = samples or DEFAULT_SAMPLES
+    for option, path in (("--samples", samples), ("--offgrid", results)):
+        if path is not None and path.is_dir():  # was reported as not existing
+            _fail(f"{option}: {path} is a directory; give the JSONL file")
     if not samples.is_file():
         _fail(f"--samples: {samples} does not exist (python -m simperf.perfdb.offgrid generate writes one)")
     if time_into is not None:

@@ -1097,6 +1097,22 @@ UNNAMED_CASES = [
         "--policy 'cache_aware': given twice",
         {"f.yaml": FLEET},
     ),  # fmt: skip
+    *(
+        Case(
+            f"check-{option[2:]}-directory",
+            (
+                "perfdb",
+                "check",
+                "{repo}/calibration/h100",
+                "--offgrid",
+                "{ws}/result.json",
+                option,
+                "{ws}/dir.jsonl",
+            ),
+            "dir.jsonl is a directory; give the JSONL file",  # was: '... does not exist'
+        )
+        for option in ("--samples", "--offgrid")
+    ),
     Case(
         "diff-pair-twice",
         (
