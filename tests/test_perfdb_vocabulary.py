@@ -27,6 +27,17 @@ def test_every_shipped_key_value_is_in_the_vocabulary():
                         assert vocabulary.allowed(op, column, value), (path, op, column, value)
 
 
+def test_the_static_vocabulary_is_what_simperf_queries_and_writes():
+    """perfdb holds the vocabulary as data (it may not import models or calibrate); this recomputes it from them, so
+    a kernel added where simperf queries or writes it, or one dropped, fails here with the literal to paste."""
+    from vocabulary_sources import computed_vocabulary, literal
+
+    computed = computed_vocabulary()
+    assert vocabulary.KEY_VOCABULARY == computed, "paste into simperf/perfdb/vocabulary.py:\n" + literal(
+        computed
+    )
+
+
 def test_the_vocabulary_holds_what_simperf_queries_and_writes():
     vocab = vocabulary.key_vocabulary()
     assert {"sgl_fa3", "flashinfer_fa3", "trtllm"} <= vocab["attn_mha_prefill"]["backend"]
