@@ -43,6 +43,7 @@ GUARDS = (
     "tests/test_groundtruth_corpus.py",
     "tests/test_ctastream.py",
     "tests/test_prefillplan.py",
+    "tests/test_ragged_decode.py",
     "tests/test_shared_reads.py",
     "tests/test_calibrate_runner.py",
     "tests/test_moe_default_tiles.py",
@@ -356,6 +357,13 @@ MUTATIONS = (
         "simperf/perfdb/prefillplan.py",
         "    return rates.floor_us + rates.rate_at(path) * path, path\n",
         "    return rates.floor_us + rates.rate_at(path) * 1.01 * path, path\n",
+    ),
+    Mutation(
+        "decode-straggler",
+        "a ragged decode step's time beyond its mean-KV price +1% (costmodel/step.py decode_straggler_us)",
+        "simperf/costmodel/step.py",
+        "        return max(extra, 0.0)\n",
+        "        return max(extra * 1.01, 0.0)\n",
     ),
 )
 

@@ -85,6 +85,23 @@ class FastStepCost(Protocol):
 
 
 @runtime_checkable
+class RaggedDecodeCost(Protocol):
+    """Optional: what a decode step of requests with different KV lengths costs beyond its mean-KV price.
+
+    Contract: >= 0 µs and pure; 0 for requests of one length. The simulator adds it to every step of a decode run
+    (decode_steps / decode_totals `straggler_us`), computed from the run's first step: the running set does not
+    change within a run and every request's KV grows alike.
+    """
+
+    def decode_straggler_us(self, bs: int, padded_bs: int, graph: bool, kv_lens: Sequence[int]) -> float: ...
+
+    def straggler_possible(self, bs: int, padded_bs: int, graph: bool, kv_total: int, kv_max: int) -> bool:
+        """False only where decode_straggler_us of any batch of this KV total and longest KV is 0 (O(1), so the
+        simulator can skip building the KV list)."""
+        ...
+
+
+@runtime_checkable
 class ExtendHostTime(Protocol):
     """Optional: how long the host's CPU is busy launching an extend (prefill) forward.
 

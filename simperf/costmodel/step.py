@@ -38,7 +38,7 @@ from simperf.models.ops import (
     row_ops,
     uncosted_kernels_per_step,
 )
-from simperf.perfdb import prefillplan
+from simperf.perfdb import ctastream, prefillplan
 from simperf.perfdb.axisslice import AxisSlice
 from simperf.perfdb.db import OpCurve, PerfDB
 from simperf.perfdb.schema import SOURCE_INDEX, SOURCES
@@ -54,6 +54,9 @@ from simperf.sglang_defaults import (
 
 NUM_SOURCES = len(SOURCES)
 _OVERHEAD_COLUMN = SOURCE_INDEX[OVERHEAD_SOURCE]
+# a ragged decode batch's time beyond its mean-KV price (decode_straggler_us): a model over the tables' time and a
+# measured per-CTA rate, so labelled as interpolated between measurements
+_STRAGGLER_COLUMN = SOURCE_INDEX["interpolated"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,13 @@ class _DecodeAttention:
     # 1 - the measured read cost of a shared prefix token (perfdb/shared_reads.py): the step's mean KV length drops
     # by this x its duplicated reads per row; 0 where the kernel's sharing was never measured (distinct price)
     shared_discount: float = 0.0
+
+
+def _plus_constant(totals: list[float] | np.ndarray, us: float) -> list[float] | np.ndarray:
+    """Every step's total plus `us` (the same list or array where `us` is 0)."""
+    if not us:
+        return totals
+    return [t + us for t in totals] if isinstance(totals, list) else totals + us
 
 
 def dsa_sparse_graph_max_tokens(arch: ModelArch, serving: ResolvedServing) -> int:
@@ -175,6 +185,7 @@ class SGLangStepCost:
         self._step_index = np.arange(4096)
         # _fast_decode_entry by (bs, padded bs, graph)
         self._decode_fast: dict[tuple[int, int, bool], tuple] = {}
+        self._straggler_cache: dict[tuple[int, int, bool], list[tuple[_DecodeAttention, float, float]]] = {}
         self._extend = _LRU(extend_cache_size)
         # single fresh-prompt prefills by token count (None: that length takes the general path); prompt lengths
         # repeat far more often than whole batch compositions, and this skips building the LRU's byte keys
@@ -264,7 +275,13 @@ class SGLangStepCost:
         )
 
     def decode_steps(
-        self, bs: int, padded_bs: int, kv_total: np.ndarray, graph: bool, shared_kv: float = 0.0
+        self,
+        bs: int,
+        padded_bs: int,
+        kv_total: np.ndarray,
+        graph: bool,
+        shared_kv: float = 0.0,
+        straggler_us: float = 0.0,
     ) -> np.ndarray:
         if bs < 1 or padded_bs < bs:
             raise ValueError(f"need 1 <= bs <= padded_bs, got bs={bs}, padded_bs={padded_bs}")
@@ -285,9 +302,76 @@ class SGLangStepCost:
                 # (step, source) pairs are distinct within one op, so fancy-index addition is exact
                 steps = self._step_index[:k] if k <= len(self._step_index) else np.arange(k)
                 out[steps, src] += us * a.count
+        if straggler_us:
+            out[:, _STRAGGLER_COLUMN] += straggler_us
         if eager is not None:
             out[:, _OVERHEAD_COLUMN] += eager.excess_us(out.sum(axis=1))
         return out
+
+    def _straggler_ops(
+        self, bs: int, padded_bs: int, graph: bool
+    ) -> list[tuple[_DecodeAttention, float, float]]:
+        """The decode attention ops whose kernel a CTA stream rate was measured for, as (op, bytes/s, µs per
+        token of one CTA streaming alone): cached per (bs, padded bs, graph)."""
+        key = (bs, padded_bs, graph)
+        streaming = self._straggler_cache.get(key)
+        if streaming is None:
+            _, attention, _ = self._decode_entry(bs, padded_bs, graph)
+            streaming = []
+            for a in attention:
+                stream = ctastream.rate_for(a.curve.op, a.curve.key, self.db.cta_stream)
+                if stream is not None and not a.kv_offset:
+                    streaming.append((a, stream[0], ctastream.bytes_per_token(a.curve.key) / stream[0] * 1e6))
+            self._straggler_cache[key] = streaming
+        return streaming
+
+    def _straggling(self, bs: int, padded_bs: int, graph: bool, kv_total: int, kv_max: int) -> list:
+        """(op, rate, its table time at the mean KV) for each op whose longest request's lone stream outlasts the
+        uniform batch: only such a request can straggle. Below that the model's difference is the waves' packing
+        (a few % of the attention on range-ratio batches), not priced: its fluid makespan on every decode run
+        would slow the simulator by half (docs/costmodel.md)."""
+        if bs < 1 or self.db.cta_stream is None:
+            return []
+        streaming = self._straggler_ops(bs, padded_bs, graph)
+        if not streaming:
+            return []
+        rows = self._attention_rows(bs, padded_bs, graph)
+        kv_rows = max(kv_total, bs) + (rows - bs)
+        mean = kv_rows / rows
+        found = []
+        for a, rate, us_per_token in streaming:
+            # the batch cannot stream faster than the GPU's peak HBM bandwidth: a cheap lower bound of its table
+            # time that spares the curve lookup on most steps (the exact test follows)
+            kv_heads = int(a.curve.key["num_kv_heads"])  # type: ignore[call-overload]
+            floor_us = kv_rows * kv_heads * us_per_token * rate / self.db.gpu.hbm_bytes_per_s
+            if max(kv_max, 1) * us_per_token <= floor_us:
+                continue
+            table_us = float(a.curve(**a.fixed_axes, kv_len=mean)[0])
+            if max(kv_max, 1) * us_per_token > table_us:
+                found.append((a, rate, table_us))
+        return found
+
+    def straggler_possible(self, bs: int, padded_bs: int, graph: bool, kv_total: int, kv_max: int) -> bool:
+        """Whether decode_straggler_us can be above 0 for a batch of this KV total and longest KV (O(1))."""
+        return bool(self._straggling(bs, padded_bs, graph, kv_total, kv_max))
+
+    def decode_straggler_us(self, bs: int, padded_bs: int, graph: bool, kv_lens: Sequence[int]) -> float:
+        """µs a decode step of these requests (KV lengths incl. the token decoded) takes beyond its mean-KV price:
+        flashinfer's GQA decode runs an unsplit batch as one CTA per request and KV head, so a long request streams
+        alone at one CTA's measured rate after the short ones are done (perfdb/ctastream.py, where the designed
+        straggler set measured that rate per kernel). 0 where the decode attention is another kernel, this GPU's
+        rate was never measured or no request's lone stream outlasts the batch (`_straggling`); never below 0 (a
+        batch is not faster than its mean-KV price). The padding rows of a replayed CUDA graph attend one token
+        each, as `_attention_kv_mean` counts them."""
+        kv = [max(int(n), 1) for n in kv_lens]
+        found = self._straggling(bs, padded_bs, graph, sum(kv), max(kv, default=1))
+        if not found:
+            return 0.0
+        kv += [1] * (self._attention_rows(bs, padded_bs, graph) - len(kv))
+        extra = 0.0
+        for a, rate, table_us in found:
+            extra += ctastream.ragged_extra_us(table_us, a.curve.key, kv, self.db.gpu.num_sms, rate) * a.count
+        return max(extra, 0.0)
 
     def decode_totals(
         self,
@@ -296,6 +380,7 @@ class SGLangStepCost:
         kv_total: list[float] | np.ndarray,
         graph: bool,
         shared_kv: float = 0.0,
+        straggler_us: float = 0.0,
     ) -> tuple[list[float], AddBySource]:
         """decode_steps for the simulator's hot loop: per-step totals (µs), and `add_by_source(acc, n)`, which adds
         the per-source sum over the first n steps to `acc` (a list of len(SOURCES) floats) — the same numbers as
@@ -343,6 +428,7 @@ class SGLangStepCost:
             parts.append((us_list, us, src))
         if totals is None:
             totals = [base_total] * len(kv_mean)
+        totals = _plus_constant(totals, straggler_us)
         excess = None
         if eager is not None:
             totals = np.asarray(totals, dtype=np.float64)
@@ -358,6 +444,7 @@ class SGLangStepCost:
                 else:
                     counts = np.bincount(src[:n], weights=us[:n], minlength=NUM_SOURCES).tolist()
                     out = [o + c for o, c in zip(out, counts, strict=True)]
+            out[_STRAGGLER_COLUMN] += straggler_us * n  # exact when 0: x + 0.0 == x
             if excess is not None:
                 out[_OVERHEAD_COLUMN] += float(excess[:n].sum())
             for i, o in enumerate(out):
@@ -544,10 +631,13 @@ class SGLangStepCost:
             out[int(src)] += float(us) * op.count
         return out
 
-    def _planned_extend(self, op: OpCall, curve: OpCurve, equivalent_us: float) -> tuple[float, str] | None:
-        """(time, how) of a ragged extend call whose kernel's planner is modelled (perfdb/prefillplan.py): the
-        busiest CTA at the key's own rate, times what a PrefixPathCurve multiplies the one-kernel time by at the
-        batch's work-equivalent axes (SGLang's split of an extend over a cached prefix); None for any other call."""
+    def _planned_extend(
+        self, op: OpCall, curve: OpCurve, equivalent_us: float, describe: bool = False
+    ) -> tuple[float, str] | None:
+        """(time, how: only when `describe`) of a ragged extend call whose kernel's planner is modelled
+        (perfdb/prefillplan.py): the busiest CTA at the key's own rate, times what a PrefixPathCurve multiplies the
+        one-kernel time by at the batch's work-equivalent axes (SGLang's split of an extend over a cached prefix);
+        None for any other call."""
         if op.requests is None:
             return None
         base = getattr(
@@ -562,9 +652,11 @@ class SGLangStepCost:
         us, path = found
         axes = {name: float(v) for name, v in op.axes.items()}
         factor = 1.0 if base is curve else equivalent_us / float(base(**axes)[0])
-        how = prefillplan.describe(rates, path)
-        if factor != 1.0:
-            how += f"; x{factor:.3g} for SGLang's split of an extend over a cached prefix"
+        how = ""
+        if describe:
+            how = prefillplan.describe(rates, path)
+            if factor != 1.0:
+                how += f"; x{factor:.3g} for SGLang's split of an extend over a cached prefix"
         return us * factor, how
 
     def decode_parts(
@@ -906,7 +998,7 @@ class SGLangStepCost:
         key, curve = self._resolve(op)
         axes = {name: float(np.asarray(v).reshape(-1)[0]) for name, v in op.axes.items()}
         t = curve.timing(**axes)
-        planned = self._planned_extend(op, curve, t.us)
+        planned = self._planned_extend(op, curve, t.us, describe=True)
         if planned is not None:
             t = dc_replace(t, us=planned[0], detail=f"{planned[1]} (perfdb/prefillplan.py)")
         elif op.floor_axes is not None:

@@ -98,22 +98,33 @@ def read_rates(directory: Path | None) -> CtaStreamRates | None:
 def fluid_makespan_s(works: Sequence[float], slots: int, bandwidth: float, per_cta: float) -> float:
     """Seconds until the last CTA ends: CTAs of `works` bytes started in launch order on `slots` slots, every
     running CTA at min(per_cta, bandwidth / running). All running CTAs share one rate, so the next to end is the
-    one with the least bytes left: a heap of finishing thresholds in cumulative per-CTA bytes served."""
-    if not works:
+    one with the least bytes left. While CTAs wait for a slot every slot is busy, so that rate is constant and the
+    starts are a greedy list schedule in per-CTA bytes served (a heap of finishing thresholds); after the last start
+    the running CTAs end in threshold order, each end raising the rate of those left."""
+    n = len(works)
+    if n == 0:
         return 0.0
-    served, t = 0.0, 0.0
-    heap = [float(w) for w in works[:slots]]
+    first = min(n, slots)
+    heap = [float(w) for w in works[:first]]
     heapq.heapify(heap)
-    pending = iter(works[slots:])
-    while heap:
-        rate = min(per_cta, bandwidth / len(heap))
-        end = heapq.heappop(heap)
-        t += (end - served) / rate
-        served = end
-        nxt = next(pending, None)
-        if nxt is not None:
-            heapq.heappush(heap, served + float(nxt))
-    return t
+    served = 0.0
+    for w in works[first:]:
+        served = heap[0]
+        heapq.heapreplace(heap, served + float(w))
+    t = served / min(per_cta, bandwidth / slots) if n > slots else 0.0
+    ends = np.sort(np.asarray(heap))
+    running = np.arange(ends.size, 0, -1, dtype=np.float64)  # CTAs still running before each end
+    steps = np.diff(ends, prepend=served)
+    return t + float((steps / np.minimum(per_cta, bandwidth / running)).sum())
+
+
+def uniform_makespan_s(n: int, work: float, slots: int, bandwidth: float, per_cta: float) -> float:
+    """fluid_makespan_s of `n` CTAs of `work` bytes each, in closed form: they end a slotful at a time."""
+    if n <= 0:
+        return 0.0
+    waves = -(-n // slots)
+    last = n - (waves - 1) * slots  # CTAs of the last wave, ending together
+    return (waves - 1) * work / min(per_cta, bandwidth / slots) + work / min(per_cta, bandwidth / last)
 
 
 def kernel_kind(key: dict) -> str:
@@ -121,7 +132,7 @@ def kernel_kind(key: dict) -> str:
     return "tensor_core" if gqa_tensor_cores(key) else "cuda_core"
 
 
-def _bytes_per_token(key: dict) -> float:
+def bytes_per_token(key: dict) -> float:
     """K and V of one KV head, one token."""
     return 2.0 * int(key["head_dim"]) * (1.0 if str(key["kv_dtype"]).startswith("fp8") else 2.0)
 
@@ -140,12 +151,15 @@ def ragged_extra_us(table_us: float, key: dict, kv_lens: Sequence[int], num_sms:
     mean = round(sum(kv) / len(kv))
     page, kv_heads = int(key["page_size"]), int(key["num_kv_heads"])
     tensor_cores = kernel_kind(key) == "tensor_core"
-    per_token = _bytes_per_token(key)
+    per_token = bytes_per_token(key)
     ragged, slots = workplan.gqa_flashinfer_ctas(kv, page, kv_heads, tensor_cores, num_sms)
     uniform, _ = workplan.gqa_flashinfer_ctas([mean] * len(kv), page, kv_heads, tensor_cores, num_sms)
     bandwidth = sum(uniform) * per_token / (table_us * 1e-6)
     t_ragged = fluid_makespan_s([w * per_token for w in ragged], slots, bandwidth, rate)
-    t_uniform = fluid_makespan_s([w * per_token for w in uniform], slots, bandwidth, rate)
+    if len(set(uniform)) == 1:  # unsplit, or split into equal chunks: the closed form
+        t_uniform = uniform_makespan_s(len(uniform), uniform[0] * per_token, slots, bandwidth, rate)
+    else:
+        t_uniform = fluid_makespan_s([w * per_token for w in uniform], slots, bandwidth, rate)
     return (t_ragged - t_uniform) * 1e6
 
 
@@ -175,7 +189,7 @@ def implied_rates(samples: Path, results: Path, db: object) -> dict[str, list[fl
         others_us = float(curve(batch=float(batch), kv_len=float(short))[0])
         tail_s = (float(result["time_us"]) - others_us) * 1e-6
         name = variant_name(kind, str(key["kv_dtype"]), int(key["page_size"]))
-        out.setdefault(name, []).append(long * _bytes_per_token(key) / tail_s)
+        out.setdefault(name, []).append(long * bytes_per_token(key) / tail_s)
     return out
 
 

@@ -113,7 +113,9 @@ class KeyRates:
     # list schedule's), so that only rows that can fall in a call's window are walked through the planner
     lower: np.ndarray
     upper: np.ndarray
-    _paths: dict[int, float] = field(default_factory=dict)
+    # each row's critical path, walked through the planner when a call first needs it (NaN: not yet; -1: a row
+    # whose schedule is not modelled)
+    paths: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def of(cls, batch, q_len, kv_len, us, heads: int, head_dim_v: int, num_sms: int) -> KeyRates | None:
@@ -140,10 +142,12 @@ class KeyRates:
             us=us,
             lower=np.maximum(longest, mean),
             upper=mean + longest,
+            paths=np.full(us.size, np.nan),
         )
 
-    def _path(self, i: int) -> float | None:
-        if i not in self._paths:
+    def _walk(self, rows: np.ndarray) -> np.ndarray:
+        """The critical paths of these rows (walking the planner for those not walked yet)."""
+        for i in rows[np.isnan(self.paths[rows])].tolist():
             n = int(self.batch[i])
             path = critical_path(
                 np.full(n, self.q_len[i]),
@@ -152,22 +156,23 @@ class KeyRates:
                 self.num_sms,
                 self.head_dim_v,
             )
-            self._paths[i] = np.nan if path is None else path
-        path = self._paths[i]
-        return None if np.isnan(path) else path
+            self.paths[i] = -1.0 if path is None else path
+        return self.paths[rows]
 
     def rate_at(self, path: float) -> float:
         """us per planner unit above the floor, from the rows whose critical path is within RATE_WINDOW of `path`."""
-        maybe = np.flatnonzero((self.upper >= path / RATE_WINDOW) & (self.lower <= path * RATE_WINDOW))
-        found = [(i, p) for i in maybe.tolist() if (p := self._path(i)) is not None and p > 0]
-        near = [(i, p) for i, p in found if path / RATE_WINDOW <= p <= path * RATE_WINDOW]
-        if len(near) < RATE_MIN_ROWS:
-            # too few rows near: the nearest in log path among all rows (walks every row once, then cached)
-            every = [(i, p) for i in range(self.us.size) if (p := self._path(i)) is not None and p > 0]
-            every.sort(key=lambda ip: abs(np.log(ip[1] / path)))
-            near = every[:RATE_NEAREST]
-        rates = [(self.us[i] - self.floor_us) / p for i, p in near]
-        return float(np.median(rates))
+        lo, hi = path / RATE_WINDOW, path * RATE_WINDOW
+        maybe = np.flatnonzero((self.upper >= lo) & (self.lower <= hi))
+        paths = self._walk(maybe)
+        near = maybe[(paths > 0) & (paths >= lo) & (paths <= hi)]
+        if near.size < RATE_MIN_ROWS:
+            # too few rows near: the nearest in log path among all rows (walks every row once, then kept)
+            every = np.arange(self.us.size)
+            walked = self._walk(every)
+            every = every[walked > 0]
+            order = np.argsort(np.abs(np.log(self.paths[every] / path)), kind="stable")
+            near = every[order[:RATE_NEAREST]]
+        return float(np.median((self.us[near] - self.floor_us) / self.paths[near]))
 
 
 def planned_us(rates: KeyRates, q_lens: np.ndarray, kv_lens: np.ndarray) -> tuple[float, float] | None:

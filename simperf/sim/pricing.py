@@ -16,6 +16,7 @@ from simperf.costmodel.api import (
     AddBySource,
     ExtendHostTime,
     FastStepCost,
+    RaggedDecodeCost,
     StepCostModel,
     is_single_fresh_prompt,
 )
@@ -36,6 +37,7 @@ class StepPricer:
         self._offsets = np.arange(4096, dtype=np.float64)
         # a PD decode server's extends are KV arrivals, not forwards: nothing to launch
         self._host = cost if isinstance(cost, ExtendHostTime) and not prebuilt else None
+        self._ragged = cost if isinstance(cost, RaggedDecodeCost) else None
 
     # ---------------------------------------------------------------- extend
     def fresh_prompt(
@@ -94,6 +96,11 @@ class StepPricer:
                 kv_totals: list[float] | np.ndarray = [kv0 + kv_step * j for j in range(k)]
             else:
                 kv_totals = kv0 + kv_step * self._offset_array(k)
+            straggler = self._straggler_us(rank, max_bs, padded_bs, graph)
+            if straggler:
+                return self._fast_decode.decode_totals(
+                    max_bs, padded_bs, kv_totals, graph, rank.shared_prefix_reads(), straggler
+                )
             return self._fast_decode.decode_totals(
                 max_bs, padded_bs, kv_totals, graph, rank.shared_prefix_reads()
             )
@@ -109,18 +116,31 @@ class StepPricer:
         step = None
         offsets = self._offset_array(k)
         for rank in ranks:
-            cost = self.cost.decode_steps(
+            args = (
                 len(rank.running),
                 padded_bs,
                 rank.decode_kv_totals(offsets),
                 graph,
                 rank.shared_prefix_reads(),
             )
+            straggler = self._straggler_us(rank, len(rank.running), padded_bs, graph)
+            cost = self.cost.decode_steps(*args, straggler) if straggler else self.cost.decode_steps(*args)
             if step is None:
                 step = cost
             else:
                 step = np.where((cost.sum(axis=1) > step.sum(axis=1))[:, None], cost, step)
         return step
+
+    def _straggler_us(self, rank, bs: int, padded_bs: int, graph: bool) -> float:
+        """The running batch's time per decode step beyond its mean-KV price (RaggedDecodeCost), at the run's
+        first step: 0 where the cost model does not say. Constant over the run (every request's KV grows by the
+        same tokens per step)."""
+        if self._ragged is None or bs < 1:
+            return 0.0
+        total, longest = rank.decode_kv_extent()
+        if not self._ragged.straggler_possible(bs, padded_bs, graph, total, longest):
+            return 0.0  # decode_straggler_us would say 0: the O(1) test spares building the KV list
+        return self._ragged.decode_straggler_us(bs, padded_bs, graph, rank.decode_kv_lens())
 
     def _offset_array(self, k: int) -> np.ndarray:
         return self._offsets[:k] if k <= len(self._offsets) else np.arange(k, dtype=np.float64)

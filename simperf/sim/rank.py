@@ -66,6 +66,7 @@ class RankState:
         self._phase_count = [0] * self.stream_interval
         self._phase_base = [0.0] * self.stream_interval
         self._long: set[int] = set()  # running requests whose remaining output may exceed the 4096 clip
+        self._kv_heap: list[tuple[int, int, int]] = []  # (join index - KV at join, join seq, request): _join
         # SGLang >= 0.5.6 reserves ignore_eos requests' whole remaining output (ρ = 1, add_one_req_ignore_eos) only
         # when the radix cache is disabled; with the cache on (the default) running requests reserve
         # x new_token_ratio like any other (0.5.6 and 0.5.17 managers/schedule_policy.py, PrefillAdder.add_one_req
@@ -113,6 +114,8 @@ class RankState:
         self._joins += 1
         self._join_seq[r] = self._joins
         heapq.heappush(self._finish_heap, (t.finish_idx[r], r))
+        # for the longest running KV (decode_kv_extent)
+        heapq.heappush(self._kv_heap, (t.join_idx[r] - t.kv_at_join[r], self._joins, r))
         self.kv_base_sum += t.kv_at_join[r] - self.tokens_per_step * t.join_idx[r]
         self.finish_sum += t.finish_idx[r]
         streamed_base = t.out_done[r] - self.tokens_per_step * t.join_idx[r]
@@ -189,6 +192,22 @@ class RankState:
         """
         bs = len(self.running)
         return self.decode_kv_now() + (bs * self.tokens_per_step) * offsets
+
+    def decode_kv_extent(self) -> tuple[int, int]:
+        """(Σ, max) of decode_kv_lens without building it where it can: without speculative decoding every running
+        request's KV grows by one a step, so the order by KV at join less join index is the order by KV now (a
+        heap, stale entries dropped lazily). Needs a running request."""
+        if self.sampler is not None:
+            kv = self.decode_kv_lens()
+            return sum(kv), max(kv)
+        heap = self._kv_heap
+        while self._join_seq.get(heap[0][2]) != heap[0][1]:
+            heapq.heappop(heap)
+        return int(round(self.decode_kv_now())), self.kv_len_now(heap[0][2]) + 1
+
+    def decode_kv_lens(self) -> list[int]:
+        """Each running request's KV tokens the next decode step attends to (incl. its new token)."""
+        return [self.kv_len_now(r) + 1 for r in self.running]
 
     def decode_kv_now(self) -> float:
         """decode_kv_totals at offset 0: Σ KV tokens the next decode step attends to (incl. its new token)."""
