@@ -188,11 +188,27 @@ def test_no_gpu_is_a_one_line_error(tmp_path):
         ("  - {name: s, model: m, runs: []}\n", "servers.0.runs"),
         ("  - {name: 'a b', model: m, runs: [{name: r}]}\n", "servers.0.name"),
         ("  - {name: s, model: m, runs: [{name: r, clinet: {}}]}\n", "servers.0.runs.0.clinet"),
+        ("  - {name: s, model: m, runs: [{name: r, client: {dataset-path: x}}]}\n", "set by the runner"),
+        ("  - {name: s, model: m, runs: [{name: r, client: {dataset-name: mooncake}}]}\n", "needs its trace"),
     ],
 )
 def test_bad_plans_name_the_field(tmp_path, servers, fragment):
     with pytest.raises(PlanError, match=fragment.replace(".", r"\.").replace("{", r"\{")):
         load_plan(_plan(tmp_path, servers))
+
+
+def test_a_mooncake_run_names_its_own_trace_after_the_runners_prompt_source(tmp_path):
+    """bench_serving replays a Mooncake trace at its timestamps; the plan gives the file, and its --dataset-path
+    comes after the runner's (argparse keeps the last)."""
+    plan = load_plan(
+        _plan(
+            tmp_path,
+            "  - {name: s, model: m, runs: [{name: r, client: {dataset-name: mooncake, "
+            "dataset-path: /tmp/t.jsonl}}]}\n",
+        )  # fmt: skip
+    )
+    argv = flags_to_argv(plan.client_flags(plan.servers[0].runs[0]))
+    assert argv[argv.index("--dataset-path") + 1] == "/tmp/t.jsonl"
 
 
 def test_flags_render_as_sglang_spells_them():

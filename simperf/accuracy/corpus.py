@@ -215,7 +215,9 @@ def workload_of(run_dir: Path, bench: dict[str, Any]) -> dict[str, Any]:
     """The scenario workload that replays a recorded run (see the module docstring)."""
     concurrency = bench.get("max_concurrency")
     rate = bench.get("request_rate")
-    open_loop = (
+    # bench_serving replays a Mooncake trace at its own timestamps whatever --request-rate says
+    # (datasets/mooncake.py, get_mooncake_request_over_time)
+    open_loop = bench.get("dataset_name") == "mooncake" or (
         rate is not None and rate != float("inf") and not (isinstance(rate, str) and rate.lower() == "inf")
     )
     if bench.get("dataset_name") == "generated-shared-prefix":

@@ -82,7 +82,21 @@ def _check_name(v: str) -> str:
 # a directory name; launch_server flags; bench_serving flags (each checked against what the runner sets itself)
 Name = Annotated[str, AfterValidator(_check_name)]
 ServerFlags = Annotated[dict[str, FlagValue], AfterValidator(lambda v: _check_flags(v, RUNNER_SERVER_FLAGS))]
-ClientFlags = Annotated[dict[str, FlagValue], AfterValidator(lambda v: _check_flags(v, RUNNER_CLIENT_FLAGS))]
+# a Mooncake trace is the run's own file (bench_serving replays its timestamps and lengths): its --dataset-path
+# comes from the plan, after the runner's prompt source (bench_serving's parser keeps the last)
+TRACE_DATASETS = frozenset({"mooncake"})
+
+
+def _check_client_flags(flags: dict[str, FlagValue]) -> dict[str, FlagValue]:
+    reserved = RUNNER_CLIENT_FLAGS
+    if flags.get("dataset-name") in TRACE_DATASETS:
+        if not flags.get("dataset-path"):
+            raise ValueError(f"dataset-name {flags['dataset-name']!r} needs its trace as dataset-path")
+        reserved = reserved - {"dataset-path"}
+    return _check_flags(flags, reserved)
+
+
+ClientFlags = Annotated[dict[str, FlagValue], AfterValidator(_check_client_flags)]
 
 
 class RunSpec(_Strict):
