@@ -248,17 +248,21 @@ def test_ignored_flags_are_accepted_and_reported():
     assert BY_NAME["--tp"].name == "--tp-size"
 
 
+def _json_prediction(args: list[str]) -> dict:
+    """`simperf predict ARGS -o json -q` as a dict, less how long this machine took (not a prediction)."""
+    result = runner.invoke(app, ["predict", *args, "-o", "json", "-q"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    out["simperf"].pop("simulation_wall_s")
+    return out
+
+
 def test_flags_and_saved_yaml_give_identical_json(tmp_path, monkeypatch):
     """The issue's first "done when": a flag-driven run and the same run from a YAML file agree exactly."""
     monkeypatch.chdir(tmp_path)
     saved = tmp_path / "s.yaml"
-    first = runner.invoke(app, ["predict", *QWEN_FLAGS, "-o", "json", "--save-scenario", str(saved), "-q"])
-    assert first.exit_code == 0, first.output
-    second = runner.invoke(app, ["predict", str(saved), "-o", "json", "-q"])
-    assert second.exit_code == 0, second.output
-    a, b = json.loads(first.stdout), json.loads(second.stdout)
-    for run in (a, b):
-        run["simperf"].pop("simulation_wall_s")  # how long this machine took, not a prediction
+    a = _json_prediction([*QWEN_FLAGS, "--save-scenario", str(saved)])
+    b = _json_prediction([str(saved)])
     assert a == b and a["completed"] == 48 and a["max_concurrency"] == 16
     assert yaml.safe_load(saved.read_text())["workload"]["max_concurrency"] == 16
 
@@ -294,16 +298,8 @@ def test_like_saved_scenario_reloads_to_the_same_prediction(tmp_path, scenario):
     source.write_text(scenario)
     measured = runner.invoke(app, ["predict", str(source), "-q", "--output-file", str(run)])
     assert measured.exit_code == 0, measured.output
-    first = runner.invoke(
-        app, ["predict", str(source), "--like", str(run), "--save-scenario", str(saved), "-q", "-o", "json"]
-    )
-    assert first.exit_code == 0, first.output
-    second = runner.invoke(app, ["predict", str(saved), "-q", "-o", "json"])
-    assert second.exit_code == 0, second.output
-    a, b = json.loads(first.stdout), json.loads(second.stdout)
-    for out in (a, b):
-        out["simperf"].pop("simulation_wall_s")
-    assert a == b
+    a = _json_prediction([str(source), "--like", str(run), "--save-scenario", str(saved)])
+    assert a == _json_prediction([str(saved)])
     written = yaml.safe_load(saved.read_text())
     assert "overheads" not in written and "load_balance_method" not in saved.read_text()
 
@@ -324,15 +320,8 @@ def test_like_and_saved_yaml_give_identical_json(tmp_path, monkeypatch, fleet):
            "request_rate": 4}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(run))
     saved = tmp_path / "saved.yaml"
-    first = runner.invoke(app, ["predict", "s.yaml", "--like", "run.json", "--save-scenario", str(saved), "-o",
-                                "json", "-q"])  # fmt: skip
-    assert first.exit_code == 0, first.output
-    second = runner.invoke(app, ["predict", str(saved), "-o", "json", "-q"])
-    assert second.exit_code == 0, second.output
-    a, b = json.loads(first.stdout), json.loads(second.stdout)
-    for result in (a, b):
-        result["simperf"].pop("simulation_wall_s")
-    assert a == b and a["completed"] == 3
+    a = _json_prediction(["s.yaml", "--like", "run.json", "--save-scenario", str(saved)])
+    assert a == _json_prediction([str(saved)]) and a["completed"] == 3
 
 
 def test_output_file_appends_bench_serving_lines_with_details(tmp_path):
