@@ -269,6 +269,12 @@ def _dataset_fill(
             origin["workload.dataset.path"] = "--dataset-path"
         if settings.has("--dataset-name"):
             _set(data, "workload.dataset.use_timestamps", _replays_timestamps(settings))
+        if settings.given("--dataset-name") == "mooncake":
+            notes.append(
+                "--dataset-name mooncake: bench_serving 0.5.17 itself fails on it (benchmark/serving.py, benchmark, "
+                "reads input_requests[0].prompt before its mooncake branch, and those rows are dicts: seen on a lent "
+                "H100, groundtruth/plans/h100-check-straggler.yaml); this predicts what SGLang does with the load"
+            )
         if settings.given("--dataset-name") == "mooncake" and _get(data, "workload.tokenize_prompt"):
             where = origin.get("workload.tokenize_prompt", "the scenario's workload.tokenize_prompt")
             raise FlagError(
