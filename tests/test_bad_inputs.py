@@ -575,6 +575,26 @@ TRACE_CASES = [
     Case(
         "inspect-csv-columns", ("trace", "inspect", "{ws}/cols.csv"), "cols.csv", {"cols.csv": "a,b\n1,2\n"}
     ),
+    # past 2**63 tokens the lengths wrapped to negative ones (a negative min and total) instead of an error
+    Case(
+        "inspect-huge-length",
+        ("trace", "inspect", "{ws}/h.jsonl"),
+        "h.jsonl:1: input_len must be <= 2,147,483,647 tokens",
+        {"h.jsonl": '{"arrival_s": 0.0, "input_len": 1e30, "output_len": 10}\n'},
+    ),  # fmt: skip
+    Case(
+        "inspect-huge-length-bench-serving",
+        ("trace", "inspect", "{ws}/h.jsonl"),
+        "h.jsonl:1: request 1: input_lens must be <= 2,147,483,647 tokens",
+        {"h.jsonl": '{"input_lens": [5, 1e30], "output_lens": [2, 3]}\n'},
+    ),  # fmt: skip
+    # each time finite but their span is not: was numpy's "supplied range of [0.0, inf] is not finite"
+    Case(
+        "inspect-time-span-overflows",
+        ("trace", "inspect", "{ws}/h.jsonl"),
+        "h.jsonl: arrival times span more seconds than a float can hold",
+        {"h.jsonl": TRACE_LINE.replace("0.0", "1e308") + TRACE_LINE.replace("0.0", "-1e308")},
+    ),  # fmt: skip
     Case("convert-missing", ("trace", "convert", "{ws}/nope.jsonl", "{ws}/o.jsonl"), "nope.jsonl"),
     Case(
         "inspect-directory", ("trace", "inspect", "{ws}/dir.jsonl"), "dir.jsonl: is a directory; give a trace"

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from simperf.jsonl import json_object_lines
-from simperf.workload.trace import Trace, TraceError, _in_time_order
+from simperf.workload.trace import MAX_LENGTH, Trace, TraceError, _in_time_order
 
 REQUIRED_KEYS = ("input_lens", "output_lens")
 
@@ -99,6 +99,8 @@ def _int_list(obj: dict[str, Any], key: str, where: str) -> list[int]:
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v:
             raise TraceError(f"{where}: request {i}: {key} must be an integer token count, got {v!r}")
+        if v > MAX_LENGTH:
+            raise TraceError(f"{where}: request {i}: {key} must be <= {MAX_LENGTH:,} tokens, got {v:,}")
     return [int(v) for v in values]
 
 

@@ -35,6 +35,9 @@ from simperf.jsonl import json_object_lines
 
 # Mooncake's hash_ids name 512-token prompt blocks; simperf's own traces use the same convention.
 HASH_BLOCK_TOKENS = 512
+# The largest token count a row may give: no model's context comes near it, and past 2**63 the int64 arrays
+# wrapped around (1e30 tokens read as -9.2e18, totals went negative).
+MAX_LENGTH = 2**31 - 1
 
 
 class TraceError(ValueError):
@@ -99,16 +102,22 @@ def read_trace(path: Path | str, limit: int | None = None, run: int | None = Non
     if looks_json and '"input_lens"' in _first_line(path):
         from simperf.workload.bench_serving import read_bench_serving
 
-        return read_bench_serving(path, limit=limit, run=run)
-    if run is not None:  # other formats hold one trace: a run number was accepted and ignored
+        trace = read_bench_serving(path, limit=limit, run=run)
+    elif run is not None:  # other formats hold one trace: a run number was accepted and ignored
         raise TraceError(
             f"{path}: run {run}: only bench_serving output files hold several runs (one per line)"
         )
-    if suffix == ".parquet":
-        return _read_parquet(path, limit)
-    if suffix in (".jsonl", ".json", ".ndjson") or looks_json:
-        return _collect(_jsonl_rows(path, limit), path)
-    return _collect(_csv_rows(path, limit), path)
+    elif suffix == ".parquet":
+        trace = _read_parquet(path, limit)
+    elif suffix in (".jsonl", ".json", ".ndjson") or looks_json:
+        trace = _collect(_jsonl_rows(path, limit), path)
+    else:
+        trace = _collect(_csv_rows(path, limit), path)
+    if not np.isfinite(trace.arrival_s).all():  # each time is finite, but last - first overflowed a float
+        raise TraceError(
+            f"{path}: arrival times span more seconds than a float can hold; check the time column"
+        )
+    return trace
 
 
 def _starts_like_json(path: Path) -> bool:
@@ -181,6 +190,8 @@ def _length(value: Any, key: str, where: str) -> int:
         raise TraceError(f"{where}: {key} must be an integer token count, got {value!r}")
     if value < 1:
         raise TraceError(f"{where}: {key} must be >= 1, got {value}")
+    if value > MAX_LENGTH:
+        raise TraceError(f"{where}: {key} must be <= {MAX_LENGTH:,} tokens, got {value:,}")
     return value
 
 
@@ -300,7 +311,8 @@ def _in_time_order(
 ) -> Trace:
     order = np.argsort(seconds, kind="stable")
     seconds = seconds[order]
-    arrival = seconds - seconds[0] if seconds.size else seconds
+    with np.errstate(over="ignore"):  # a span past float range: read_trace names the file
+        arrival = seconds - seconds[0] if seconds.size else seconds
     return Trace(
         arrival_s=arrival.astype(np.float64),
         input_len=input_len[order].astype(np.int64),
@@ -346,10 +358,11 @@ def _read_parquet(path: Path, limit: int | None) -> Trace:
     lengths = []
     for key in (fmt.input_key, fmt.output_key):
         values = numeric(key)
-        bad_rows = np.flatnonzero((values < 1) | (values != np.floor(values)))
+        bad_rows = np.flatnonzero((values < 1) | (values > MAX_LENGTH) | (values != np.floor(values)))
         if bad_rows.size:
             raise TraceError(
-                f"{path}: row {int(bad_rows[0])}: {key} must be an integer >= 1, got {values[bad_rows[0]]}"
+                f"{path}: row {int(bad_rows[0])}: {key} must be an integer from 1 to {MAX_LENGTH:,}, "
+                f"got {values[bad_rows[0]]}"
             )
         lengths.append(values.astype(np.int64))
     hashes = None
