@@ -192,7 +192,7 @@ for _caps in (
         frozenset({"blackwell"}),
         "requires a Blackwell GPU (SM100)",
         ("trtllm", "trtllm_gen"),
-        families=frozenset({"nsa_moe", "dense"}),
+        families=frozenset({"nsa_moe", "dense", "gqa_moe"}),  # every GQA family: SGLang's SM100 default
         family_refusal="{field}: trtllm serves DSA models and dense attention; use trtllm_mla for {model}",
         mha_prefill_tables={
             "hopper": ("trtllm", "flashinfer_fa3"),

@@ -44,6 +44,14 @@ def test_backend_combinations_sglang_refuses_are_refused_with_the_reason(kwargs,
         resolve(scenario(**kwargs))
 
 
+@pytest.mark.parametrize("model", ["qwen3-30b-a3b", "qwen3-8b", "deepseek-v3", "deepseek-v3.2"])
+@pytest.mark.parametrize("gpu", ["h200", "b200"])
+def test_every_family_resolves_with_the_backends_sglang_defaults_to(model, gpu):
+    # Qwen3-MoE on B200 without --attention-backend was refused: SGLang's SM100 default trtllm did not list gqa_moe
+    serving, _, _ = resolve(scenario(model=model, gpu=gpu))
+    assert serving.prefill_backend and serving.decode_backend
+
+
 def test_kv_pool_counts_each_layout_bytes_per_token():
     fp8, arch, _ = resolve(scenario(kv_cache_dtype="fp8_e4m3"))
     bf16, _, _ = resolve(scenario(kv_cache_dtype="bf16"))
