@@ -78,6 +78,9 @@ class Prediction:
             "calibration_dir": str(self.calibration_dir) if self.calibration_dir else None,
             "step_time_share_by_source": shares,
             "measured_share": shares["measured"] + shares["interpolated"],
+            # ops no table of this GPU covers at all, priced by the bare roofline ("op (key)"): the text output's
+            # WARNING line, so a script reading the JSON sees which numbers are estimates, not only their share
+            "bare_roofline_ops": self.cost.bare_roofline_ops(),
             "iterations": self.stats.iterations,
             "extend_iterations": self.stats.extend_iterations,
             "decode_iterations": self.stats.decode_iterations,

@@ -171,3 +171,24 @@ def test_print_bench_block_writes_the_lines_to_the_console():
     text = console.export_text()
     assert "Mean TTFT (ms):" in text and "1000.00" in text
     assert "simperf" not in text  # no notes, no simperf section
+
+
+def test_json_output_names_the_ops_priced_by_the_bare_roofline():
+    """The text output's WARNING line (no table of these ops on this GPU at all) was missing from the JSON, which
+    carried only the roofline share: a script could not tell which numbers are estimates."""
+    from typer.testing import CliRunner
+
+    from simperf.cli import app
+
+    flags = ["--model-path", "deepseek-v3.2", "--gpu", "h200", "--gpus", "8", "--tp-size", "8",
+             "--dataset-name", "random", "--random-input-len", "512", "--random-output-len", "8",
+             "--num-prompts", "4", "-o", "json", "-q"]  # fmt: skip
+    result = CliRunner().invoke(app, ["predict", *flags])
+    assert result.exit_code == 0, result.output
+    bare = json.loads(result.stdout)["simperf"]["bare_roofline_ops"]
+    assert bare and all(op.startswith("nsa_indexer (") for op in bare)
+    from pathlib import Path
+
+    shipped = Path(__file__).resolve().parents[1] / "scenarios" / "qwen3-8b-h100.yaml"
+    qwen = CliRunner().invoke(app, ["predict", str(shipped), "-o", "json", "-q"])
+    assert json.loads(qwen.stdout)["simperf"]["bare_roofline_ops"] == []
