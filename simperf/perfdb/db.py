@@ -611,13 +611,14 @@ class PerfDB:
         cache_key = (op, normalized)
         if cache_key not in self._prefill_rates:
             found = None
-            if prefillplan.planned(op, key):
-                rows = self.grid_rows(op, key).filter(pl.col("kv_lens").is_null())
+            points = self._groups(op).get(normalized) if prefillplan.planned(op, key) else None
+            if points is not None:  # the rows the key's curve interpolates over (axes: batch, q_len, kv_len)
+                batch, q_len, kv_len = points.axes.T
                 found = KeyRates.of(
-                    rows["batch"].to_numpy(),
-                    rows["q_len"].to_numpy(),
-                    rows["kv_len"].to_numpy(),
-                    rows["time_us"].to_numpy(),
+                    batch,
+                    q_len,
+                    kv_len,
+                    points.us,
                     heads=int(key["num_heads"]),  # type: ignore[call-overload]
                     head_dim_v=int(key["head_dim_v"]),  # type: ignore[call-overload]
                     num_sms=self.gpu.num_sms,

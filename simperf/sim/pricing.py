@@ -96,13 +96,13 @@ class StepPricer:
                 kv_totals: list[float] | np.ndarray = [kv0 + kv_step * j for j in range(k)]
             else:
                 kv_totals = kv0 + kv_step * self._offset_array(k)
-            straggler = self._straggler_us(rank, max_bs, padded_bs, graph)
-            if straggler:
-                return self._fast_decode.decode_totals(
-                    max_bs, padded_bs, kv_totals, graph, rank.shared_prefix_reads(), straggler
-                )
             return self._fast_decode.decode_totals(
-                max_bs, padded_bs, kv_totals, graph, rank.shared_prefix_reads()
+                max_bs,
+                padded_bs,
+                kv_totals,
+                graph,
+                rank.shared_prefix_reads(),
+                *self._straggler_arg(rank, max_bs, padded_bs, graph),
             )
         steps = self._lockstep_decode(ranks, padded_bs, graph, k)
 
@@ -116,31 +116,32 @@ class StepPricer:
         step = None
         offsets = self._offset_array(k)
         for rank in ranks:
-            args = (
-                len(rank.running),
+            bs = len(rank.running)
+            cost = self.cost.decode_steps(
+                bs,
                 padded_bs,
                 rank.decode_kv_totals(offsets),
                 graph,
                 rank.shared_prefix_reads(),
+                *self._straggler_arg(rank, bs, padded_bs, graph),
             )
-            straggler = self._straggler_us(rank, len(rank.running), padded_bs, graph)
-            cost = self.cost.decode_steps(*args, straggler) if straggler else self.cost.decode_steps(*args)
             if step is None:
                 step = cost
             else:
                 step = np.where((cost.sum(axis=1) > step.sum(axis=1))[:, None], cost, step)
         return step
 
-    def _straggler_us(self, rank, bs: int, padded_bs: int, graph: bool) -> float:
-        """The running batch's time per decode step beyond its mean-KV price (RaggedDecodeCost), at the run's
-        first step: 0 where the cost model does not say. Constant over the run (every request's KV grows by the
-        same tokens per step)."""
+    def _straggler_arg(self, rank, bs: int, padded_bs: int, graph: bool) -> tuple[float, ...]:
+        """decode_steps' / decode_totals' `straggler_us`: the running batch's time per decode step beyond its mean-KV
+        price (RaggedDecodeCost), at the run's first step, held over the run (every request's KV grows alike);
+        empty where it is 0, so a cost model without the argument is called as before."""
         if self._ragged is None or bs < 1:
-            return 0.0
+            return ()
         total, longest = rank.decode_kv_extent()
         if not self._ragged.straggler_possible(bs, padded_bs, graph, total, longest):
-            return 0.0  # decode_straggler_us would say 0: the O(1) test spares building the KV list
-        return self._ragged.decode_straggler_us(bs, padded_bs, graph, rank.decode_kv_lens())
+            return ()  # decode_straggler_us would say 0: the O(1) test spares building the KV list
+        straggler = self._ragged.decode_straggler_us(bs, padded_bs, graph, rank.decode_kv_lens())
+        return (straggler,) if straggler else ()
 
     def _offset_array(self, k: int) -> np.ndarray:
         return self._offsets[:k] if k <= len(self._offsets) else np.arange(k, dtype=np.float64)

@@ -12,6 +12,7 @@ from simperf.hardware.catalog import get_gpu
 from simperf.perfdb.check import heldout_errors, heldout_summary
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.offgrid.io import read_samples, results_name
+from simperf.perfdb.offgrid.predict import equivalent_extend
 from simperf.perfdb.offgrid.recheck import GEMM_M_CHECK_RANGE
 from simperf.perfdb.offgrid.report import (
     evaluate,
@@ -206,26 +207,6 @@ def repeat_lines() -> list[str]:
 RAGGED_CHECK_SAMPLES = CALIBRATION / "offgrid" / "ragged-extend-check.jsonl"
 
 
-def _equivalent_batch_error(db: PerfDB, point: dict, measured_us: float) -> float:
-    """A ragged extend priced as before the planner model: the work-equivalent batch, no shorter than its
-    straggler alone (models.ops.extend_group)."""
-    import json
-
-    import numpy as np
-
-    from simperf.models.ops import extend_group, straggler_axes
-    from simperf.perfdb.schema import OP_SPECS
-
-    q = np.asarray(json.loads(point["q_lens"]), dtype=np.int64)
-    kv = np.asarray(json.loads(point["kv_lens"]), dtype=np.int64)
-    group = extend_group(q, kv - q, 0)
-    spec = OP_SPECS[point["op"]]
-    curve = db.curve(spec.name, {c: point[c] for c in spec.key_columns})
-    equivalent = curve.timing(batch=group.batch, q_len=group.q_len, kv_len=group.kv_len).us
-    alone = curve.timing(**straggler_axes(group)).us if group.straggler is not None else 0.0  # type: ignore[arg-type]
-    return max(equivalent, alone) / measured_us - 1.0
-
-
 def ragged_check_lines() -> list[str]:
     """The fresh ragged extend set (generated and committed with perfdb/prefillplan.py before it was timed):
     the model's error per op, beside the equivalent batch's."""
@@ -239,7 +220,10 @@ def ragged_check_lines() -> list[str]:
             continue
         db = PerfDB.load(CALIBRATION / gpu, get_gpu(gpu))
         _, pairs = timed_samples(RAGGED_CHECK_SAMPLES, path)
-        before = pl.Series([_equivalent_batch_error(db, s["point"], float(r["time_us"])) for s, r in pairs])
+        # as priced before the planner model: the work-equivalent batch and its straggler bound
+        before = pl.Series(
+            [equivalent_extend(db, s["point"]).us / float(r["time_us"]) - 1.0 for s, r in pairs]
+        )
         errors = evaluate(pairs, db).with_columns(before=before)
         summary = (
             errors.group_by("op", "backend")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from dataclasses import replace as dataclass_replace
 from typing import Any
 
 import numpy as np
@@ -94,7 +93,9 @@ def _shared_prefix(db: PerfDB, point: dict[str, Any], curve: Any) -> Prediction 
     return Prediction(timing.us, timing.source, detail, curve.backing, axes)
 
 
-def _planned_extend(db: PerfDB, curve: Any, point: dict[str, Any], source: str) -> Prediction | None:
+def _planned_extend(
+    db: PerfDB, curve: Any, point: dict[str, Any], source: str, axes: dict[str, float]
+) -> Prediction | None:
     """A ragged extend call of a key whose planner is modelled (perfdb/prefillplan.py), priced from its critical
     path at the key's own rate; None for any other call."""
     rates = db.prefill_rates(curve.op, curve.key)
@@ -107,7 +108,31 @@ def _planned_extend(db: PerfDB, curve: Any, point: dict[str, Any], source: str) 
         return None
     us, path = found
     detail = f"{prefillplan.describe(rates, path)} (perfdb/prefillplan.py)"
-    return Prediction(us, source, detail, curve.backing, {})
+    return Prediction(us, source, detail, curve.backing, axes)
+
+
+def _equivalent_extend(curve: Any, axes: dict[str, float], group: AttentionGroup, timing: Any) -> Prediction:
+    """A ragged extend as its work-equivalent batch (`timing`, the curve at `axes`), no shorter than its longest
+    request alone (models.ops.extend_group's straggler)."""
+    floor = straggler_axes(group)
+    if floor is not None:
+        alone = curve.timing(**floor)
+        if alone.us > timing.us:
+            detail = f"{alone.detail}; the longest request alone (models.ops.extend_group's straggler)"
+            return Prediction(alone.us, alone.source, detail, curve.backing, axes)
+    return Prediction(timing.us, timing.source, timing.detail, curve.backing, axes)
+
+
+def equivalent_extend(db: PerfDB, point: dict[str, Any]) -> Prediction:
+    """A ragged extend call priced as the work-equivalent batch and its straggler bound: the price before the
+    planner model (perfdb/prefillplan.py), and still the price of kernels whose planner is not modelled."""
+    spec = OP_SPECS[point["op"]]
+    curve = db.curve(spec.name, {c: point[c] for c in spec.key_columns})
+    group = _ragged_extend_group(point)
+    if group is None:
+        raise ValueError(f"not a ragged extend call: {point['op']} without q_lens")
+    axes = call_axes(point, group)
+    return _equivalent_extend(curve, axes, group, curve.timing(**axes))
 
 
 def predict(db: PerfDB, point: dict[str, Any]) -> Prediction:
@@ -119,15 +144,9 @@ def predict(db: PerfDB, point: dict[str, Any]) -> Prediction:
     group = _ragged_extend_group(point)
     axes = call_axes(point, group)
     timing = curve.timing(**axes)
-    planned = None if group is None else _planned_extend(db, curve, point, timing.source)
-    if planned is not None:
-        return dataclass_replace(planned, axes=axes)
-    floor = None if group is None else straggler_axes(group)
-    if floor is not None:
-        alone = curve.timing(**floor)
-        if alone.us > timing.us:
-            detail = f"{alone.detail}; the longest request alone (models.ops.extend_group's straggler)"
-            return Prediction(alone.us, alone.source, detail, curve.backing, axes)
+    if group is not None:  # a ragged extend: its planner where modelled, else the equivalent batch
+        planned = _planned_extend(db, curve, point, timing.source, axes)
+        return planned if planned is not None else _equivalent_extend(curve, axes, group, timing)
     kv = decode_kv_lens(point)
     stream = ctastream.rate_for(curve.op, curve.key, db.cta_stream) if point.get("kv_lens") else None
     if stream is not None:
