@@ -329,7 +329,7 @@ class SGLangStepCost:
         """(op, rate, its table time at the mean KV) for each op whose longest request's lone stream outlasts the
         uniform batch: only such a request can straggle. Below that the model's difference is the waves' packing
         (a few % of the attention on range-ratio batches), not priced: its fluid makespan on every decode run
-        would slow the simulator by half (docs/costmodel.md)."""
+        tripled the simulator's time on the Vidur workload (docs/costmodel.md)."""
         if bs < 1 or self.db.cta_stream is None:
             return []
         streaming = self._straggler_ops(bs, padded_bs, graph)
@@ -640,9 +640,8 @@ class SGLangStepCost:
         None for any other call."""
         if op.requests is None:
             return None
-        base = getattr(
-            curve, "_base", curve
-        )  # a PrefixPathCurve prices SGLang's kernels from the table's one
+        # a PrefixPathCurve prices SGLang's kernels from the table's one: the plan prices the table's kernel
+        base = getattr(curve, "_base", curve)
         rates = self.db.prefill_rates(base.op, base.key) if base.measured else None
         if rates is None:
             return None
