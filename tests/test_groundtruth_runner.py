@@ -189,7 +189,14 @@ def test_no_gpu_is_a_one_line_error(tmp_path):
         ("  - {name: 'a b', model: m, runs: [{name: r}]}\n", "servers.0.name"),
         ("  - {name: s, model: m, runs: [{name: r, clinet: {}}]}\n", "servers.0.runs.0.clinet"),
         ("  - {name: s, model: m, runs: [{name: r, client: {dataset-path: x}}]}\n", "set by the runner"),
-        ("  - {name: s, model: m, runs: [{name: r, client: {dataset-name: mooncake}}]}\n", "needs its trace"),
+        (
+            "  - {name: s, model: m, runs: [{name: r, client: {dataset-name: mooncake}}]}\n",
+            "needs its own file",
+        ),
+        (
+            "  - {name: s, model: m, runs: [{name: r, client: {dataset-name: custom}}]}\n",
+            "needs its own file",
+        ),
     ],
 )
 def test_bad_plans_name_the_field(tmp_path, servers, fragment):
@@ -209,6 +216,20 @@ def test_a_mooncake_run_names_its_own_trace_after_the_runners_prompt_source(tmp_
     )
     argv = flags_to_argv(plan.client_flags(plan.servers[0].runs[0]))
     assert argv[argv.index("--dataset-path") + 1] == "/tmp/t.jsonl"
+
+
+def test_a_custom_dataset_run_names_its_own_prompts(tmp_path):
+    """bench_serving's `custom` dataset sends the conversations of the plan's own file (the straggler check's
+    prompts), so the plan may give --dataset-path for it too."""
+    plan = load_plan(
+        _plan(
+            tmp_path,
+            "  - {name: s, model: m, runs: [{name: r, client: {dataset-name: custom, "
+            "dataset-path: /tmp/c.jsonl}}]}\n",
+        )  # fmt: skip
+    )
+    argv = flags_to_argv(plan.client_flags(plan.servers[0].runs[0]))
+    assert argv[argv.index("--dataset-path") + 1] == "/tmp/c.jsonl"
 
 
 def test_flags_render_as_sglang_spells_them():

@@ -82,16 +82,17 @@ def _check_name(v: str) -> str:
 # a directory name; launch_server flags; bench_serving flags (each checked against what the runner sets itself)
 Name = Annotated[str, AfterValidator(_check_name)]
 ServerFlags = Annotated[dict[str, FlagValue], AfterValidator(lambda v: _check_flags(v, RUNNER_SERVER_FLAGS))]
-# a Mooncake trace is the run's own file (bench_serving replays its timestamps and lengths): its --dataset-path
-# comes from the plan, after the runner's prompt source (bench_serving's parser keeps the last)
-TRACE_DATASETS = frozenset({"mooncake"})
+# datasets whose rows are the run's own file, so its --dataset-path comes from the plan, after the runner's prompt
+# source (bench_serving's parser keeps the last): a Mooncake trace (bench_serving replays its timestamps and
+# lengths) and a `custom` dataset of conversations (benchmark/datasets/custom.py: the prompts we wrote)
+TRACE_DATASETS = frozenset({"mooncake", "custom"})
 
 
 def _check_client_flags(flags: dict[str, FlagValue]) -> dict[str, FlagValue]:
     reserved = RUNNER_CLIENT_FLAGS
     if flags.get("dataset-name") in TRACE_DATASETS:
         if not flags.get("dataset-path"):
-            raise ValueError(f"dataset-name {flags['dataset-name']!r} needs its trace as dataset-path")
+            raise ValueError(f"dataset-name {flags['dataset-name']!r} needs its own file as dataset-path")
         reserved = reserved - {"dataset-path"}
     return _check_flags(flags, reserved)
 
