@@ -28,6 +28,31 @@ def test_mla_plan_matches_flashinfer_arithmetic():
     assert workplan.mla_flashinfer_path(ragged, 1, 16, 132) >= sum(ragged) / 132
 
 
+def test_mla_plan_small_cases_by_hand():
+    # 16 heads, q_len 1: packed 16 <= 64, one-CTA clusters of 64 rows, 4 clusters on 4 SMs. Total 400 KV,
+    # f(ceil(400 / 4) = 100) = 256: request 0 in chunks 256 + 44, request 1 one chunk of 100, each to its own
+    # cluster; the busiest is 2 x 64 + 256
+    assert workplan.mla_flashinfer_path([300, 100], 1, 16, 4) == 2 * 64 + 256
+    # f(ceil(40 / 8) = 5) = 32: chunks 32 + 8 on two of the 8 clusters
+    assert workplan.mla_flashinfer_path([40], 1, 16, 8) == 2 * 64 + 32
+    # requests in order, each chunk to the least loaded cluster: 500 alone on one, the three 10s on the other
+    assert workplan.mla_flashinfer_path([500, 10, 10, 10], 1, 16, 2) == 2 * 64 + 500
+
+
+def test_mla_plan_verify_tiles_stop_at_their_diagonal():
+    # q_len 4 x 64 heads = 256 packed rows: two-CTA clusters (tile 128), two tiles per request. The last tile
+    # reads all 100 tokens; tile 0 (packed rows 0-127: query tokens 0 and 1) stops at 100 - 4 + ceil(128 / 64)
+    # (packed_causal_kv_end with group_size = num_heads)
+    assert [workplan.mla_tile_kv(100, 4, t, 128, 2, 64) for t in (1, 0)] == [100, 98]
+    # one cluster on 2 SMs takes both tiles: (256 + 100) + (256 + 98)
+    assert workplan.mla_flashinfer_path([100], 4, 64, 2) == 256 + 100 + 256 + 98
+    # a decode (q_len 1) is planned non-causal: every tile reads the whole KV
+    assert workplan.mla_tile_kv(100, 1, 0, 64, 2, 64) == 100
+    # a tile before all of a short request's KV: none (clamped at 0), still one work of 2 x cluster_tile_q
+    assert workplan.mla_tile_kv(2, 4, 0, 128, 4, 128) == 0
+    assert workplan.mla_flashinfer_path([2], 4, 128, 2) == 4 * 256 + 2 + 1 + 0 + 0
+
+
 @pytest.fixture(scope="module")
 def h200():
     directory = shipped_calibration_dir("h200")

@@ -7,8 +7,10 @@ computes, exactly as each backend's planner does:
 
 * **flashinfer MLA** (`BatchMLAPagedAttentionWrapper`, backends fa2 and fa3; `MLAPlan` in flashinfer's
   `attention/scheduler.cuh`): num_SMs / cluster_size persistent clusters (two CTAs per cluster when the packed query
-  q_len x heads exceeds 64); chunk limit f(ceil(Σkv / clusters)) rounded up to 256; each request's chunks go in
-  request order to the cluster with the least accumulated cost, cost = 2 x cluster_tile_q + chunk length.
+  q_len x heads exceeds 64); chunk limit f(ceil(Σkv / clusters)) rounded up to 256; each request's query tiles
+  (last first) cut into chunks go in request order to the cluster with the least accumulated cost, cost =
+  2 x cluster_tile_q + chunk length (`cost_function`). A verify call (q_len > 1) is planned causal: a tile other
+  than the request's last reads only up to its own diagonal (`packed_causal_kv_end`).
 * **flashinfer GQA decode on CUDA cores** (`BatchDecodeWithPagedKVCacheWrapper`,
   `BatchDecodeWithPagedKVCacheWorkEstimationDispatched`): a grid of max_grid = blocks_per_SM x num_SMs CTAs; when
   batch x kv_heads >= max_grid the KV is not split at all and every request is one CTA per KV head (CTA waves in
@@ -27,6 +29,12 @@ pricing (`planned_us`): interpolate the grid at the batch and mean KV as before,
 weights (so the factor is exactly 1 on a grid point of a uniform batch) and s, the time's elasticity in KV length
 read off the key's own grid at that batch (0 where the kernel is latency-bound, ~1 where it streams), says how much
 of the time moves with the work. Every number here is the planner's arithmetic or the table's own measurement.
+
+Tried and not used for flashinfer MLA: the ragged-prefill price of perfdb/prefillplan.py, floor + rate x critical
+path with the rate from the key's own uniform rows near the call's path. (time - fastest row) / critical path is
+flat on the grid only where the kernel streams (path >= ~4,000 units, p90/p10 ~1.1 within a key); below ~1,000 it
+spreads ~8x (launch and merge latency; at equal path a batch of 1 costs ~25% more per unit than a batch of 4: its
+partial outputs merge into one request). On the development sets it did not beat the factor (docs/perfdb.md).
 """
 
 from __future__ import annotations
@@ -69,24 +77,39 @@ def _mla_limit(x: int) -> int:
     return -(-x // 256) * 256
 
 
+def mla_tile_kv(kv: int, q_len: int, tile_idx: int, tile: int, tiles: int, heads: int) -> int:
+    """KV tokens one packed query tile of a request reads: flashinfer's `packed_causal_kv_end` (attention/
+    scheduler.cuh) with group_size = num_heads, as MLAPlan calls it. A decode (q_len 1) is planned non-causal and
+    every tile reads the whole KV; a verify (q_len > 1) causal (simperf/calibrate/backends/mla_flashinfer.py plans
+    causal=max(q_lens) > 1): a tile other than the last stops at the diagonal of its last query token."""
+    if q_len <= 1 or tile_idx + 1 == tiles:
+        return kv
+    return max(min(kv - q_len + -(-((tile_idx + 1) * tile) // heads), kv), 0)
+
+
 def mla_flashinfer_path(kv: Sequence[int], q_len: int, heads: int, num_sms: int) -> float:
-    """flashinfer MLAPlan: the largest accumulated cost of a cluster (tokens)."""
+    """flashinfer MLAPlan (attention/scheduler.cuh): the largest accumulated cost of a cluster (planner units: KV
+    tokens plus 2 x cluster_tile_q per chunk). Step 0: two-CTA clusters when the packed query q_len x heads exceeds
+    64, num_SMs / cluster_size clusters, query tiles of cluster_tile_q = 64 x cluster_size packed rows; the chunk
+    limit f(ceil(total / clusters)) over the tiles' KV. Step 1: requests in order, each request's tiles from the
+    last to the first, each tile's KV in chunks of at most the limit, every chunk to the cluster of least cost
+    (MinHeap; which of equal clusters takes it does not change the largest cost)."""
     packed = q_len * heads
     cluster = 2 if packed > 64 else 1
     clusters = num_sms // cluster
     tile = 64 * cluster
     tiles = -(-packed // tile)
-    total = sum(kv) * tiles
-    limit = _mla_limit(max(-(-total // clusters), 1))
+    works = [mla_tile_kv(int(n), q_len, t, tile, tiles, heads) for n in kv for t in range(tiles - 1, -1, -1)]
+    limit = _mla_limit(max(-(-sum(works) // clusters), 1))
     heap = [(0.0, c) for c in range(clusters)]
-    for length in kv:
-        for _ in range(tiles):
-            remaining = int(length)
-            while remaining > 0:
-                cost, c = heapq.heappop(heap)
-                chunk = min(remaining, limit)
-                heapq.heappush(heap, (cost + 2 * tile + chunk, c))
-                remaining -= chunk
+    for remaining in works:
+        while True:  # a tile of no KV is still one work of cost 2 x cluster_tile_q (MLAPlan's zero_kv_len)
+            cost, c = heapq.heappop(heap)
+            chunk = min(remaining, limit)
+            heapq.heappush(heap, (cost + 2 * tile + chunk, c))
+            remaining -= chunk
+            if remaining <= 0:
+                break
     return max(cost for cost, _ in heap)
 
 
