@@ -3,6 +3,7 @@
     python -m simperf.perfdb.offgrid generate calibration/offgrid/samples.jsonl
     python -m simperf.perfdb.offgrid generate calibration/offgrid/ragged-extend-dev.jsonl --seed 2026 --ragged-extends 80
     python -m simperf.perfdb.offgrid generate calibration/offgrid/straggler-dev.jsonl --stragglers
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/straggler-check.jsonl --straggler-check 48 --seed 20261129
     python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix.jsonl --shared-prefix
     python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix-fa3.jsonl --shared-prefix sgl_fa3
     python -m simperf.perfdb.offgrid generate calibration/offgrid/gemm-recheck.jsonl --recheck-gemm
@@ -55,6 +56,17 @@ def _generate(args: argparse.Namespace) -> int:
                   "generator": "simperf.perfdb.offgrid.samples.generate_stragglers"}  # fmt: skip
         write_samples(args.path, header, samples)
         print(f"{args.path}: {len(samples)} designed straggler batches (a development set)", file=sys.stderr)
+        return 0
+    if args.straggler_check is not None:
+        from simperf.perfdb.offgrid.samples import generate_straggler_check
+
+        if not _count_and_own_seed("--straggler-check", args.straggler_check, args.seed):
+            return 2
+        samples = generate_straggler_check(args.straggler_check, args.seed)
+        header = {"seed": args.seed, "counts": {"decode": len(samples)}, "ragged_share": {"decode": 1.0},
+                  "generator": "simperf.perfdb.offgrid.samples.generate_straggler_check"}  # fmt: skip
+        write_samples(args.path, header, samples)
+        print(f"{args.path}: {len(samples)} seeded straggler batches (a held-out set)", file=sys.stderr)
         return 0
     if args.ragged_extends is not None:
         from simperf.perfdb.offgrid.samples import generate_ragged_extends
@@ -163,6 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         "--stragglers",
         action="store_true",
         help="the designed GQA decode batches with one long request (a development set, no seed)",
+    )
+    gen.add_argument(
+        "--straggler-check",
+        type=int,
+        metavar="N",
+        help="N seeded GQA decode batches with one or two long requests: a held-out set (needs --seed)",
     )
     gen.add_argument(
         "--recheck-gemm",

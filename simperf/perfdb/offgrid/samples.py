@@ -453,6 +453,49 @@ def generate_stragglers() -> list[dict[str, Any]]:
     ]
 
 
+# A seeded held-out set for the straggler cost (`--straggler-check N --seed S`): flashinfer GQA decode batches of
+# random short requests with one or two long ones, over the KV-head layouts SGLang's per-rank heads give (group
+# sizes 1-3 run the CUDA-core kernel, whose grid size depends on its occupancy; 4+ the tensor-core one), page sizes
+# 1/16/32/64, and batch sizes on both sides of the CUDA-core grid (4-8 CTAs per SM x 132 SMs / KV heads).
+CHECK_GROUPS = (1, 2, 3, 4)
+CHECK_KV_HEADS = (1, 2, 4, 8)
+CHECK_PAGES = (1, 16, 32, 64)
+
+
+def _straggler_check_draw(rng: random.Random) -> Draw:
+    group, kv_heads, page = rng.choice(CHECK_GROUPS), rng.choice(CHECK_KV_HEADS), rng.choice(CHECK_PAGES)
+    batch = int(_log_uniform(rng, 32, 600))
+    longs = [int(_log_uniform(rng, 4096, 65536)) for _ in range(rng.choice((1, 2)))]
+    shorts = _lognormal_lens(
+        rng, batch - len(longs), _log_uniform(rng, 64, 1024), rng.uniform(0.3, 1.0), 16, 4096
+    )
+    lens = shorts + longs
+    rng.shuffle(lens)
+    point = make_point(
+        "attn_gqa_decode", "flashinfer", dtype="bf16", kv_dtype="bf16", page_size=page, num_heads=group * kv_heads,
+        num_kv_heads=kv_heads, head_dim=128, head_dim_v=128, q_len=1, batch=batch, kv_len=round(sum(lens) / batch),
+        kv_lens=json.dumps(lens),
+    )  # fmt: skip
+    note = f"{batch - len(longs)} short + {len(longs)} long ({max(longs)}) KV, {group * kv_heads}q/{kv_heads}kv, page {page}"
+    return Draw(point, "straggler-check", note)
+
+
+def generate_straggler_check(count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` seeded straggler batches (see CHECK_GROUPS): a held-out set for the straggler cost."""
+    rng = random.Random(seed)
+    return [
+        {
+            "id": i,
+            "category": "decode",
+            "ragged": True,
+            "model": d.model,
+            "note": d.note,
+            "point": {**d.point, "sample": "heldout"},
+        }  # fmt: skip
+        for i, d in enumerate(_straggler_check_draw(rng) for _ in range(count))
+    ]
+
+
 def set_header(seed: int = OFFGRID_SEED) -> dict[str, Any]:
     """What a sample file records about how it was drawn."""
     return {"seed": seed, "counts": CATEGORY_COUNTS, "ragged_share": RAGGED_SHARE, "generator": __name__}
