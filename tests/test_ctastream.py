@@ -108,12 +108,38 @@ def test_the_tables_ragged_rows_improve_over_the_mean_kv_price(gpu_db):
 
 
 def test_unsplit_batches_are_one_cta_per_request_and_kv_head():
+    key = {"page_size": 1, "num_kv_heads": 8, "num_heads": 32, "kv_dtype": "bf16", "head_dim": 128}
     kv = [64] * 511 + [131072]
-    ctas, slots = workplan.gqa_flashinfer_ctas(kv, 1, 8, True, 132)
+    ctas, slots = workplan.gqa_flashinfer_ctas(kv, key, 132)
     assert len(ctas) == 512 * 8 and max(ctas) == 131072 and slots == 264
     # a small batch is split: the long request in chunks, all in one wave
-    ctas, slots = workplan.gqa_flashinfer_ctas([64] * 15 + [131072], 1, 8, True, 132)
+    ctas, slots = workplan.gqa_flashinfer_ctas([64] * 15 + [131072], key, 132)
     assert len(ctas) <= slots and max(ctas) < 131072
+
+
+@pytest.mark.parametrize(("heads", "slots_per_sm"), [(2, 6), (4, 9), (6, 9)])
+def test_the_cuda_core_grid_follows_the_kernels_occupancy_per_group_size(heads, slots_per_sm):
+    """flashinfer sizes the CUDA-core decode grid from the kernel's occupancy, which its group size sets: a batch of
+    496 requests on 2 KV heads (992 CTAs) runs unsplit at group 1 (grid 792) but is split at group 2 or 3 (1188),
+    so its long request is not a straggler there (the off-grid call that was +139% off)."""
+    key = {"page_size": 32, "num_kv_heads": 2, "num_heads": heads, "kv_dtype": "bf16", "head_dim": 128}
+    ctas, slots = workplan.gqa_flashinfer_ctas([500] * 495 + [14111], key, 132)
+    assert slots == slots_per_sm * 132
+    assert (max(ctas) == 14112) == (
+        slots_per_sm == 6
+    )  # unsplit: the long request's 441 pages of 32 on one CTA
+
+
+def test_the_occupancy_literal_is_the_probes_measurement():
+    """GQA_CUDA_CORE_BLOCKS_PER_SM restates calibration/offgrid/gqa-decode-occupancy-h200.json (bf16 rows)."""
+    probe = json.loads((ROOT / "calibration" / "offgrid" / "gqa-decode-occupancy-h200.json").read_text())
+    measured = {
+        (int(g), int(d)): n
+        for k, n in probe["blocks_per_sm"].items()
+        for g, d, dtype in [k.split(",")]
+        if dtype == "bf16"
+    }
+    assert measured == workplan.GQA_CUDA_CORE_BLOCKS_PER_SM
 
 
 def test_without_a_rate_for_the_kernel_the_mean_kv_price_stands():

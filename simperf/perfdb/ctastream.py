@@ -149,11 +149,9 @@ def ragged_extra_us(table_us: float, key: dict, kv_lens: Sequence[int], num_sms:
     """Microseconds the ragged batch takes beyond the uniform batch of its size and mean KV (`table_us`)."""
     kv = [max(int(n), 1) for n in kv_lens]
     mean = round(sum(kv) / len(kv))
-    page, kv_heads = int(key["page_size"]), int(key["num_kv_heads"])
-    tensor_cores = kernel_kind(key) == "tensor_core"
     per_token = bytes_per_token(key)
-    ragged, slots = workplan.gqa_flashinfer_ctas(kv, page, kv_heads, tensor_cores, num_sms)
-    uniform, _ = workplan.gqa_flashinfer_ctas([mean] * len(kv), page, kv_heads, tensor_cores, num_sms)
+    ragged, slots = workplan.gqa_flashinfer_ctas(kv, key, num_sms)
+    uniform, _ = workplan.gqa_flashinfer_ctas([mean] * len(kv), key, num_sms)
     bandwidth = sum(uniform) * per_token / (table_us * 1e-6)
     t_ragged = fluid_makespan_s([w * per_token for w in ragged], slots, bandwidth, rate)
     if len(set(uniform)) == 1:  # unsplit, or split into equal chunks: the closed form
@@ -180,8 +178,7 @@ def implied_rates(samples: Path, results: Path, db: object) -> dict[str, list[fl
         long, short, batch = max(kv), min(kv), len(kv)
         key = {c: point[c] for c in OP_SPECS[point["op"]].key_columns}
         kind = kernel_kind(key)
-        ctas, _ = workplan.gqa_flashinfer_ctas(kv, int(key["page_size"]), int(key["num_kv_heads"]),
-                                               kind == "tensor_core", db.gpu.num_sms)  # type: ignore[attr-defined]  # fmt: skip
+        ctas, _ = workplan.gqa_flashinfer_ctas(kv, key, db.gpu.num_sms)  # type: ignore[attr-defined]
         unsplit = len(ctas) == batch * int(key["num_kv_heads"])  # one CTA per request and KV head
         if long < MIN_LONG_TOKENS or not unsplit:
             continue

@@ -55,9 +55,17 @@ from simperf.perfdb.keys import gqa_tensor_cores
 # idle GPU, faster per token than a loaded slot, and the factor overshoots the tables' ragged rows (median 9.5% ->
 # 18%); FlashMLA's plan balances to within rounding, so its factor is ~1. Both planners stay for the check.
 PLANNED_BACKENDS = {"attn_mla_decode": ("flashinfer_fa2", "flashinfer_fa3")}
-# flashinfer's CUDA-core decode kernel: blocks per SM as cudaOccupancyMaxActiveBlocksPerMultiprocessor reports for
-# its 128-thread CTAs with a few KB of shared memory (register-limited)
-GQA_CUDA_CORE_BLOCKS_PER_SM = 4
+# flashinfer's CUDA-core decode kernel: CTAs per SM as its planner sizes the grid
+# (cudaOccupancyMaxActiveBlocksPerMultiprocessor for the kernel of this query group size and head dim), read from the
+# planner itself on a lent H200 with the GPU kit's flashinfer 0.7.2 (benchmarks/gqa_decode_occupancy.py; the file is
+# calibration/offgrid/gqa-decode-occupancy-h200.json, and a test holds this literal to it). The group size sets the
+# kernel's shared memory (tile_size_per_bdx 4 for group 1, else 1) and so its occupancy: 6 CTAs for group 1, 9-10
+# for groups 2-3. The same kernel on an H100 has the same per-SM limits (both SM 9.0). Keyed (group, head_dim).
+GQA_CUDA_CORE_BLOCKS_PER_SM = {
+    (1, 64): 6, (2, 64): 9, (3, 64): 9,
+    (1, 128): 6, (2, 128): 9, (3, 128): 9,
+    (1, 256): 6, (2, 256): 9, (3, 256): 10,
+}  # fmt: skip
 ELASTICITY_MAX = 1.0
 
 
@@ -135,20 +143,28 @@ def _waves(lengths: Sequence[float], slots: int) -> float:
     return max(heap)
 
 
-def gqa_flashinfer_ctas(
-    kv: Sequence[int], page: int, kv_heads: int, tensor_cores: bool, num_sms: int
-) -> tuple[list[int], int]:
-    """flashinfer GQA decode plan: (KV tokens of every CTA in launch order, CTA slots of the grid). Split: each
-    request's KV in chunks (every chunk one CTA per KV head, one wave); unsplit: one CTA per request and KV head,
-    launched with the batch index fastest."""
+def cuda_core_blocks_per_sm(group: int, head_dim: int) -> int:
+    """CTAs per SM of flashinfer's CUDA-core decode grid (GQA_CUDA_CORE_BLOCKS_PER_SM); a head dim not probed takes
+    its group's value at 128 (the table shows the head dim moves it by at most one)."""
+    return GQA_CUDA_CORE_BLOCKS_PER_SM.get(
+        (group, head_dim), GQA_CUDA_CORE_BLOCKS_PER_SM.get((group, 128), 9)
+    )
+
+
+def gqa_flashinfer_ctas(kv: Sequence[int], key: Mapping[str, object], num_sms: int) -> tuple[list[int], int]:
+    """flashinfer GQA decode plan of a key (page size, KV heads, which kernel, group size, head dim): (KV tokens of
+    every CTA in launch order, CTA slots of the grid). Split: each request's KV in chunks (every chunk one CTA per KV
+    head, one wave); unsplit: one CTA per request and KV head, launched with the batch index fastest."""
+    page, kv_heads = int(key["page_size"]), int(key["num_kv_heads"])  # type: ignore[call-overload]
     pages = [-(-int(n) // page) for n in kv]
     lower = max(128 // page, 1)
-    if tensor_cores:
+    if gqa_tensor_cores(key):
         grid = 2 * num_sms
         chunk = _binary_search_chunk(pages, grid // kv_heads, lower)
         split = chunk < max(pages)
     else:
-        grid = GQA_CUDA_CORE_BLOCKS_PER_SM * num_sms
+        group = int(key["num_heads"]) // kv_heads  # type: ignore[call-overload]
+        grid = cuda_core_blocks_per_sm(group, int(key["head_dim"])) * num_sms  # type: ignore[call-overload]
         split = len(kv) * kv_heads < grid
         chunk = _binary_search_chunk(pages, grid // kv_heads, lower) if split else max(pages)
     if not split:
@@ -160,11 +176,9 @@ def gqa_flashinfer_ctas(
     return works * kv_heads, grid
 
 
-def gqa_flashinfer_path(
-    kv: Sequence[int], page: int, kv_heads: int, tensor_cores: bool, num_sms: int
-) -> float:
+def gqa_flashinfer_path(kv: Sequence[int], key: Mapping[str, object], num_sms: int) -> float:
     """flashinfer GQA decode plan: the longest chain of KV tokens on one CTA slot."""
-    works, grid = gqa_flashinfer_ctas(kv, page, kv_heads, tensor_cores, num_sms)
+    works, grid = gqa_flashinfer_ctas(kv, key, num_sms)
     return _waves(works, grid)
 
 
@@ -184,8 +198,7 @@ def critical_path(op: str, key: Mapping[str, object], kv: Sequence[int], num_sms
             return flashmla_path(kv, q_len, heads, num_sms)
         return mla_flashinfer_path(kv, q_len, heads, num_sms)
     if op == "attn_gqa_decode":
-        kv_heads = int(key["num_kv_heads"])  # type: ignore[call-overload]
-        return gqa_flashinfer_path(kv, int(key["page_size"]), kv_heads, gqa_tensor_cores(key), num_sms)  # type: ignore[call-overload]
+        return gqa_flashinfer_path(kv, key, num_sms)
     raise ValueError(f"no work plan for {op} / {backend}")
 
 
