@@ -42,7 +42,10 @@ from simperf.perfdb.keys import gqa_tensor_cores
 from simperf.perfdb.sidecar import read_sidecar, variant_entries
 
 STREAM_FILE = "cta_stream.yaml"
-KERNEL_KINDS = ("tensor_core", "cuda_core")
+# The CUDA-core kernel is one kind per query group size: its CTA shape follows the group (bdy = group, bdz =
+# 128 / (16 x group), tile_size_per_bdx 4 at group 1 else 1: flashinfer attention/decode.cuh), so the KV tokens one
+# CTA keeps in flight, and with them its lone stream rate, differ (measured: the designed set's group-2/3 rows).
+KERNEL_KINDS = ("tensor_core", "cuda_core", "cuda_core_g2", "cuda_core_g3")
 FORMAT = "simperf-cta-stream/1"
 # The straggler rows a rate is read from: the long request unsplit and long enough that its lone stream dominates
 # the time (the short requests' part, priced from the tables, is then a small correction).
@@ -128,8 +131,11 @@ def uniform_makespan_s(n: int, work: float, slots: int, bandwidth: float, per_ct
 
 
 def kernel_kind(key: dict) -> str:
-    """Which of flashinfer's two GQA decode kernels runs the key (keys.gqa_tensor_cores)."""
-    return "tensor_core" if gqa_tensor_cores(key) else "cuda_core"
+    """Which of flashinfer's GQA decode kernels runs the key (keys.gqa_tensor_cores), the CUDA-core one by group."""
+    if gqa_tensor_cores(key):
+        return "tensor_core"
+    group = int(key["num_heads"]) // max(int(key["num_kv_heads"]), 1)
+    return "cuda_core" if group <= 1 else f"cuda_core_g{group}"
 
 
 def bytes_per_token(key: dict) -> float:

@@ -405,6 +405,12 @@ STRAGGLER_VARIANTS = (("bf16", 16), ("bf16", 64), ("fp8", 1))
 STRAGGLER_VARIANT_LAYOUTS = ((32, 8), (32, 32))
 STRAGGLER_VARIANT_BATCHES = (128, 512)
 STRAGGLER_VARIANT_LONG = (32768, 131072)
+# appended after those (2026-11-28, twenty-third session): the CUDA-core kernel at group sizes 2 and 3, whose CTAs
+# hold fewer KV tokens per stage than group 1's (tile_size_per_bdx 1, bdz 128 / (16 x group)), so one CTA streams at
+# its own rate; batches of 256 and 512 on 8 KV heads stay unsplit on their 1,188-CTA grid
+STRAGGLER_GROUP_LAYOUTS = ((16, 8), (24, 8))
+STRAGGLER_GROUP_PAGES = (1, 16, 64)
+STRAGGLER_GROUP_BATCHES = (256, 512)
 
 
 def _straggler(
@@ -424,8 +430,8 @@ def _straggler(
 
 def generate_stragglers() -> list[dict[str, Any]]:
     """Every layout x batch x long x short of the STRAGGLER_* axes (page 1, bf16: SGLang's defaults), then every
-    variant layout x page/dtype x batch x long at short 64: batch - 1 requests of `short` KV tokens and one of
-    `long`, flashinfer GQA decode."""
+    variant layout x page/dtype x batch x long at short 64, then the group-2/3 layouts x page x batch x long at short
+    64: batch - 1 requests of `short` KV tokens and one of `long`, flashinfer GQA decode."""
     draws = [
         _straggler(heads, kv_heads, batch, long, short, "bf16", 1)
         for heads, kv_heads in STRAGGLER_LAYOUTS
@@ -438,6 +444,13 @@ def generate_stragglers() -> list[dict[str, Any]]:
         for heads, kv_heads in STRAGGLER_VARIANT_LAYOUTS
         for kv_dtype, page in STRAGGLER_VARIANTS
         for batch in STRAGGLER_VARIANT_BATCHES
+        for long in STRAGGLER_VARIANT_LONG
+    ]
+    draws += [
+        _straggler(heads, kv_heads, batch, long, 64, "bf16", page)
+        for heads, kv_heads in STRAGGLER_GROUP_LAYOUTS
+        for page in STRAGGLER_GROUP_PAGES
+        for batch in STRAGGLER_GROUP_BATCHES
         for long in STRAGGLER_VARIANT_LONG
     ]
     return [
