@@ -6,7 +6,8 @@ too large to split (batch x KV heads beyond its grid), runs one CTA per request 
 one CTA that streams its whole KV on one SM, long after the others are done. How fast one CTA streams alone is a
 property of the kernel, not of the batch: measured with the designed straggler set
 (`calibration/offgrid/straggler-dev.jsonl`: short requests plus one long one), it is ~37 GB/s for the tensor-core
-kernel and ~31 GB/s for the CUDA-core one on both the H100 and the H200 — 100x below HBM bandwidth, which is why
+kernel and ~31 GB/s for the CUDA-core one at group size 1 (~12 and ~9 GB/s at groups 2 and 3) on both the H100 and
+the H200 — 100x below HBM bandwidth, which is why
 a 131,072-token request among 63 short ones takes 1.8 ms where the mean-KV price says 0.14 ms.
 
 The model: every CTA is an amount of KV bytes, started in launch order on the kernel's `slots` resident CTAs; all

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from simperf.hardware.catalog import get_gpu
+from simperf.perfdb import ctastream
 from simperf.perfdb.check import heldout_errors, heldout_summary
 from simperf.perfdb.db import PerfDB
 from simperf.perfdb.offgrid.io import read_samples, results_name
@@ -24,6 +25,7 @@ from simperf.perfdb.offgrid.report import (
     timed_samples,
 )
 from simperf.perfdb.ratios import RATIOS_FILE, RatioTable, read_ratios
+from simperf.perfdb.schema import OP_SPECS
 
 ROOT = Path(__file__).resolve().parents[3]
 CALIBRATION = ROOT / "calibration"
@@ -243,6 +245,60 @@ def ragged_check_lines() -> list[str]:
     return lines
 
 
+STRAGGLER_CHECK_SAMPLES = CALIBRATION / "offgrid" / "straggler-check.jsonl"
+
+
+def _mean_kv_error(db: PerfDB, sample: dict, result: dict) -> float:
+    """The call priced at its mean KV (the uniform batch of its size; no straggler cost), against the time."""
+    point = sample["point"]
+    curve = db.curve(point["op"], {c: point[c] for c in OP_SPECS[point["op"]].key_columns})
+    return (
+        float(curve(batch=float(point["batch"]), kv_len=float(point["kv_len"]))[0]) / float(result["time_us"])
+        - 1
+    )
+
+
+def straggler_check_lines() -> list[str]:
+    """The seeded straggler set (generated and committed before it was timed): the error per decode kernel kind,
+    beside the mean-KV price."""
+    lines = ["**Decode batches with long requests, checked after the straggler model** "
+             "(`calibration/offgrid/straggler-check.jsonl`: 48 flashinfer GQA decode batches of random short "
+             "requests with one or two of 4k-64k tokens, group sizes 1-4, pages 1-64, seed 20261129, generated and "
+             "committed before any was timed: `bash benchmarks/straggler_check.sh`). |error| as priced now (CUDA-core "
+             "grid from the kernel's measured occupancy, one stream rate per group size), and at the batch's mean KV:",
+             ""]  # fmt: skip
+    for gpu in GPUS:
+        path = CALIBRATION / "offgrid" / results_name(STRAGGLER_CHECK_SAMPLES.stem, gpu)
+        if not path.is_file():
+            continue
+        db = PerfDB.load(CALIBRATION / gpu, get_gpu(gpu))
+        _, pairs = timed_samples(STRAGGLER_CHECK_SAMPLES, path)
+        kinds = pl.Series([ctastream.kernel_kind(s["point"]) for s, _ in pairs])
+        mean_kv = pl.Series([_mean_kv_error(db, s, r) for s, r in pairs])
+        errors = evaluate(pairs, db).with_columns(kernel=kinds, mean_kv=mean_kv)
+        summary = (
+            errors.group_by("kernel")
+            .agg(
+                calls=pl.len(),
+                median=pl.col("rel_error").abs().median(),
+                p90=pl.col("rel_error").abs().quantile(0.9, interpolation="linear"),
+                max=pl.col("rel_error").abs().max(),
+                mean_kv_median=pl.col("mean_kv").abs().median(),
+                mean_kv_max=pl.col("mean_kv").abs().max(),
+            )
+            .sort("kernel")
+        )
+        total = errors.select(
+            kernel=pl.lit("all"), calls=pl.len(), median=pl.col("rel_error").abs().median(),
+            p90=pl.col("rel_error").abs().quantile(0.9, interpolation="linear"), max=pl.col("rel_error").abs().max(),
+            mean_kv_median=pl.col("mean_kv").abs().median(), mean_kv_max=pl.col("mean_kv").abs().max(),
+        )  # fmt: skip
+        lines += [f"{gpu.upper()}:", ""] + _table(pl.concat([summary, total]), [
+            ("kernel", "decode kernel"), ("calls", "calls"), ("median", "median"), ("p90", "p90"), ("max", "max"),
+            ("mean_kv_median", "mean KV: median"), ("mean_kv_max", "max")]) + [""]  # fmt: skip
+    return lines
+
+
 def accuracy_block() -> str:
     lines = heldout_lines() + ragged_lines()
     lines += [f"**Off-grid kernel calls, held-out set** (seed {HELDOUT_SEED}, committed before any of its calls was "
@@ -253,6 +309,7 @@ def accuracy_block() -> str:
         lines += offgrid_lines(gpu, heldout=True)
     lines += repeat_lines()
     lines += ragged_check_lines()
+    lines += straggler_check_lines()
     lines += scaled_from_lines(heldout=True)
     lines += gemm_m_check_lines()
     lines += ["**Off-grid kernel calls, development set** (seed 19, `calibration/offgrid/samples.jsonl`: the set the "
