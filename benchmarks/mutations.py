@@ -365,6 +365,13 @@ MUTATIONS = (
         "        return max(extra, 0.0)\n",
         "        return max(extra * 1.01, 0.0)\n",
     ),
+    Mutation(
+        "cuda-core-grid",
+        "flashinfer's CUDA-core decode grid at group 2 one CTA per SM smaller (perfdb/workplan.py, measured 9)",
+        "simperf/perfdb/workplan.py",
+        "    (1, 128): 6, (2, 128): 9, (3, 128): 9,\n",
+        "    (1, 128): 6, (2, 128): 8, (3, 128): 9,\n",
+    ),
 )
 
 
