@@ -4,6 +4,8 @@
     python -m simperf.perfdb.offgrid generate calibration/offgrid/ragged-extend-dev.jsonl --seed 2026 --ragged-extends 80
     python -m simperf.perfdb.offgrid generate calibration/offgrid/straggler-dev.jsonl --stragglers
     python -m simperf.perfdb.offgrid generate calibration/offgrid/straggler-check.jsonl --straggler-check 48 --seed 20261129
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/straggler-dev-fa3.jsonl --stragglers --straggler-backend sgl_fa3
+    python -m simperf.perfdb.offgrid generate calibration/offgrid/straggler-check-fa3.jsonl --straggler-check 48 --seed 20261130 --straggler-backend sgl_fa3
     python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix.jsonl --shared-prefix
     python -m simperf.perfdb.offgrid generate calibration/offgrid/shared-prefix-fa3.jsonl --shared-prefix sgl_fa3
     python -m simperf.perfdb.offgrid generate calibration/offgrid/gemm-recheck.jsonl --recheck-gemm
@@ -49,11 +51,13 @@ def _generate(args: argparse.Namespace) -> int:
     if args.gemm_m_check is not None:
         return _generate_gemm_m_check(args)
     if args.stragglers:
-        from simperf.perfdb.offgrid.samples import generate_stragglers
+        from simperf.perfdb.offgrid.samples import generate_fa3_stragglers, generate_stragglers
 
-        samples = generate_stragglers()
+        fa3 = args.straggler_backend == "sgl_fa3"
+        samples = generate_fa3_stragglers() if fa3 else generate_stragglers()
+        name = "generate_fa3_stragglers" if fa3 else "generate_stragglers"
         header = {"seed": None, "counts": {"decode": len(samples)}, "ragged_share": {"decode": 1.0},
-                  "generator": "simperf.perfdb.offgrid.samples.generate_stragglers"}  # fmt: skip
+                  "generator": f"simperf.perfdb.offgrid.samples.{name}"}  # fmt: skip
         write_samples(args.path, header, samples)
         print(f"{args.path}: {len(samples)} designed straggler batches (a development set)", file=sys.stderr)
         return 0
@@ -62,8 +66,9 @@ def _generate(args: argparse.Namespace) -> int:
 
         if not _count_and_own_seed("--straggler-check", args.straggler_check, args.seed):
             return 2
-        samples = generate_straggler_check(args.straggler_check, args.seed)
+        samples = generate_straggler_check(args.straggler_check, args.seed, args.straggler_backend)
         header = {"seed": args.seed, "counts": {"decode": len(samples)}, "ragged_share": {"decode": 1.0},
+                  "backend": args.straggler_backend,
                   "generator": "simperf.perfdb.offgrid.samples.generate_straggler_check"}  # fmt: skip
         write_samples(args.path, header, samples)
         print(f"{args.path}: {len(samples)} seeded straggler batches (a held-out set)", file=sys.stderr)
@@ -181,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         metavar="N",
         help="N seeded GQA decode batches with one or two long requests: a held-out set (needs --seed)",
+    )
+    gen.add_argument(
+        "--straggler-backend",
+        choices=("flashinfer", "sgl_fa3"),
+        default="flashinfer",
+        help="the GQA decode backend of --stragglers / --straggler-check (sgl_fa3: SGLang's FA3, page size 1)",
     )
     gen.add_argument(
         "--recheck-gemm",

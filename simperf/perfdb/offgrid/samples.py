@@ -414,11 +414,18 @@ STRAGGLER_GROUP_BATCHES = (256, 512)
 
 
 def _straggler(
-    heads: int, kv_heads: int, batch: int, long: int, short: int, kv_dtype: str, page: int
+    heads: int,
+    kv_heads: int,
+    batch: int,
+    long: int,
+    short: int,
+    kv_dtype: str,
+    page: int,
+    backend: str = "flashinfer",
 ) -> Draw:
     lens = [short] * (batch - 1) + [long]
     point = make_point(
-        "attn_gqa_decode", "flashinfer", dtype="bf16", kv_dtype=kv_dtype, page_size=page, num_heads=heads,
+        "attn_gqa_decode", backend, dtype="bf16", kv_dtype=kv_dtype, page_size=page, num_heads=heads,
         num_kv_heads=kv_heads, head_dim=128, head_dim_v=128, q_len=1, batch=batch, kv_len=round(sum(lens) / batch),
         kv_lens=json.dumps(lens),
     )  # fmt: skip
@@ -426,6 +433,38 @@ def _straggler(
     if (kv_dtype, page) != ("bf16", 1):
         note += f", page {page}, {kv_dtype} KV"
     return Draw(point, "designed", note)
+
+
+# The same design for SGLang's own FA3 decode (`sgl_fa3`, SGLang's default attention backend on Hopper; page size 1):
+# one kernel for every group size, whose split heuristic (num_splits_heuristic) stops splitting once the batch's
+# tiles fill the SMs, so a long request in a large batch may run on one CTA per KV head as in flashinfer.
+FA3_STRAGGLER_LAYOUTS = ((32, 8), (64, 8), (32, 32))
+FA3_STRAGGLER_LONG = (8192, 32768, 131072)
+
+
+def generate_fa3_stragglers() -> list[dict[str, Any]]:
+    """Every FA3 layout x batch x long at short 64: the designed straggler set of the `sgl_fa3` decode."""
+    draws = [
+        _straggler(heads, kv_heads, batch, long, 64, "bf16", 1, "sgl_fa3")
+        for heads, kv_heads in FA3_STRAGGLER_LAYOUTS
+        for batch in STRAGGLER_BATCHES
+        for long in FA3_STRAGGLER_LONG
+    ]
+    return _designed(draws)
+
+
+def _designed(draws: list[Draw]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": i,
+            "category": "decode",
+            "ragged": True,
+            "model": d.model,
+            "note": d.note,
+            "point": {**d.point, "sample": "heldout"},
+        }  # fmt: skip
+        for i, d in enumerate(draws)
+    ]
 
 
 def generate_stragglers() -> list[dict[str, Any]]:
@@ -475,8 +514,11 @@ CHECK_KV_HEADS = (1, 2, 4, 8)
 CHECK_PAGES = (1, 16, 32, 64)
 
 
-def _straggler_check_draw(rng: random.Random) -> Draw:
-    group, kv_heads, page = rng.choice(CHECK_GROUPS), rng.choice(CHECK_KV_HEADS), rng.choice(CHECK_PAGES)
+def _straggler_check_draw(rng: random.Random, backend: str) -> Draw:
+    if backend == "sgl_fa3":  # one kernel for every group size; SGLang's fa3 backend pages by 1
+        group, kv_heads, page = rng.choice((1, 2, 4, 8)), rng.choice(CHECK_KV_HEADS), 1
+    else:
+        group, kv_heads, page = rng.choice(CHECK_GROUPS), rng.choice(CHECK_KV_HEADS), rng.choice(CHECK_PAGES)
     batch = int(_log_uniform(rng, 32, 600))
     longs = [int(_log_uniform(rng, 4096, 65536)) for _ in range(rng.choice((1, 2)))]
     shorts = _lognormal_lens(
@@ -485,7 +527,7 @@ def _straggler_check_draw(rng: random.Random) -> Draw:
     lens = shorts + longs
     rng.shuffle(lens)
     point = make_point(
-        "attn_gqa_decode", "flashinfer", dtype="bf16", kv_dtype="bf16", page_size=page, num_heads=group * kv_heads,
+        "attn_gqa_decode", backend, dtype="bf16", kv_dtype="bf16", page_size=page, num_heads=group * kv_heads,
         num_kv_heads=kv_heads, head_dim=128, head_dim_v=128, q_len=1, batch=batch, kv_len=round(sum(lens) / batch),
         kv_lens=json.dumps(lens),
     )  # fmt: skip
@@ -493,20 +535,11 @@ def _straggler_check_draw(rng: random.Random) -> Draw:
     return Draw(point, "straggler-check", note)
 
 
-def generate_straggler_check(count: int, seed: int) -> list[dict[str, Any]]:
-    """`count` seeded straggler batches (see CHECK_GROUPS): a held-out set for the straggler cost."""
+def generate_straggler_check(count: int, seed: int, backend: str = "flashinfer") -> list[dict[str, Any]]:
+    """`count` seeded straggler batches (see CHECK_GROUPS) of one decode backend: a held-out set for the straggler
+    cost."""
     rng = random.Random(seed)
-    return [
-        {
-            "id": i,
-            "category": "decode",
-            "ragged": True,
-            "model": d.model,
-            "note": d.note,
-            "point": {**d.point, "sample": "heldout"},
-        }  # fmt: skip
-        for i, d in enumerate(_straggler_check_draw(rng) for _ in range(count))
-    ]
+    return _designed([_straggler_check_draw(rng, backend) for _ in range(count)])
 
 
 def set_header(seed: int = OFFGRID_SEED) -> dict[str, Any]:
