@@ -195,3 +195,44 @@ def test_a_straggler_launched_last_costs_the_rest_plus_its_bytes_at_the_lone_rat
 )
 def test_a_bad_rates_file_is_one_line_naming_the_field(tmp_path, text, message):
     assert_one_line_error(ctastream.read_rates, tmp_path, ctastream.STREAM_FILE, text, message)
+
+
+@pytest.fixture
+def h100_copy(tmp_path):
+    """calibration/h100's tables and sidecars, to run the command against without touching the shipped ones."""
+    import shutil
+
+    directory = tmp_path / "h100"
+    shutil.copytree(ROOT / "calibration" / "h100", directory, ignore=shutil.ignore_patterns("runs"))
+    return directory
+
+
+def _run_refused(capsys, directory: Path, *args: str) -> str:
+    before = (directory / ctastream.STREAM_FILE).read_text()
+    assert ctastream.main([str(directory), *args]) == 2
+    assert (directory / ctastream.STREAM_FILE).read_text() == before  # the measured rates stay
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err
+    return err
+
+
+def test_another_gpus_results_are_refused_not_written_as_this_gpus_rates(h100_copy, capsys):
+    # the H200's straggler times wrote the H200's rates into calibration/h100/cta_stream.yaml
+    err = _run_refused(capsys, h100_copy, str(OFFGRID / "straggler-dev-h200-results.jsonl"))
+    assert "timed on h200" in err and "h100" in err
+
+
+def test_results_with_no_straggler_row_leave_the_rates_file_alone(h100_copy, tmp_path, capsys):
+    # results of the designed set where no long request qualifies: the rates file was replaced by an empty one
+    lines = (OFFGRID / "straggler-dev-h100-results.jsonl").read_text().splitlines()
+    results = tmp_path / "straggler-dev-h100-results.jsonl"
+    results.write_text(lines[0] + "\n")
+    assert "no unsplit straggler row" in _run_refused(capsys, h100_copy, str(results))
+
+
+@pytest.mark.parametrize("bad", ["directory", "parquet"])
+def test_a_results_path_that_is_no_results_file_is_one_line_naming_it(h100_copy, capsys, bad):
+    # a directory raised IsADirectoryError; a Parquet table said "--borrow: 'utf-8' codec can't decode ..."
+    path = OFFGRID if bad == "directory" else h100_copy / "gemm.parquet"
+    err = _run_refused(capsys, h100_copy, str(path))
+    assert str(path) in err and "--borrow" not in err

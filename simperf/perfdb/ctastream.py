@@ -177,7 +177,10 @@ def implied_rates(samples: Path, results: Path, db: object) -> dict[str, list[fl
     from simperf.perfdb.offgrid.report import timed_samples
     from simperf.perfdb.schema import OP_SPECS
 
-    _, pairs = timed_samples(samples, results)
+    timed_on, pairs = timed_samples(samples, results)
+    gpu = db.gpu.key  # type: ignore[attr-defined]
+    if timed_on and timed_on != gpu:  # another GPU's rates would be written as this one's
+        raise ValueError(f"{results}: timed on {timed_on}, but the tables are {gpu}'s")
     out: dict[str, list[float]] = {}
     for sample, result in pairs:
         point = sample["point"]
@@ -229,6 +232,11 @@ def write_rates(
 
     db = PerfDB.load(directory, resolve_gpu(directory))
     implied = implied_rates(samples, results, db)
+    if not implied:  # an empty file would replace the measured rates and silently restore the mean-KV price
+        raise ValueError(
+            f"{results}: no unsplit straggler row (long request >= {MIN_LONG_TOKENS} tokens) to derive a rate from; "
+            f"{Path(directory) / STREAM_FILE} left as it was"
+        )
     rates = {name: round(float(np.median(v)) / 1e9, 2) for name, v in sorted(implied.items())}
     borrowed = _borrow(rates, borrow) if borrow is not None else {}
     command = f"python -m simperf.perfdb.ctastream {directory} {results}"
@@ -259,14 +267,21 @@ def main(argv: list[str] | None = None) -> int:
         help="another GPU's calibration directory: its variants this GPU did not measure",
     )
     args = parser.parse_args(argv)
-    for path in (args.directory, args.results, args.samples, *([args.borrow] if args.borrow else [])):
+    for path, is_dir in ((args.directory, True), (args.results, False), (args.samples, False),
+                         *([(args.borrow, True)] if args.borrow else [])):  # fmt: skip
         if not path.exists():
-            print(f"{path}: no such file or directory", file=sys.stderr)
+            print(f"error: {path}: no such file or directory", file=sys.stderr)
+            return 2
+        if path.is_dir() != is_dir:
+            print(f"error: {path}: expected a {'directory' if is_dir else 'file'}", file=sys.stderr)
             return 2
     try:
         rates = write_rates(args.directory, args.samples, args.results, args.borrow)
-    except ValueError as exc:
-        print(f"--borrow: {exc}", file=sys.stderr)
+    except (
+        ValueError,
+        UnicodeDecodeError,
+    ) as exc:  # the messages name their file (the flag is not always --borrow)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"{args.directory / STREAM_FILE}: {rates} GB/s per CTA", file=sys.stderr)
     return 0

@@ -39,8 +39,11 @@ def write_samples(path: Path, header: dict[str, Any], samples: list[dict[str, An
 
 def read_samples(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(header, samples) of a set written by write_samples; a one-line error for anything else."""
-    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-    header = json.loads(lines[0]) if lines else {}
+    try:
+        lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        header = json.loads(lines[0]) if lines else {}
+    except (UnicodeDecodeError, json.JSONDecodeError):  # a Parquet table, a binary file: name the file
+        header = None
     if not isinstance(header, dict) or header.get("format") != SET_FORMAT:
         raise ValueError(f"{path}: not an off-grid sample set (line 1 must carry format {SET_FORMAT!r})")
     return header, [json.loads(line) for line in lines[1:]]
@@ -48,7 +51,10 @@ def read_samples(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def read_results(path: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
     """(header, result by sample id) of a results file; the last row of an id wins (a retried sample)."""
-    rows = read_journal_lines(Path(path))
-    if not rows or rows[0].get("format") != RESULT_FORMAT:
+    try:
+        rows = read_journal_lines(Path(path))
+    except UnicodeDecodeError:  # a Parquet table, a binary file: name the file
+        rows = []
+    if not rows or not isinstance(rows[0], dict) or rows[0].get("format") != RESULT_FORMAT:
         raise ValueError(f"{path}: not an off-grid results file (line 1 must carry format {RESULT_FORMAT!r})")
     return rows[0], {int(r["id"]): r for r in rows[1:] if "id" in r}
