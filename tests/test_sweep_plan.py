@@ -133,3 +133,9 @@ def test_a_fleet_configuration_is_planned_as_copies_of_the_whole_fleet(capsys):
     out = capsys.readouterr().out
     assert "fleet: 4 x fleet of 2 servers (2 h100 per fleet) = 8 GPUs (one fleet sustains 8+ req/s)" in out
     assert "A fleet's replica is the whole fleet behind its router" in out
+
+
+def test_a_tiny_target_still_needs_one_replica():
+    # 1e-300 req/s against a configuration sustaining 4 planned "0 replica(s) x 1 h100 = 0 GPUs", headroom -100%
+    plan = plan_capacity(table_of(config_rows("a", 1, {2.0: 10, 4.0: 10})), 1e-300, SLA)
+    assert plan.winner.replicas == 1 and plan.winner.total_gpus == 1 and plan.winner.headroom > 0

@@ -128,7 +128,8 @@ def plan_capacity(table: pl.DataFrame, target_rate: float, sla: Sla) -> Plan:
         if row is None:
             infeasible.append((label, why))
             continue
-        replicas = math.ceil(target_rate / rate - 1e-9)
+        # at least one: a target under 1e-9 of the sustained rate rounded to "0 replica(s) = 0 GPUs"
+        replicas = max(1, math.ceil(target_rate / rate - 1e-9))
         gpus = int(row["num_gpus"])
         cand = Candidate(
             config_id=row["config_id"],
