@@ -977,6 +977,24 @@ IGNORED_OR_NONSENSE_CASES = [
         "plan.rate",
         {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1]}, plan={"rate": float("inf")}))},
     ),  # fmt: skip
+    Case(
+        "sweep-axis-over-name",  # every point is renamed <sweep>-<index>: two rows of one point_id
+        ("sweep", "{ws}/a.yaml"),
+        "name: each point is named <sweep name>-<index>",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"name": ["a", "b"]}))},
+    ),  # fmt: skip
+    Case(
+        "sweep-same-rate-as-int-and-float",  # 2 and 2.0: one load simulated twice, under two point_ids
+        ("sweep", "{ws}/a.yaml"),
+        "points 0 (request_rate=2) and 1 (request_rate=2.0) are the same scenario",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"workload.request_rate": [2, 2.0]}))},
+    ),  # fmt: skip
+    Case(
+        "sweep-same-config-as-int-and-float",  # two configurations of one scenario in the plan
+        ("sweep", "{ws}/a.yaml"),
+        "(input_len=64.0) are the same scenario",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"workload.dataset.input_len": [64, 64.0]}))},
+    ),  # fmt: skip
     Case("sweep-workers-0", (*SWEEP, "--workers", "0"), "--workers: got 0"),
     Case("sweep-workers-serial", (*SWEEP, "--executor", "serial", "--workers", "4"), "--workers"),
     Case(

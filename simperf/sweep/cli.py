@@ -100,6 +100,8 @@ def _run(
             )
     except ExecutorError as e:
         _fail(str(e))
+    except SweepError as e:
+        _fail(f"{sweep_file}: {e}")
     except KeyboardInterrupt:
         err.print(f"interrupted: finished points are kept; run the same command again to resume ({out})")
         raise typer.Exit(130) from None

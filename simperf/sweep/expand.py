@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from simperf.sweep.paths import get_path, scenario_field_paths, with_values
-from simperf.sweep.spec import SampleSpec, SweepSpec
+from simperf.sweep.spec import SampleSpec, SweepError, SweepSpec
 
 LOAD_PATHS = ("workload.request_rate", "workload.max_concurrency")
 
@@ -109,6 +109,31 @@ def _sample_configs(sizes: list[int], sample: SampleSpec) -> list[tuple[int, ...
     return list(seen)
 
 
+def _integral_floats_as_ints(value: Any) -> Any:
+    """2.0 as 2, inside mappings and lists too: a scenario reads the two alike."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(v) for v in value]
+    return value
+
+
+def _refuse_repeated_points(scenarios: list[dict[str, Any]], labels: list[str]) -> None:
+    """Two points of one scenario (rate 2 and 2.0, group options that come to the same fields) ran it twice and
+    entered the plan as two configurations or two loads of one; a SweepError naming both."""
+    seen: dict[str, int] = {}
+    for index, scenario in enumerate(scenarios):
+        identity = _integral_floats_as_ints({k: v for k, v in scenario.items() if k != "name"})
+        first = seen.setdefault(canonical_json(identity), index)
+        if first != index:
+            raise SweepError(
+                f"axes: points {first} ({labels[first]}) and {index} ({labels[index]}) are the same scenario; "
+                "give each axis value (or group option) once"
+            )
+
+
 def expand(spec: SweepSpec, base: dict[str, Any], base_dir: str) -> list[SweepPoint]:
     axes = build_axes(spec)
     config_axes = [a for a in axes if not a.is_load]
@@ -141,6 +166,7 @@ def expand(spec: SweepSpec, base: dict[str, Any], base_dir: str) -> list[SweepPo
         labels.append(" ".join(axis.labels[i] for axis, i in chosen if not axis.is_load) or "base")
     columns = {name: _column_value(vals) for name, vals in raw_columns.items()}
 
+    _refuse_repeated_points(scenarios, [" ".join(axis.labels[i] for axis, i in chosen) for chosen in choices])
     points: list[SweepPoint] = []
     for index, (scenario, label) in enumerate(zip(scenarios, labels, strict=True)):
         named = {**scenario, "name": f"{spec.name}-{index}"}

@@ -118,6 +118,14 @@ class SweepSpec(_Strict):
             )
             for path in paths:
                 setters.setdefault(path, []).append(key)
+        for key in setters.pop(
+            "name", []
+        ):  # every point is renamed <sweep name>-<index>: it only repeated points
+            where = "name" if key == "name" else f"{key}: name"
+            problems.append(
+                f"{where}: each point is named <sweep name>-<index>; an axis over the scenario's name changes "
+                "nothing simulated"
+            )
         problems += [f"{path}: set by axes {' and '.join(keys)}; give it one axis" for path, keys in setters.items()
                      if len(keys) > 1]  # fmt: skip
         if problems:
