@@ -742,6 +742,11 @@ SWEEP_CASES = [
     Case("report-out-txt", ("report", "{table}", "-o", "{ws}/r.txt"), ".html"),
     Case("report-out-readonly", ("report", "{table}", "-o", "/proc/r.html"), "-o /proc"),
     Case("report-out-no-dir", ("report", "{table}", "-o", "{ws}/no/r.html"), "does not exist"),
+    Case(  # the page was written first, then the charts' directory failed as "error: r.html: File exists"
+        "report-charts-onto-page",
+        ("report", "{table}", "-o", "{ws}/r.html", "--charts", "{ws}/r.html"),
+        "--charts",
+    ),
     Case(
         "report-charts-file",
         ("report", "{table}", "-o", "{ws}/r.html", "--charts", "{ws}/s.yaml"),

@@ -352,6 +352,8 @@ def report_command(
     check_output_file(out, "-o", suffixes=(".html", ".htm"), inputs=(results,), what="HTML")
     if charts is not None:
         check_output_dir(charts, "--charts")
+        if charts.absolute() == out.absolute():  # the page was written, then "error: r.html: File exists"
+            _fail(f"--charts {charts}: is also the page's -o; give the charts a directory of their own")
     check_plan_numbers(rate, top)
     table, meta = _load_table(results, executor, workers, quiet)
     target, parsed, top_n = _plan_inputs(meta, rate, sla, top)
