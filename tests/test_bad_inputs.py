@@ -845,6 +845,18 @@ GROUNDTRUTH_CASES = [
     ),  # fmt: skip
     Case("groundtruth-index-missing", ("groundtruth", "index", "{ws}/nope"), "not a directory"),
     Case("groundtruth-modeldir-unknown", ("groundtruth", "modeldir", "gpt-17", "{ws}/model"), "gpt-17"),
+    Case(  # a checkpoint's (or any) directory: its config.json and tokenizer were replaced in place
+        "groundtruth-modeldir-into-checkpoint",
+        ("groundtruth", "modeldir", "qwen3-8b", "{ws}/ckpt"),
+        "holds other files (model.safetensors)",
+        {"ckpt/model.safetensors": b"weights", "ckpt/config.json": "{}"},
+    ),
+    Case(
+        "groundtruth-modeldir-onto-file",
+        ("groundtruth", "modeldir", "qwen3-8b", "{ws}/f.yaml"),
+        "exists and is not a directory",
+        {"f.yaml": "a: 1\n"},
+    ),
 ]
 
 ONESHOT = ("plan", "--model", "qwen3-8b", "--gpu", "h100", "--total-gpus", "2", "--executor", "serial")

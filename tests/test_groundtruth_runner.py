@@ -266,3 +266,15 @@ def test_server_records_join_the_client_records_of_the_same_request_in_send_orde
     ]
     matched = match_server_records(client, server)
     assert [m["request_received_ts"] for m in matched] == [10.003, 10.004, 9.002]
+
+
+def test_a_model_directory_rewritten_for_another_model_gets_that_models_tokenizer(tmp_path):
+    # the tokenizer was kept whenever one existed: Qwen3's 151,936 words stayed under Llama-3.1's 128,256-row
+    # embedding after `modeldir llama-3.1-8b` reused a Qwen3 directory
+    from simperf.groundtruth import modeldir
+
+    zoo = REPO / "simperf" / "models" / "zoo"
+    for model, words in (("qwen3-8b", 151936), ("llama-3.1-8b", 128256)):
+        modeldir.write_model_dir(modeldir.source_config(model, zoo), tmp_path / "m")
+        tokenizer = json.loads((tmp_path / "m" / "tokenizer.json").read_text())
+        assert len(tokenizer["model"]["vocab"]) == words

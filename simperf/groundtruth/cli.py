@@ -117,6 +117,18 @@ def modeldir_command(
         prompts is not None and prompts.is_dir()
     ):  # an existing file is kept as the source; a directory was too
         _fail(f"--prompts {prompts}: is a directory; give the prompt file's name")
+    if directory.exists() and not directory.is_dir():
+        _fail(f"{directory}: exists and is not a directory; give the model directory to write")
+    own = (
+        {prompts.name} if prompts is not None and prompts.absolute().parent == directory.absolute() else set()
+    )
+    foreign = [name for name in modeldir.foreign_files(directory) if name not in own]
+    if foreign:  # config.json and tokenizer.json were replaced in place, beside files of something else
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        _fail(
+            f"{directory}: holds other files ({shown}); its config.json and tokenizer would be replaced: "
+            "give a new or empty directory (or one modeldir wrote)"
+        )
     try:
         config = modeldir.source_config(model, zoo)
         modeldir.write_model_dir(config, directory)

@@ -89,6 +89,9 @@ def checkpoint_config(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+MODEL_DIR_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
+
+
 def write_model_dir(config: dict[str, Any], out_dir: Path) -> Path:
     """config.json, generation_config.json and the word-level tokenizer; returns out_dir. Idempotent."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -96,9 +99,28 @@ def write_model_dir(config: dict[str, Any], out_dir: Path) -> Path:
     (out_dir / "config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
     generation = {k: cfg.get(k) for k in ("bos_token_id", "eos_token_id")}
     (out_dir / "generation_config.json").write_text(json.dumps(generation, indent=1), encoding="utf-8")
-    if not (out_dir / "tokenizer.json").exists():
+    # kept only when it is this vocabulary's: another model's (Qwen3's 151,936 words under Llama's 128,256-row
+    # embedding) sent token ids past the model's vocabulary
+    if _word_tokenizer_size(out_dir / "tokenizer.json") != int(cfg["vocab_size"]):
         write_word_tokenizer(int(cfg["vocab_size"]), out_dir)
     return out_dir
+
+
+def _word_tokenizer_size(path: Path) -> int | None:
+    """Words of a tokenizer.json write_word_tokenizer wrote; None when there is none or it is another kind."""
+    try:
+        vocab = json.loads(path.read_text(encoding="utf-8"))["model"]["vocab"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return len(vocab) if isinstance(vocab, dict) else None
+
+
+def foreign_files(out_dir: Path) -> list[str]:
+    """Names in `out_dir` that write_model_dir does not write: a real checkpoint's directory (its config.json and
+    tokenizer would be replaced), a calibration directory, ..."""
+    if not out_dir.is_dir():
+        return []
+    return sorted(p.name for p in out_dir.iterdir() if p.name not in MODEL_DIR_FILES)
 
 
 def write_word_tokenizer(vocab_size: int, out_dir: Path) -> None:
