@@ -1060,6 +1060,12 @@ IGNORED_OR_NONSENSE_CASES = [
         {"sc/index.yaml": "- 1\n"},
     ),  # fmt: skip
     Case("accuracy-corpus-no-runs", ("accuracy", "{ws}/gt"), "no runs", {"gt/index.parquet": ""}),
+    Case(  # printed empty error tables and exited 0
+        "accuracy-corpus-nothing-predicted",
+        ("accuracy", "{ws}/gt"),
+        "none of its 1 runs could be predicted; first: h100/srv/r1: recorded as failed",
+        {"gt/index.parquet": "", "gt/h100/srv/r1/run.json": '{"status": "failed"}'},
+    ),
     Case(
         "check-samples-alone",
         ("perfdb", "check", "{repo}/calibration/h100", "--samples", "{ws}/t.jsonl"),

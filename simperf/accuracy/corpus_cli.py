@@ -31,6 +31,9 @@ def corpus_accuracy(
         fail(str(e))  # one line: the console wrapped a long message into several
     with bar("predicting runs", total, quiet=quiet) as progress:
         report = run_corpus(corpus, on_run=lambda name: progress.advance(1, status=name))
+    if not report.runs:  # a report of empty tables exited 0 (and --update-doc wrote them into the docs)
+        name, why = report.skipped[0]
+        fail(f"{corpus}: none of its {len(report.skipped)} runs could be predicted; first: {name}: {why}")
     text = markdown(report)
     if update_doc is not None:
         try:
