@@ -865,6 +865,12 @@ NEWER_COMMAND_CASES = [
     Case("backends-unknown-model", ("backends", "--model", "gpt-17"), "unknown gpt-17"),
     Case("backends-output", ("backends", "-o", "xml"), "xml"),
     Case(
+        "backends-gpu-twice", ("backends", "--gpu", "h100", "--gpu", "h100"), "--gpu h100: given twice"
+    ),  # rows x2
+    Case(
+        "backends-model-twice", ("backends", "--model", "qwen3-8b", "--model", "qwen3-8b"), "--model qwen3-8b"
+    ),
+    Case(
         "oneshot-unknown-model",
         ("plan", "--model", "gpt-17", "--gpu", "h100", "--total-gpus", "2"),
         "--model",

@@ -23,15 +23,15 @@ def backends_command(
     from simperf.report.tables import Col, TableData, check_output, print_tables
     from simperf.scenario.backend_matrix import backend_matrix
 
-    problem = check_output(output)
-    unknown = [g for g in gpu or [] if g not in gpu_keys()] + [m for m in model or [] if m not in zoo_names()]
-    if problem or unknown:
-        message = problem or (
-            f"unknown {', '.join(unknown)}; GPUs: {', '.join(gpu_keys())}; models: {', '.join(zoo_names())}"
-        )
+    problem = (
+        check_output(output)
+        or _choice_problem("--gpu", gpu or [], gpu_keys(), "GPUs")
+        or _choice_problem("--model", model or [], zoo_names(), "models")
+    )
+    if problem:
         from simperf.cli_errors import fail
 
-        fail(message)
+        fail(problem)
     rows = backend_matrix(gpu or gpu_keys(), model or zoo_names())
     columns = [
         Col("gpu", "gpu"),
@@ -48,3 +48,14 @@ def backends_command(
         if r.usable or refused:
             table.add(**{c.key: getattr(r, c.key) for c in columns})
     print_tables([table], output)
+
+
+def _choice_problem(option: str, given: list[str], allowed: list[str], what: str) -> str | None:
+    """An unknown value, or one given twice (its rows were printed twice), named with its option."""
+    unknown = [v for v in given if v not in allowed]
+    if unknown:
+        return f"{option}: unknown {', '.join(unknown)}; {what}: {', '.join(allowed)}"
+    repeated = sorted({v for v in given if given.count(v) > 1})
+    if repeated:
+        return f"{option} {', '.join(repeated)}: given twice; give each once"
+    return None
