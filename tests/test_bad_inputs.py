@@ -1018,6 +1018,22 @@ IGNORED_OR_NONSENSE_CASES = [
         "(input_len=64.0) are the same scenario",
         {"a.yaml": yaml.safe_dump(sweep_dict({"workload.dataset.input_len": [64, 64.0]}))},
     ),  # fmt: skip
+    Case(  # read as 1 req/s
+        "sweep-plan-rate-bool",
+        ("sweep", "{ws}/a.yaml"),
+        "plan.rate",
+        {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1]}, plan={"rate": True}))},
+    ),
+    Case(  # drew one configuration
+        "sweep-sample-n-bool",
+        ("sweep", "{ws}/a.yaml"),
+        "sample.n",
+        {
+            "a.yaml": yaml.safe_dump(
+                sweep_dict({"serving.page_size": [1, 16]}, sample={"method": "random", "n": True})
+            )
+        },
+    ),
     Case("sweep-workers-0", (*SWEEP, "--workers", "0"), "--workers: got 0"),
     Case("sweep-workers-serial", (*SWEEP, "--executor", "serial", "--workers", "4"), "--workers"),
     Case(

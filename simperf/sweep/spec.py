@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from simperf.scenario.load import format_validation_error
+from simperf.scenario.models import _Strict as ScenarioStrict
 from simperf.strictyaml import safe_load
 from simperf.sweep.paths import never_valid, scenario_field_paths, unknown_path_message
 from simperf.sweep.sla import SlaError, parse_sla
@@ -19,8 +20,9 @@ class SweepError(ValueError):
     """A sweep file that cannot be used; the message names the field path and what is allowed."""
 
 
-class _Strict(BaseModel):
-    # plan.rate: .inf passed here and failed later in `simperf plan` as "cannot convert float infinity to integer"
+class _Strict(ScenarioStrict):
+    # plan.rate: .inf passed here and failed later in `simperf plan` as "cannot convert float infinity to integer";
+    # plan.rate: true planned for 1 req/s, sample.n: true drew one configuration (the scenario's bool refusal)
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
