@@ -1034,6 +1034,12 @@ IGNORED_OR_NONSENSE_CASES = [
             )
         },
     ),
+    Case(  # the default table ./<name>.sweep.parquet landed in the parent directory
+        "sweep-name-a-path",
+        ("sweep", "{ws}/a.yaml"),
+        "name: Value error, the default table is ./<name>.sweep.parquet",
+        {"a.yaml": yaml.safe_dump({**sweep_dict({"serving.page_size": [1]}), "name": "../up"})},
+    ),
     Case("sweep-workers-0", (*SWEEP, "--workers", "0"), "--workers: got 0"),
     Case("sweep-workers-serial", (*SWEEP, "--executor", "serial", "--workers", "4"), "--workers"),
     Case(

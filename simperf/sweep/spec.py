@@ -81,6 +81,14 @@ class SweepSpec(_Strict):
     sample: SampleSpec = SampleSpec()
     plan: PlanSpec = PlanSpec()
 
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_file_name(cls, v: str) -> str:
+        # the default table is ./<name>.sweep.parquet: 'name: ../x' or '/tmp/x' wrote it outside the directory
+        if "/" in v or v in (".", ".."):
+            raise ValueError("the default table is ./<name>.sweep.parquet: give a name without /")
+        return v
+
     @field_validator("axes")
     @classmethod
     def _axes_address_fields(cls, axes: dict[str, list[Any]]) -> dict[str, list[Any]]:
