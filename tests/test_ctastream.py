@@ -63,13 +63,23 @@ def test_the_rates_file_is_the_commands_output(gpu_db, tmp_path):
     results = OFFGRID / f"straggler-dev-{gpu}-results.jsonl"
     committed = yaml.safe_load((directory / ctastream.STREAM_FILE).read_text())
     implied = ctastream.implied_rates(STRAGGLERS, results, db)
+    if gpu == "h100":  # SGLang's FA3 decode, timed on the H100 (the GPU with sgl_fa3 tables)
+        fa3 = ctastream.implied_rates(
+            OFFGRID / "straggler-dev-fa3.jsonl", OFFGRID / "straggler-dev-fa3-h100-results.jsonl", db
+        )
+        implied.update(fa3)
     for name, values in implied.items():
         assert committed["gb_per_s"][name] == pytest.approx(float(np.median(values)) / 1e9, abs=0.006), name
     # one CTA's rate is bound by its SM: the two GPUs, timed apart, agree within 3% on the page-1 kernels (16-20
     # rows each); each GPU now measures every variant itself (the paged ones, 4 rows each, differ by up to 6%)
     other_gpu = {"h100": "h200", "h200": "h100"}[gpu]
     other = yaml.safe_load((ROOT / "calibration" / other_gpu / ctastream.STREAM_FILE).read_text())
-    assert set(committed["gb_per_s"]) == set(other["gb_per_s"]) and not committed["borrowed"]
+    flashinfer_only = {name for name in committed["gb_per_s"] if not name.startswith("fa3/")}
+    assert (
+        flashinfer_only == {n for n in other["gb_per_s"] if not n.startswith("fa3/")}
+        and not committed["borrowed"]
+    )
+    assert set(committed["gb_per_s"]) == set(implied)
     for name in ("tensor_core/bf16/page1", "cuda_core/bf16/page1"):
         assert committed["gb_per_s"][name] == pytest.approx(other["gb_per_s"][name], rel=0.03), name
 
@@ -236,3 +246,40 @@ def test_a_results_path_that_is_no_results_file_is_one_line_naming_it(h100_copy,
     path = OFFGRID if bad == "directory" else h100_copy / "gemm.parquet"
     err = _run_refused(capsys, h100_copy, str(path))
     assert str(path) in err and "--borrow" not in err
+
+
+def test_fa3_splits_are_the_kernels_own_for_every_probed_batch():
+    """workplan.fa3_splits restates how sgl-kernel's FA3 scheduler metadata split each request's KV, read on a
+    lent H100 for the 84 batches of the FA3 straggler sets (benchmarks/fa3_split_probe.py)."""
+    probe = json.loads((OFFGRID / "fa3-splits-h100.json").read_text())
+    checked = 0
+    for name, batches in probe["sets"].items():
+        lines = (ROOT / name).read_text().splitlines()[1:]  # after the set's header
+        samples = {s["id"]: s for s in map(json.loads, lines)}
+        for sample_id, found in batches.items():
+            point = samples[int(sample_id)]["point"]
+            kv = json.loads(point["kv_lens"])
+            assert workplan.fa3_splits(kv, point["num_heads"], point["num_kv_heads"], 132) == found["splits"]
+            checked += 1
+    assert checked == 84
+
+
+def test_fa3_runs_a_long_request_longest_first_and_split_only_in_small_batches():
+    key = {"backend": "sgl_fa3", "page_size": 1, "num_heads": 32, "num_kv_heads": 8, "kv_dtype": "bf16",
+           "head_dim": 128}  # fmt: skip
+    small, slots = workplan.gqa_decode_ctas([64] * 63 + [131072], key, 132)
+    assert slots == 132 and small[:8] == [32768] * 8  # 4 pieces of the long request, per KV head, first
+    large, _ = workplan.gqa_decode_ctas([64] * 255 + [131072], key, 132)
+    assert large[:8] == [131072] * 8 and len(large) == 256 * 8  # unsplit: one CTA per request and KV head
+    assert ctastream.kernel_kind(key) == "fa3"
+
+
+def test_fa3_designed_set_is_priced_by_its_lone_stream():
+    """The FA3 straggler set's long requests (a development set: the rate comes from its unsplit rows) priced
+    within 22% each, where the mean-KV price was up to 81% low."""
+    h100_db = PerfDB.load(ROOT / "calibration" / "h100", resolve_gpu(ROOT / "calibration" / "h100"))
+    samples, results = OFFGRID / "straggler-dev-fa3.jsonl", OFFGRID / "straggler-dev-fa3-h100-results.jsonl"
+    _, pairs = timed_samples(samples, results)
+    errors = [predict(h100_db, s["point"]).us / float(r["time_us"]) - 1.0 for s, r in pairs]
+    assert len(errors) == 36 and max(abs(e) for e in errors) < 0.22
+    assert np.median(np.abs(errors)) < 0.08

@@ -50,9 +50,11 @@ def test_a_long_request_among_short_ones_costs_its_lone_stream(flashinfer_cost):
 
 def test_requests_of_one_length_or_another_kernel_cost_nothing_more(flashinfer_cost):
     assert flashinfer_cost.decode_straggler_us(64, 64, True, [1000] * 64) == 0.0
-    # SGLang's FA3 decode (the default on Hopper): no per-CTA rate measured for it, the mean-KV price stands
+    # SGLang's FA3 decode (the default on Hopper) has its own plan and lone-CTA rate (H100): a batch of one length
+    # costs its table time, a long request among 255 short ones streams alone beyond it
     fa3 = real_cost("qwen3-8b-h100")
-    assert fa3.decode_straggler_us(64, 64, True, [1000] * 63 + [32000]) == 0.0
+    assert fa3.decode_straggler_us(256, 256, True, [1000] * 256) == 0.0
+    assert fa3.decode_straggler_us(256, 256, True, [1000] * 255 + [131072]) > 100.0
 
 
 def test_the_fast_and_general_decode_paths_add_the_same_straggler_time(flashinfer_cost):

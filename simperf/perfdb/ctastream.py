@@ -46,7 +46,7 @@ STREAM_FILE = "cta_stream.yaml"
 # The CUDA-core kernel is one kind per query group size: its CTA shape follows the group (bdy = group, bdz =
 # 128 / (16 x group), tile_size_per_bdx 4 at group 1 else 1: flashinfer attention/decode.cuh), so the KV tokens one
 # CTA keeps in flight, and with them its lone stream rate, differ (measured: the designed set's group-2/3 rows).
-KERNEL_KINDS = ("tensor_core", "cuda_core", "cuda_core_g2", "cuda_core_g3")
+KERNEL_KINDS = ("tensor_core", "cuda_core", "cuda_core_g2", "cuda_core_g3", "fa3")
 FORMAT = "simperf-cta-stream/1"
 # The straggler rows a rate is read from: the long request unsplit and long enough that its lone stream dominates
 # the time (the short requests' part, priced from the tables, is then a small correction).
@@ -132,7 +132,10 @@ def uniform_makespan_s(n: int, work: float, slots: int, bandwidth: float, per_ct
 
 
 def kernel_kind(key: dict) -> str:
-    """Which of flashinfer's GQA decode kernels runs the key (keys.gqa_tensor_cores), the CUDA-core one by group."""
+    """Which GQA decode kernel runs the key: SGLang's FA3, or one of flashinfer's (keys.gqa_tensor_cores), the
+    CUDA-core one by group."""
+    if str(key.get("backend")) == "sgl_fa3":
+        return "fa3"
     if gqa_tensor_cores(key):
         return "tensor_core"
     group = int(key["num_heads"]) // max(int(key["num_kv_heads"]), 1)
@@ -147,7 +150,7 @@ def bytes_per_token(key: dict) -> float:
 def rate_for(op: str, key: dict, rates: CtaStreamRates | None) -> tuple[float, str] | None:
     """(bytes/s, variant measured) where the model applies: flashinfer GQA decode, on a GPU whose designed set
     measured this kernel kind and KV dtype; None elsewhere (the mean-KV price stands)."""
-    if rates is None or op != "attn_gqa_decode" or str(key.get("backend")) != "flashinfer":
+    if rates is None or op != "attn_gqa_decode" or str(key.get("backend")) not in ("flashinfer", "sgl_fa3"):
         return None
     return rates.rate(key)
 
@@ -157,8 +160,8 @@ def ragged_extra_us(table_us: float, key: dict, kv_lens: Sequence[int], num_sms:
     kv = [max(int(n), 1) for n in kv_lens]
     mean = round(sum(kv) / len(kv))
     per_token = bytes_per_token(key)
-    ragged, slots = workplan.gqa_flashinfer_ctas(kv, key, num_sms)
-    uniform, _ = workplan.gqa_flashinfer_ctas([mean] * len(kv), key, num_sms)
+    ragged, slots = workplan.gqa_decode_ctas(kv, key, num_sms)
+    uniform, _ = workplan.gqa_decode_ctas([mean] * len(kv), key, num_sms)
     bandwidth = sum(uniform) * per_token / (table_us * 1e-6)
     t_ragged = fluid_makespan_s([w * per_token for w in ragged], slots, bandwidth, rate)
     if len(set(uniform)) == 1:  # unsplit, or split into equal chunks: the closed form
@@ -188,7 +191,7 @@ def implied_rates(samples: Path, results: Path, db: object) -> dict[str, list[fl
         long, short, batch = max(kv), min(kv), len(kv)
         key = {c: point[c] for c in OP_SPECS[point["op"]].key_columns}
         kind = kernel_kind(key)
-        ctas, _ = workplan.gqa_flashinfer_ctas(kv, key, db.gpu.num_sms)  # type: ignore[attr-defined]
+        ctas, _ = workplan.gqa_decode_ctas(kv, key, db.gpu.num_sms)  # type: ignore[attr-defined]
         unsplit = len(ctas) == batch * int(key["num_kv_heads"])  # one CTA per request and KV head
         if long < MIN_LONG_TOKENS or not unsplit:
             continue
@@ -225,13 +228,22 @@ BORROW_AGREEMENT = 0.05
 
 
 def write_rates(
-    directory: Path, samples: Path, results: Path, borrow: Path | None = None
+    directory: Path,
+    samples: Path,
+    results: Path,
+    borrow: Path | None = None,
+    also: Sequence[tuple[Path, Path]] = (),
 ) -> dict[str, float]:
+    """Derive the rates from the designed set(s) and write DIR/cta_stream.yaml; `also`: more (samples, results)
+    pairs (the FA3 straggler set beside flashinfer's)."""
     from simperf.perfdb.check import resolve_gpu
     from simperf.perfdb.db import PerfDB
 
     db = PerfDB.load(directory, resolve_gpu(directory))
     implied = implied_rates(samples, results, db)
+    for more_samples, more_results in also:
+        for name, values in implied_rates(more_samples, more_results, db).items():
+            implied.setdefault(name, []).extend(values)
     if not implied:  # an empty file would replace the measured rates and silently restore the mean-KV price
         raise ValueError(
             f"{results}: no unsplit straggler row (long request >= {MIN_LONG_TOKENS} tokens) to derive a rate from; "
@@ -239,13 +251,17 @@ def write_rates(
         )
     rates = {name: round(float(np.median(v)) / 1e9, 2) for name, v in sorted(implied.items())}
     borrowed = _borrow(rates, borrow) if borrow is not None else {}
-    command = f"python -m simperf.perfdb.ctastream {directory} {results}"
+    command = f"python -m simperf.perfdb.ctastream {directory} {results}" + "".join(
+        f" --samples {samples}" * (samples.name != "straggler-dev.jsonl") + f" --also {a} {b}"
+        for a, b in also
+    )
     data = {
         "format": FORMAT,
         "gb_per_s": dict(sorted(rates.items())),
         "rows": {name: len(v) for name, v in sorted(implied.items())},
         "borrowed": borrowed,
-        "source": f"median over the unsplit rows (long request >= {MIN_LONG_TOKENS} tokens) of {results.name}: "
+        "source": f"median over the unsplit rows (long request >= {MIN_LONG_TOKENS} tokens) of "
+        f"{', '.join([results.name, *(b.name for _, b in also)])}: "
         f"long request's bytes per KV head / (time - table time of the batch at the short length); "
         + command
         + (f" --borrow {borrow}" if borrow is not None else ""),
@@ -266,8 +282,18 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="another GPU's calibration directory: its variants this GPU did not measure",
     )
+    parser.add_argument(
+        "--also",
+        nargs=2,
+        type=Path,
+        action="append",
+        default=[],
+        metavar=("SAMPLES", "RESULTS"),
+        help="another designed straggler set and its results on this GPU (e.g. the FA3 set)",
+    )
     args = parser.parse_args(argv)
-    for path, is_dir in ((args.directory, True), (args.results, False), (args.samples, False),
+    extra = [(path, False) for pair in args.also for path in pair]
+    for path, is_dir in ((args.directory, True), (args.results, False), (args.samples, False), *extra,
                          *([(args.borrow, True)] if args.borrow else [])):  # fmt: skip
         if not path.exists():
             print(f"error: {path}: no such file or directory", file=sys.stderr)
@@ -276,7 +302,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {path}: expected a {'directory' if is_dir else 'file'}", file=sys.stderr)
             return 2
     try:
-        rates = write_rates(args.directory, args.samples, args.results, args.borrow)
+        rates = write_rates(
+            args.directory, args.samples, args.results, args.borrow, [tuple(pair) for pair in args.also]
+        )
     except ValueError as exc:  # the messages name their file (the flag is not always --borrow)
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -176,6 +176,61 @@ def gqa_flashinfer_ctas(kv: Sequence[int], key: Mapping[str, object], num_sms: i
     return works * kv_heads, grid
 
 
+# SGLang's FA3 decode (`sgl_fa3`; sgl-kernel 0.4.5's FlashAttention-3, SGLang 0.5.17's fa3 backend): KV blocks of
+# 128 tokens (hdim 128, paged decode), packed query rows tiled by 64, and the context length SGLang's decode graph
+# passes as max_seqlen_k (calibrate/backends/fa3_sgl.py DECODE_CONTEXT_LEN).
+FA3_BLOCK_N = 128
+FA3_BLOCK_M = 64
+FA3_CONTEXT_LEN = 40960
+
+
+def _fa3_static_splits(total_mblocks: int, num_sms: int, num_n_blocks: int, max_splits: int = 128) -> int:
+    """FA3's num_splits_heuristic (hopper/heuristics.h) for a causal decode: one split once the query tiles fill
+    80% of the SMs or the KV is <= 4 blocks; else the fewest splits within 85% of the best wave efficiency."""
+    if total_mblocks >= 0.8 * num_sms or num_n_blocks <= 4:
+        return 1
+    top = min(max_splits, num_sms, num_n_blocks)
+    efficiency = [(w := total_mblocks * n / num_sms) / math.ceil(w) for n in range(1, top + 1)]
+    best = max(efficiency)
+    return next(n for n, e in enumerate(efficiency, 1) if e >= 0.85 * best)
+
+
+def fa3_splits(kv: Sequence[int], heads: int, kv_heads: int, num_sms: int) -> list[int]:
+    """Splits of each request's KV as sgl-kernel's FA3 schedules a decode (get_scheduler_metadata): a cap from the
+    heuristic over kv_heads x ceil(batch x q heads per KV head / 64) query tiles (the varlen total_q, packed GQA),
+    then per request ceil(its blocks / blocks per SM) within the cap, blocks per SM = ceil(1.1 x all blocks x
+    kv_heads / SMs) (hopper/flash_prepare_scheduler.cu). Read against the kernel's own metadata on a lent H100 for
+    the 84 batches of the FA3 straggler sets: every request's split equal (calibration/offgrid/fa3-splits-h100.json,
+    benchmarks/fa3_split_probe.py)."""
+    tiles = kv_heads * -(-len(kv) * (heads // kv_heads) // FA3_BLOCK_M)
+    blocks = [-(-max(int(n), 1) // FA3_BLOCK_N) for n in kv]
+    cap = _fa3_static_splits(tiles, num_sms, -(-max(FA3_CONTEXT_LEN, max(int(n) for n in kv)) // FA3_BLOCK_N))
+    if cap == 1:
+        return [1] * len(kv)
+    per_sm = math.ceil(sum(blocks) * 1.1 * kv_heads / num_sms)
+    return [max(min(-(-b // per_sm), cap), 1) for b in blocks]
+
+
+def fa3_ctas(kv: Sequence[int], key: Mapping[str, object], num_sms: int) -> tuple[list[int], int]:
+    """FA3 decode plan: (KV tokens of every work tile in the order the persistent scheduler hands them out, the
+    persistent CTAs). Requests longest first (varlen_sort_batches), each split into equal pieces, one tile per piece
+    and KV head (packed GQA); one persistent CTA per SM."""
+    heads, kv_heads = int(key["num_heads"]), int(key["num_kv_heads"])  # type: ignore[call-overload]
+    splits = fa3_splits(kv, heads, kv_heads, num_sms)
+    works: list[int] = []
+    for n, s in sorted(zip((int(x) for x in kv), splits, strict=True), key=lambda t: -t[0]):
+        piece = -(-n // s)
+        works += [piece] * (s - 1) + [n - piece * (s - 1)]
+    return [w for w in works for _ in range(kv_heads)], num_sms
+
+
+def gqa_decode_ctas(kv: Sequence[int], key: Mapping[str, object], num_sms: int) -> tuple[list[int], int]:
+    """The GQA decode plan of the key's backend (flashinfer or SGLang's FA3)."""
+    if str(key.get("backend")) == "sgl_fa3":
+        return fa3_ctas(kv, key, num_sms)
+    return gqa_flashinfer_ctas(kv, key, num_sms)
+
+
 def gqa_flashinfer_path(kv: Sequence[int], key: Mapping[str, object], num_sms: int) -> float:
     """flashinfer GQA decode plan: the longest chain of KV tokens on one CTA slot."""
     works, grid = gqa_flashinfer_ctas(kv, key, num_sms)

@@ -267,12 +267,13 @@ def straggler_check_lines() -> list[str]:
              "committed before any was timed: `bash benchmarks/straggler_check.sh`). |error| as priced now (CUDA-core "
              "grid from the kernel's measured occupancy, one stream rate per group size), and at the batch's mean KV:",
              ""]  # fmt: skip
-    for gpu in GPUS:
-        path = CALIBRATION / "offgrid" / results_name(STRAGGLER_CHECK_SAMPLES.stem, gpu)
+    fa3 = CALIBRATION / "offgrid" / "straggler-check-fa3.jsonl"
+    for gpu, samples in [(g, STRAGGLER_CHECK_SAMPLES) for g in GPUS] + [("h100", fa3)]:
+        path = CALIBRATION / "offgrid" / results_name(samples.stem, gpu)
         if not path.is_file():
             continue
         db = PerfDB.load(CALIBRATION / gpu, get_gpu(gpu))
-        _, pairs = timed_samples(STRAGGLER_CHECK_SAMPLES, path)
+        _, pairs = timed_samples(samples, path)
         kinds = pl.Series([ctastream.kernel_kind(s["point"]) for s, _ in pairs])
         mean_kv = pl.Series([_mean_kv_error(db, s, r) for s, r in pairs])
         errors = evaluate(pairs, db).with_columns(kernel=kinds, mean_kv=mean_kv)
@@ -293,7 +294,10 @@ def straggler_check_lines() -> list[str]:
             p90=pl.col("rel_error").abs().quantile(0.9, interpolation="linear"), max=pl.col("rel_error").abs().max(),
             mean_kv_median=pl.col("mean_kv").abs().median(), mean_kv_max=pl.col("mean_kv").abs().max(),
         )  # fmt: skip
-        lines += [f"{gpu.upper()}:", ""] + _table(pl.concat([summary, total]), [
+        title = f"{gpu.upper()}" + (
+            ", SGLang's FA3 decode (`straggler-check-fa3.jsonl`, seed 20261130)" if samples == fa3 else ""
+        )
+        lines += [f"{title}:", ""] + _table(pl.concat([summary, total]), [
             ("kernel", "decode kernel"), ("calls", "calls"), ("median", "median"), ("p90", "p90"), ("max", "max"),
             ("mean_kv_median", "mean KV: median"), ("mean_kv_max", "max")]) + [""]  # fmt: skip
     return lines
