@@ -32,6 +32,7 @@ SINGLE_H100_HOST_PLANS = frozenset(
         "h100-check-ragged-2.yaml",  # the same kind (2026-11-28, twenty-second session)
         "h100-check-straggler.yaml",  # the same kind (2026-11-28, twenty-second session)
         "h100-check-straggler-custom.yaml",  # the same kind (twenty-third session)
+        "h100-check-straggler-fa3.yaml",  # the same kind (twenty-third session; to record)
     }
 )
 H200_HOST_PLANS = frozenset({"h200.yaml", "h200-host.yaml", "h200-check-graph.yaml"})
@@ -48,6 +49,7 @@ CHECK_ONLY_PLANS = frozenset(
         "h100-check-ragged-2.yaml",
         "h100-check-straggler.yaml",
         "h100-check-straggler-custom.yaml",
+        "h100-check-straggler-fa3.yaml",
     }
 )
 
