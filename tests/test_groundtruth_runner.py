@@ -204,32 +204,20 @@ def test_bad_plans_name_the_field(tmp_path, servers, fragment):
         load_plan(_plan(tmp_path, servers))
 
 
-def test_a_mooncake_run_names_its_own_trace_after_the_runners_prompt_source(tmp_path):
-    """bench_serving replays a Mooncake trace at its timestamps; the plan gives the file, and its --dataset-path
-    comes after the runner's (argparse keeps the last)."""
+@pytest.mark.parametrize("dataset", ["mooncake", "custom"])
+def test_a_run_of_its_own_file_names_it_after_the_runners_prompt_source(tmp_path, dataset):
+    """bench_serving replays a Mooncake trace at its timestamps, and its `custom` dataset sends the conversations of
+    the plan's own file (the straggler check's prompts): the plan gives the file, and its --dataset-path comes after
+    the runner's (argparse keeps the last)."""
     plan = load_plan(
         _plan(
             tmp_path,
-            "  - {name: s, model: m, runs: [{name: r, client: {dataset-name: mooncake, "
+            f"  - {{name: s, model: m, runs: [{{name: r, client: {{dataset-name: {dataset}, "
             "dataset-path: /tmp/t.jsonl}}]}\n",
         )  # fmt: skip
     )
     argv = flags_to_argv(plan.client_flags(plan.servers[0].runs[0]))
     assert argv[argv.index("--dataset-path") + 1] == "/tmp/t.jsonl"
-
-
-def test_a_custom_dataset_run_names_its_own_prompts(tmp_path):
-    """bench_serving's `custom` dataset sends the conversations of the plan's own file (the straggler check's
-    prompts), so the plan may give --dataset-path for it too."""
-    plan = load_plan(
-        _plan(
-            tmp_path,
-            "  - {name: s, model: m, runs: [{name: r, client: {dataset-name: custom, "
-            "dataset-path: /tmp/c.jsonl}}]}\n",
-        )  # fmt: skip
-    )
-    argv = flags_to_argv(plan.client_flags(plan.servers[0].runs[0]))
-    assert argv[argv.index("--dataset-path") + 1] == "/tmp/c.jsonl"
 
 
 def test_flags_render_as_sglang_spells_them():

@@ -454,6 +454,7 @@ def generate_fa3_stragglers() -> list[dict[str, Any]]:
 
 
 def _designed(draws: list[Draw]) -> list[dict[str, Any]]:
+    """A set's rows: every draw a ragged decode call, numbered in order."""
     return [
         {
             "id": i,
@@ -492,17 +493,7 @@ def generate_stragglers() -> list[dict[str, Any]]:
         for batch in STRAGGLER_GROUP_BATCHES
         for long in STRAGGLER_VARIANT_LONG
     ]
-    return [
-        {
-            "id": i,
-            "category": "decode",
-            "ragged": True,
-            "model": d.model,
-            "note": d.note,
-            "point": {**d.point, "sample": "heldout"},
-        }  # fmt: skip
-        for i, d in enumerate(draws)
-    ]
+    return _designed(draws)
 
 
 # A seeded held-out set for the straggler cost (`--straggler-check N --seed S`): flashinfer GQA decode batches of
