@@ -88,3 +88,10 @@ class GeneralPathCost:
 
     def extend_host_us(self, *args, **kwargs):
         return self._cost.extend_host_us(*args, **kwargs)
+
+    # the ragged-decode cost (RaggedDecodeCost) is not a shortcut: both paths price a long request's lone stream
+    def decode_straggler_us(self, *args, **kwargs):
+        return self._cost.decode_straggler_us(*args, **kwargs)
+
+    def straggler_possible(self, *args, **kwargs):
+        return self._cost.straggler_possible(*args, **kwargs)
