@@ -237,8 +237,11 @@ def test_decode_segments_stream_what_single_iterations_stream(overlap, interval)
         sim = cls(serving, real_cost("qwen3-8b-h100", serving, overheads), overheads)
         out.append(sim.run(inputs, outputs, arrivals, max_concurrency=64))
     (fast, fast_stats), (slow, slow_stats) = out
+    # 1e-6, not 1e-9: Qwen3-8B on the H100 decodes with FA3, whose ragged batches carry a straggler cost read from
+    # the running requests' KV at the start of each decode run and held over it (invariant 12); one iteration per
+    # segment re-reads it every iteration, so the two differ by the KV a run adds (~4e-7 here)
     for column in ("send_s", "first_token_s", "finish_s", "chunk_time_s"):
-        np.testing.assert_allclose(getattr(fast, column), getattr(slow, column), rtol=1e-9, atol=0)
+        np.testing.assert_allclose(getattr(fast, column), getattr(slow, column), rtol=1e-6, atol=0)
     # the queue was in play: chunks waited, and with 64 streams a request's chunks came at least 64 chunk-times
     # apart, more as the streams' outputs grew
     assert fast_stats.frontend_max_wait_s > (

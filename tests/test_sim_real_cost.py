@@ -82,6 +82,13 @@ def check_invariants(name: str, case) -> None:
             steps_ok.append(0 <= host <= float(cost.extend_step(*args, **kwargs).sum()) + 1e-9)
             return host
 
+        # the ragged-decode cost (a long request's lone stream) is the real model's too
+        def decode_straggler_us(self, *args, **kwargs):
+            return cost.decode_straggler_us(*args, **kwargs)
+
+        def straggler_possible(self, *args, **kwargs):
+            return cost.straggler_possible(*args, **kwargs)
+
     observer = lambda ranks: used_ok.append(all(0 <= r.used <= r.capacity for r in ranks))  # noqa: E731
     sim = Simulator(serving, Watched(), serving_overheads(name), kv_observer=observer)
     rec, stats = sim.run(np.asarray(inputs), np.asarray(outputs), arrivals, max_concurrency=concurrency)
