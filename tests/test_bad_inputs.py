@@ -2353,6 +2353,20 @@ CALIBRATION_TABLE_CASES = [
     ),
 ]
 
+# A demanding user's edge inputs: each was accepted, or failed without naming what was wrong, before its fix.
+NOT_UTF8_TRACE = b'{"arrival_s": 0.0, "input_len": 100, "output_len": 10, "note": "caf\xe9"}\n'
+EDGE_SWEEP_CASES = [
+    # a Latin-1 file: the error was "'utf-8' codec can't decode byte 0xe9 ...", naming no file (and for --like,
+    # naming the scenario instead)
+    Case("inspect-not-utf8", ("trace", "inspect", "{ws}/latin1.jsonl"), "latin1.jsonl: not UTF-8 text (byte 0xe9)",
+         {"latin1.jsonl": NOT_UTF8_TRACE}),
+    Case("predict-trace-not-utf8", (*MOONCAKE_FLAGS[:-1], "{ws}/latin1.csv"), "latin1.csv: not UTF-8 text",
+         {"latin1.csv": b"arrival_s,input_len,output_len\n0,100,10\n1,100,10 \xe9\n"}),
+    Case("predict-like-not-utf8", ("predict", "{ws}/s.yaml", "--like", "{ws}/latin1.json"),
+         "latin1.json: not UTF-8 text",
+         {"latin1.json": b'{"completed": 10, "duration": 2.0, "tag": "caf\xe9"}\n'}),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -2372,6 +2386,7 @@ CASES = (
     + PD_CASES
     + FLEET_REVIEW_CASES
     + SECOND_SWEEP_REVIEW_CASES
+    + EDGE_SWEEP_CASES
 )
 
 

@@ -160,7 +160,12 @@ def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
         raise BenchImportError(f"{path}: is a directory; give a result file")
     if not path.is_file():
         raise BenchImportError(f"{path}: no such file")
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:  # was reported as a fault of the scenario, without this file's name
+        from simperf.workload.trace import not_utf8
+
+        raise BenchImportError(f"{path}: {not_utf8(e)}") from None
     if not text.lstrip().startswith(("{", "[")):
         if run not in (None, 0):
             raise BenchImportError(f"{path}: a printed result block holds one run; got run {run}")

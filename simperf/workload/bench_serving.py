@@ -80,7 +80,7 @@ def read_bench_serving(path: Path, limit: int | None = None, run: int | None = N
 
 def _runs(path: Path) -> list[tuple[int, dict[str, Any]]]:
     runs = []
-    with path.open() as f:
+    with path.open(encoding="utf-8") as f:
         for line_no, obj in json_object_lines(f, path, TraceError):
             missing = [k for k in REQUIRED_KEYS if k not in obj]
             if missing:

@@ -97,22 +97,12 @@ def read_trace(path: Path | str, limit: int | None = None, run: int | None = Non
         raise TraceError(f"{path}: is a directory; give a trace file")
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
-    suffix = path.suffix.lower()
-    looks_json = suffix not in (".parquet", ".csv") and _starts_like_json(path)
-    if looks_json and '"input_lens"' in _first_line(path):
-        from simperf.workload.bench_serving import read_bench_serving
-
-        trace = read_bench_serving(path, limit=limit, run=run)
-    elif run is not None:  # other formats hold one trace: a run number was accepted and ignored
-        raise TraceError(
-            f"{path}: run {run}: only bench_serving output files hold several runs (one per line)"
-        )
-    elif suffix == ".parquet":
-        trace = _read_parquet(path, limit)
-    elif suffix in (".jsonl", ".json", ".ndjson") or looks_json:
-        trace = _collect(_jsonl_rows(path, limit), path)
-    else:
-        trace = _collect(_csv_rows(path, limit), path)
+    try:
+        trace = _read_file(path, limit, run)
+    except (
+        UnicodeDecodeError
+    ) as e:  # a ValueError, reported without the file: "'utf-8' codec can't decode..."
+        raise TraceError(f"{path}: {not_utf8(e)}") from None
     if not np.isfinite(trace.arrival_s).all():  # each time is finite, but last - first overflowed a float
         raise TraceError(
             f"{path}: arrival times span more seconds than a float can hold; check the time column"
@@ -120,13 +110,36 @@ def read_trace(path: Path | str, limit: int | None = None, run: int | None = Non
     return trace
 
 
+def not_utf8(e: UnicodeDecodeError) -> str:
+    """Why a text file could not be read, for a message that names the file."""
+    return f"not UTF-8 text (byte 0x{e.object[e.start]:02x}); save it as UTF-8"
+
+
+def _read_file(path: Path, limit: int | None, run: int | None) -> Trace:
+    suffix = path.suffix.lower()
+    looks_json = suffix not in (".parquet", ".csv") and _starts_like_json(path)
+    if looks_json and '"input_lens"' in _first_line(path):
+        from simperf.workload.bench_serving import read_bench_serving
+
+        return read_bench_serving(path, limit=limit, run=run)
+    if run is not None:  # other formats hold one trace: a run number was accepted and ignored
+        raise TraceError(
+            f"{path}: run {run}: only bench_serving output files hold several runs (one per line)"
+        )
+    if suffix == ".parquet":
+        return _read_parquet(path, limit)
+    if suffix in (".jsonl", ".json", ".ndjson") or looks_json:
+        return _collect(_jsonl_rows(path, limit), path)
+    return _collect(_csv_rows(path, limit), path)
+
+
 def _starts_like_json(path: Path) -> bool:
-    with path.open() as f:
+    with path.open(encoding="utf-8") as f:
         return f.read(4096).lstrip().startswith(("{", "["))
 
 
 def _first_line(path: Path) -> str:
-    with path.open() as f:
+    with path.open(encoding="utf-8") as f:
         for line in f:
             if line.strip():
                 return line
@@ -139,7 +152,7 @@ def _first_line(path: Path) -> str:
 def _jsonl_rows(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, Any], TraceFormat]]:
     fmt: TraceFormat | None = None
     taken = 0
-    with path.open() as f:
+    with path.open(encoding="utf-8") as f:
         if limit is not None and limit <= 0:
             return
         # The limit is checked right after a yield so the line past it is never parsed.
