@@ -2365,6 +2365,16 @@ EDGE_SWEEP_CASES = [
     Case("predict-like-not-utf8", ("predict", "{ws}/s.yaml", "--like", "{ws}/latin1.json"),
          "latin1.json: not UTF-8 text",
          {"latin1.json": b'{"completed": 10, "duration": 2.0, "tag": "caf\xe9"}\n'}),
+    # a draft tree of 2 verified tokens priced as yielding 3.5 a verify; SGLang's organize_draft_results cannot
+    # pick 63 drafts from a 1-step top-2 tree's 2 candidates (torch.topk fails), yet both were predicted
+    scenario_case("spec-accept-over-draft-tokens", "accept_length.mean: 3.5 tokens per verify step is more than",
+                  **{"serving.speculative": {"eagle_topk": 4, "num_draft_tokens": 2, "accept_length": {"mean": 3.5}}}),
+    scenario_case("spec-accept-max-over-steps", "accept_length.max: 4.5 tokens per verify step is more than",
+                  **{"serving.speculative": {"algorithm": "eagle", "num_steps": 3,
+                                             "accept_length": {"mean": 2.0, "min": 1.5, "max": 4.5}}}),
+    scenario_case("spec-draft-tokens-over-tree", "num_draft_tokens (64): a draft of num_steps 1 x eagle_topk 2",
+                  **{"serving.speculative": {"algorithm": "eagle", "num_steps": 1, "eagle_topk": 2,
+                                             "num_draft_tokens": 64, "accept_length": {"mean": 1.5}}}),
 ]  # fmt: skip
 
 CASES = (

@@ -154,6 +154,34 @@ class SpeculativeSpec(_Strict):
                 f"num_draft_tokens ({self.num_draft_tokens}): with eagle_topk 1 SGLang sets it to num_steps + 1 "
                 f"= {chain}; leave it out, give {chain}, or give eagle_topk > 1 (a draft tree)"
             )
+        # SGLang 0.5.17 speculative/eagle_utils.py, organize_draft_results: the tree keeps the num_draft_tokens - 1
+        # best of the topk + (num_steps - 1) x topk^2 scored candidates (torch.topk), which fails when asked for more
+        candidates = self.eagle_topk + (self.num_steps - 1) * self.eagle_topk**2
+        if self.num_draft_tokens is not None and self.num_draft_tokens - 1 > candidates:
+            raise ValueError(
+                f"num_draft_tokens ({self.num_draft_tokens}): a draft of num_steps {self.num_steps} x eagle_topk "
+                f"{self.eagle_topk} scores {candidates} candidates, so SGLang can verify at most {candidates + 1} "
+                "tokens (organize_draft_results' topk fails past that); give fewer draft tokens or more steps"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _accept_length_fits_the_verify(self) -> SpeculativeSpec:
+        # a verify step yields the bonus token plus an accepted path of the draft tree: at most num_steps drafts
+        # deep and num_draft_tokens - 1 drafts (eagle_utils.py, build_tree_kernel_efficient: the tree holds the
+        # bonus token and num_draft_tokens - 1 drafts); a larger accept length was priced as if it were possible
+        most = self.num_steps + 1
+        if self.num_draft_tokens is not None:
+            most = min(most, self.num_draft_tokens)
+        accept = self.accept_length
+        for key in ("mean", "max"):
+            value = None if accept is None else getattr(accept, key)
+            if value is not None and value > most:
+                raise ValueError(
+                    f"accept_length.{key}: {value:g} tokens per verify step is more than a verify can yield: "
+                    f"{most} (the bonus token plus at most min(num_steps = {self.num_steps}, num_draft_tokens - 1 "
+                    f"= {(self.num_draft_tokens or most) - 1}) drafts)"
+                )
         return self
 
 
