@@ -144,3 +144,28 @@ def test_trace_request_is_refused_for_a_pd_pair():
     result = runner.invoke(app, ["predict", str(pd_pair), "--trace-request", "1"])
     assert result.exit_code != 0
     assert "--trace-request" in result.output
+
+
+def test_a_traces_unused_accept_len_is_said(tmp_path):
+    """A simperf trace's per-request accept_len is read but no simulator takes it: a trace of accept lengths 1.2
+    predicted exactly what one of 3.9 did, and nothing said so. The prediction now warns."""
+    trace = tmp_path / "t.jsonl"
+    rows = [{"arrival_s": i * 0.5, "input_len": 256, "output_len": 32, "accept_len": 1.2} for i in range(8)]
+    trace.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        SMALL.replace(
+            "dataset: {kind: random, input_len: 512, output_len: 64}",
+            f"dataset: {{kind: trace, path: {trace}}}",
+        ).replace("  request_rate: 8\n", "")
+        + "serving:\n  speculative: {algorithm: eagle, num_steps: 3, accept_length: {mean: 2.5}}\n"
+    )
+    result = runner.invoke(app, ["predict", str(path), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "WARNING: the trace's accept_len is not used" in result.output
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(
+        "".join(json.dumps({k: v for k, v in row.items() if k != "accept_len"}) + "\n" for row in rows)
+    )
+    path.write_text(path.read_text().replace(str(trace), str(plain)))
+    assert "accept_len" not in runner.invoke(app, ["predict", str(path), "-q"]).output

@@ -243,6 +243,10 @@ def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[s
         from simperf.pipeline import DROPPED_NOTE
 
         notes[DROPPED_NOTE] = str(requests.num_dropped)
+    if requests.accept_len is not None:
+        from simperf.pipeline import ACCEPT_LEN_UNUSED, ACCEPT_LEN_UNUSED_TEXT
+
+        notes[ACCEPT_LEN_UNUSED] = ACCEPT_LEN_UNUSED_TEXT
     if prediction.records is None:
         notes["Per-token records"] = "not kept (large run): ITL mean/std from sums, percentiles exact"
     idle = _idle_gpus(prediction.groups)
