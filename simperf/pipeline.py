@@ -115,6 +115,9 @@ class Prediction:
             # the host CPU speed the host-side costs were scaled to (docs/overheads.md "Hosts")
             "host_speed": self.scenario.hardware.resolved_host_speed,
             "host_speed_given": self.scenario.hardware.host_speed is not None,
+            # the text output's simperf section, warnings included (output lengths upper bounds, requests capped to
+            # the context, the API server setting the pace): without it a JSON reader saw none of them
+            "notes": dict(self.notes),
         }
 
 

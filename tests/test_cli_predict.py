@@ -169,3 +169,20 @@ def test_a_traces_unused_accept_len_is_said(tmp_path):
     )
     path.write_text(path.read_text().replace(str(trace), str(plain)))
     assert "accept_len" not in runner.invoke(app, ["predict", str(path), "-q"]).output
+
+
+def test_json_output_carries_the_text_outputs_notes_and_warnings(tmp_path):
+    """-o json left out the simperf section's lines: a JSON reader never saw that output lengths are upper bounds
+    (ignore_eos false) or how many requests were capped to the KV pool."""
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        SMALL.replace("num_prompts: 40", "num_prompts: 8\n  ignore_eos: false")
+        + "serving: {max_total_tokens: 300}\n"
+    )
+    text = runner.invoke(app, ["predict", str(path), "-q"])
+    data = json.loads(runner.invoke(app, ["predict", str(path), "-q", "-o", "json"]).stdout)
+    notes = data["simperf"]["notes"]
+    assert "WARNING: output lengths are upper bounds" in notes
+    assert int(notes["Requests capped to the context length"]) > 0
+    for label in notes:
+        assert label in text.output

@@ -117,6 +117,7 @@ class FleetPrediction:
             "measured_share": shares["measured"] + shares["interpolated"],
             "rejected": [{"request": r, "reason": why} for o in self.outcomes for r, why in o.rejected],
             "simulation_wall_s": self.wall_s,
+            "notes": dict(self.notes),  # the text output's simperf section, warnings included
         }
 
 
