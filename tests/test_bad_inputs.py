@@ -2375,6 +2375,19 @@ EDGE_SWEEP_CASES = [
     scenario_case("spec-draft-tokens-over-tree", "num_draft_tokens (64): a draft of num_steps 1 x eagle_topk 2",
                   **{"serving.speculative": {"algorithm": "eagle", "num_steps": 1, "eagle_topk": 2,
                                              "num_draft_tokens": 64, "accept_length": {"mean": 1.5}}}),
+    # a dataset's own flag on another dataset's run landed on the field of the same name: --gsp-output-len 500
+    # replaced the random dataset's output_len (5,875 tokens generated instead of 320), --gsp-range-ratio its
+    # range_ratio; bench_serving's random dataset reads neither
+    Case("flags-gsp-output-on-random",
+         ("predict", "--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-name", "random", "--random-output-len",
+          "16", "--gsp-output-len", "500"),
+         "--gsp-output-len applies to --dataset-name generated-shared-prefix; this run's dataset is random"),
+    Case("flags-gsp-range-on-random-flags",
+         ("predict", "--model-path", "qwen3-8b", "--gpu", "h100", "--random-input-len", "256", "--gsp-range-ratio",
+          "1"),
+         "--gsp-range-ratio applies to --dataset-name generated-shared-prefix"),
+    Case("flags-gsp-output-on-scenario", ("predict", "{ws}/s.yaml", "--gsp-output-len", "5"),
+         "--gsp-output-len applies to --dataset-name generated-shared-prefix; the scenario's dataset is random"),
 ]  # fmt: skip
 
 CASES = (

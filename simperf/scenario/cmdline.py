@@ -211,6 +211,24 @@ def _apply_speculative(settings: FlagSettings, data: dict[str, Any], origin: dic
         raise FlagError(f"{', '.join(used)}: give --speculative-algorithm too (EAGLE, EAGLE3 or NEXTN)")
 
 
+# bench_serving's flags of one dataset (benchmark/datasets/): another dataset never reads them
+DATASET_FLAG_PREFIXES = {
+    "--random-": ("random", "random"),
+    "--gsp-": ("shared_prefix", "generated-shared-prefix"),
+    "--mooncake-": ("trace", "mooncake"),
+}
+
+
+def _check_dataset_flags(settings: FlagSettings, kind: str, why: str) -> None:
+    """Refuse a dataset's own flag on a run of another dataset: it landed on that dataset's field of the same name
+    (--gsp-output-len replaced the random dataset's output_len, --random-range-ratio the shared-prefix dataset's
+    range_ratio), where bench_serving leaves the run as it is."""
+    for flag, _, _ in settings.values:
+        for prefix, (wanted, dataset_name) in DATASET_FLAG_PREFIXES.items():
+            if flag.name.startswith(prefix) and kind != wanted:
+                raise FlagError(f"{flag.name} applies to --dataset-name {dataset_name}; {why}")
+
+
 def _dataset_kind(settings: FlagSettings, data: dict[str, Any], from_file: bool) -> None:
     """Choose the dataset block the client flags fill in (before they are set)."""
     name = settings.given("--dataset-name")
@@ -224,22 +242,17 @@ def _dataset_kind(settings: FlagSettings, data: dict[str, Any], from_file: bool)
                 f"--dataset-name: got {name!r}; simperf models {', '.join(DATASET_KINDS)} "
                 "(other datasets: convert them to a trace with `simperf trace convert`)"
             )
-        if random_flags and wanted != "random":
-            # --random-range-ratio landed on the shared-prefix dataset's own range_ratio (--gsp-range-ratio)
-            raise FlagError(
-                f"{random_flags[0]} applies to --dataset-name random; this run's dataset is {name}"
-            )
+        _check_dataset_flags(settings, wanted, f"this run's dataset is {name}")
         if kind != wanted:
             _set(data, "workload.dataset", {"kind": wanted})
-    elif random_flags:
+    elif random_flags and kind in ("fixed", None):
         if kind == "fixed":  # bench_serving's random with range ratio 1
             _set(data, "workload.dataset", {**dataset, "kind": "random", "range_ratio": 1.0})
-        elif kind is None:
+        else:
             _set(data, "workload.dataset", {"kind": "random"})
-        elif kind != "random":
-            raise FlagError(
-                f"{random_flags[0]} applies to --dataset-name random; the scenario's dataset is {kind}"
-            )
+        _check_dataset_flags(settings, "random", "this run's dataset is random")
+    elif kind is not None:
+        _check_dataset_flags(settings, kind, f"the scenario's dataset is {kind}")
     elif dataset is None and not from_file:  # a file without a workload gets the schema's field-path message
         raise FlagError(
             "no workload: give --dataset-name random --random-input-len N --random-output-len M (bench_serving's "
