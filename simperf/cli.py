@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperOption
 
-from simperf.cli_errors import SafeGroup, debug_option, fail
+from simperf.cli_errors import SafeGroup, UsageError, debug_option, fail
 
 app = typer.Typer(
     cls=SafeGroup,
@@ -89,10 +90,47 @@ def _fail(message: str, code: int = 2) -> None:
     fail(message, code)
 
 
+class _OnceCommand(TyperCommand):
+    """A command whose single-valued options take one value: click keeps the last of `-o json -o text` or
+    `--save-scenario a.yaml --save-scenario b.yaml` and drops the first without a word, where predict's
+    bench_serving / launch_server flags refuse a repeat with another value (scenario/flags.py)."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        seen: set[str] = set()
+        for param in order:
+            single = param.param_type_name == "option" and not getattr(param, "multiple", False)
+            if not single or param.name == "help":
+                continue
+            if param.name in seen and len(set(_given_values(param, args))) != 1:
+                names = "/".join(param.opts + param.secondary_opts)
+                raise UsageError(f"{names}: given twice with different values; give it once", ctx)
+            seen.add(str(param.name))
+        return super().parse_args(ctx, args)
+
+
+def _given_values(param: TyperOption, args: list[str]) -> list[str]:
+    """The values an option was given on a command line, as typed (a flag: its on or off spelling)."""
+    values: list[str] = []
+    tokens = iter(args[: args.index("--")] if "--" in args else args)
+    for token in tokens:
+        if token in param.secondary_opts or (token in param.opts and param.is_flag):
+            values.append(str(token in param.opts))
+        elif token in param.opts:
+            values.append(next(tokens, ""))
+        else:
+            values += [token[len(o) + 1 :] for o in param.opts if token.startswith(o + "=")]
+            values += [
+                token[2:] for o in param.opts if len(o) == 2 and token.startswith(o) and len(token) > 2
+            ]
+    return values
+
+
 def _register_predict_command() -> None:
     from simperf.scenario.flags import flags_epilog
 
     app.command(
+        cls=_OnceCommand,
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
         options_metavar="[SCENARIO.yaml] [FLAGS]",
         epilog=flags_epilog(),

@@ -26,7 +26,8 @@ try:  # typer >= 0.24 carries its own copy of click
 except ImportError:  # pragma: no cover - older typer runs on click itself
     from click import exceptions as _click_errors
 
-_UsageError = _click_errors.UsageError
+UsageError = _click_errors.UsageError
+_UsageError = UsageError
 # `simperf perfdb` alone: click shows the group's help through this exception (click >= 8.2)
 _NoArgsIsHelp: tuple[type[BaseException], ...] = tuple(
     c for c in (getattr(_click_errors, "NoArgsIsHelpError", None),) if c is not None

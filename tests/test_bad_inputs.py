@@ -2388,6 +2388,15 @@ EDGE_SWEEP_CASES = [
          "--gsp-range-ratio applies to --dataset-name generated-shared-prefix"),
     Case("flags-gsp-output-on-scenario", ("predict", "{ws}/s.yaml", "--gsp-output-len", "5"),
          "--gsp-output-len applies to --dataset-name generated-shared-prefix; the scenario's dataset is random"),
+    # click kept the last of a repeated option: -o json -o text printed text, the first --save-scenario was never
+    # written, while predict's bench_serving / launch_server flags refuse a repeat with another value
+    Case("predict-output-twice", ("predict", "{ws}/s.yaml", "-o", "json", "--output=text"),
+         "--output/-o: given twice with different values"),
+    Case("predict-save-scenario-twice",
+         ("predict", "{ws}/s.yaml", "--save-scenario", "{ws}/a.yaml", "--save-scenario", "{ws}/b.yaml"),
+         "--save-scenario: given twice with different values"),
+    Case("predict-breakdown-on-and-off", ("predict", "{ws}/s.yaml", "--breakdown", "--no-breakdown"),
+         "--breakdown/--no-breakdown: given twice"),
 ]  # fmt: skip
 
 CASES = (

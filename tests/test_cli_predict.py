@@ -186,3 +186,13 @@ def test_json_output_carries_the_text_outputs_notes_and_warnings(tmp_path):
     assert int(notes["Requests capped to the context length"]) > 0
     for label in notes:
         assert label in text.output
+
+
+def test_an_option_repeated_with_its_own_value_is_accepted(tmp_path):
+    """Only a repeat with another value is refused (as the launch_server flags do): -q -q and -o json --output=json
+    mean one thing."""
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL.replace("num_prompts: 40", "num_prompts: 4"))
+    result = runner.invoke(app, ["predict", str(path), "-q", "--quiet", "-o", "json", "--output=json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["completed"] == 4
