@@ -285,6 +285,21 @@ def _check_predict_outputs(source: str, like, sc, requests, output_file, save_sc
         check_output_file(
             save_scenario, "--save-scenario", suffixes=(".yaml", ".yml"), inputs=inputs, what="YAML"
         )
+    # two outputs on one path: --output-file appended its JSON line to the YAML --save-scenario had just written
+    # (which then failed to load), or to the --requests Parquet file
+    given = [
+        (o, Path(p))
+        for o, p in (
+            ("--requests", requests),
+            ("--output-file", output_file),
+            ("--save-scenario", save_scenario),
+        )
+        if p
+    ]
+    for i, (option, path) in enumerate(given):
+        for other, other_path in given[:i]:
+            if path.resolve() == other_path.resolve():
+                fail(f"{option} {path}: is also the {other} file; give each output its own file")
 
 
 def _write_prediction(prediction, output, requests, breakdown, output_file, output_details) -> None:

@@ -2397,6 +2397,10 @@ EDGE_SWEEP_CASES = [
          "--save-scenario: given twice with different values"),
     Case("predict-breakdown-on-and-off", ("predict", "{ws}/s.yaml", "--breakdown", "--no-breakdown"),
          "--breakdown/--no-breakdown: given twice"),
+    # --output-file appended its JSON line to the YAML --save-scenario had just written, which then did not load
+    Case("predict-save-scenario-is-output-file",
+         ("predict", "{ws}/s.yaml", "--save-scenario", "{ws}/out.yaml", "--output-file", "{ws}/./out.yaml"),
+         "is also the --output-file file; give each output its own file"),
 ]  # fmt: skip
 
 CASES = (
