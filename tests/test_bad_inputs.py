@@ -2353,6 +2353,17 @@ CALIBRATION_TABLE_CASES = [
     ),
 ]
 
+QWEN3_CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "hidden_size": 4096,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 12288,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+}
 # A demanding user's edge inputs: each was accepted, or failed without naming what was wrong, before its fix.
 NOT_UTF8_TRACE = b'{"arrival_s": 0.0, "input_len": 100, "output_len": 10, "note": "caf\xe9"}\n'
 EDGE_SWEEP_CASES = [
@@ -2401,6 +2412,21 @@ EDGE_SWEEP_CASES = [
     Case("predict-save-scenario-is-output-file",
          ("predict", "{ws}/s.yaml", "--save-scenario", "{ws}/out.yaml", "--output-file", "{ws}/./out.yaml"),
          "is also the --output-file file; give each output its own file"),
+    # config.json values read anyway: 8.5 KV heads became 8, 30 query heads over 8 KV heads (or 64 KV heads for 32)
+    # were priced as given, and an AWQ checkpoint's 4-bit weights as bf16 (its quantization_config dropped)
+    *(
+        Case(f"model-config-{case_id}", ("predict", "{ws}/mc.yaml"), expected,
+             {"mc.yaml": scenario_text(**{"model.name": "x", "model.config": "config.json"}),
+              "config.json": json.dumps({**QWEN3_CONFIG, **change})})
+        for case_id, change, expected in (
+            ("fractional-kv-heads", {"num_key_value_heads": 8.5}, "num_key_value_heads: got 8.5; a count is a whole"),
+            ("kv-heads-not-dividing", {"num_attention_heads": 30}, "num_key_value_heads: 8 does not divide "
+                                                                   "num_attention_heads 30"),
+            ("more-kv-heads-than-heads", {"num_key_value_heads": 64}, "num_key_value_heads: 64 does not divide"),
+            ("awq", {"quantization_config": {"quant_method": "awq", "bits": 4}},
+             "quantization_config.quant_method: 'awq' is not modelled"),
+        )
+    ),
 ]  # fmt: skip
 
 CASES = (

@@ -109,6 +109,7 @@ def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "con
         raise UnknownModelError(
             f"{source}: architecture {hf_arch or '(none)'!r} is not supported; supported: {', '.join(supported)}"
         )
+    _check_config_values(config, source)
     try:
         arch = _parse(name, hf_arch, caps, config)
     except KeyError as e:
@@ -130,6 +131,32 @@ POSITIVE_SIZES = {
 }
 
 
+# every other config.json count _parse reads
+OTHER_COUNTS = (
+    "num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step", "moe_layer_freq",
+    "qk_nope_head_dim", "qk_rope_head_dim", "q_lora_rank", "kv_lora_rank", "v_head_dim", "first_k_dense_replace",
+    "n_routed_experts", "n_shared_experts", "num_nextn_predict_layers", "index_n_heads", "index_head_dim",
+    "index_topk",
+)  # fmt: skip
+
+
+def _check_config_values(config: Mapping[str, Any], source: str) -> None:
+    """Counts that are not whole numbers, and weights in a format simperf does not price, were read anyway:
+    num_key_value_heads 8.5 became 8 (int()), and an AWQ / GPTQ checkpoint's quantization_config was dropped, so
+    its 4-bit weights were priced as bf16."""
+    for key in (*POSITIVE_SIZES.values(), *OTHER_COUNTS):
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise UnknownModelError(f"{source}: {key}: got {value!r}; a count is a whole number")
+    quant = config.get("quantization_config") or {}
+    method = quant.get("quant_method") if isinstance(quant, Mapping) else quant
+    if method not in (None, "fp8"):
+        raise UnknownModelError(
+            f"{source}: quantization_config.quant_method: {method!r} is not modelled; simperf prices bf16 weights "
+            "and fp8 ones (quant_method fp8, or model.weight_dtype: fp8 with the quantization_config removed)"
+        )
+
+
 def _check_sizes(arch: ModelArch, source: str) -> None:
     """A config.json count below 1 (0 attention heads, -3 layers) was costed as given: 0 heads predicted a
     faster model without a word, negative layers ended in a 'KV pool of -5,584,961 tokens' naming no field."""
@@ -137,6 +164,14 @@ def _check_sizes(arch: ModelArch, source: str) -> None:
         value = getattr(arch, field)
         if value < 1:
             raise UnknownModelError(f"{source}: {key}: got {value}; a model has at least 1")
+    # grouped-query attention: each KV head serves num_attention_heads / num_key_value_heads query heads
+    # (SGLang's flashinfer_backend.py takes gqa_group_size = num_qo_heads // num_kv_heads): 30 heads over 8 KV
+    # heads, or 64 KV heads for 32, is no model, and was priced as given
+    if arch.num_heads % arch.num_kv_heads:
+        raise UnknownModelError(
+            f"{source}: num_key_value_heads: {arch.num_kv_heads} does not divide num_attention_heads "
+            f"{arch.num_heads}; each KV head serves a whole group of query heads"
+        )
 
 
 def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> ModelArch:
