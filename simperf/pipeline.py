@@ -65,6 +65,14 @@ class Prediction:
     notes: dict[str, str] = field(default_factory=dict)
     in_flight: InFlight | None = None  # closed-loop runs: what the client kept in flight (report/inflight.py)
     trace: RequestTrace | None = None  # the requests followed by --trace-request
+    # a PD pair's prefill server (its cost model and stats); `cost`, `stats` and `serving` are the decode server's
+    prefill_server: tuple[SGLangStepCost, SimStats] | None = None
+
+    @property
+    def prefill_step(self) -> tuple[SGLangStepCost, SimStats]:
+        """The cost model and stats of the server that runs the prompts' prefills: a PD pair's prefill server (the
+        decode server's 'extends' are the transferred KV it receives), else the one server."""
+        return self.prefill_server or (self.cost, self.stats)
 
     def extra(self) -> dict:
         """simperf's own numbers beside bench_serving's keys (JSON output)."""
@@ -466,7 +474,7 @@ def _predict_disaggregated(
         f"{dstats.decode.decode_iterations} decode iterations",
         "Mean KV transfer (ms)": f"{dstats.mean_transfer_ms:.2f}",
     }
-    return _finish(
+    prediction = _finish(
         scenario,
         pools[1].serving,
         arch,
@@ -480,3 +488,5 @@ def _predict_disaggregated(
         wall,
         notes,
     )
+    prediction.prefill_server = (pools[0].cost, dstats.prefill)
+    return prediction

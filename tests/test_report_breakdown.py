@@ -139,3 +139,28 @@ def test_a_graphed_extend_on_four_ranks_keeps_one_ranks_host_time():
     one_rank = prediction.cost.overheads.extend_launch_us(prediction.serving.prefill_backend)
     assert prediction.cost.extend_host_us_per_kernel == one_rank
     assert not any("rank_factor" in name for name in _host_rows(prediction))
+
+
+def test_a_pd_pairs_prefill_step_is_the_prefill_servers():
+    """--breakdown of a PD pair priced its 'representative prefill' from the decode server: the mean of the KV
+    transfers that server receives (rank 0 of its DP attention), on the decode server's layout, while the prompts
+    are prefilled on the prefill server. The prefill table is now the prefill server's."""
+    scenario = Scenario.model_validate(
+        {
+            "model": {"name": "qwen3-30b-a3b"},
+            "hardware": {"gpu": "h100", "count": 6},
+            "disaggregation": {"prefill": {"tp": 2}, "decode": {"tp": 4, "dp_attention": 4}},
+            "workload": {
+                "dataset": {"kind": "fixed", "input_len": 1024, "output_len": 8},
+                "num_prompts": 8,
+            },
+        }
+    )
+    prediction = predict(scenario)
+    cost, stats = prediction.prefill_step
+    assert cost is not prediction.cost and cost.serving.layout.tp == 2
+    tokens = round(stats.extend_tokens / stats.extend_iterations)
+    prefill = breakdown_json(prediction)["prefill"]
+    assert prefill["title"].startswith("Representative prefill step on the prefill server: one request of "
+                                       f"{tokens} new tokens")  # fmt: skip
+    assert tokens >= 1024  # whole prompts, not the decode server's received KV per DP rank

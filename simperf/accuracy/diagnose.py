@@ -72,5 +72,6 @@ def decode_composition(prediction) -> StepComposition:
 def prefill_composition(prediction) -> StepComposition:
     """The run's representative prefill step (one request of the mean extend size), grouped by family."""
     tokens, _, _, _ = representative_steps(prediction)
-    rows = prediction.cost.breakdown_extend(np.array([tokens]), np.array([0]))
+    prefill_cost, _ = prediction.prefill_step  # a PD pair's prefill server
+    rows = prefill_cost.breakdown_extend(np.array([tokens]), np.array([0]))
     return _compose("prefill", rows, prediction.gpu, tokens, tokens, 0.0)

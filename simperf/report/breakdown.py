@@ -9,9 +9,11 @@ from simperf.scenario.models import EAGER_RANKS_MEASURED, MEASURED_OVERHEADS, Ov
 
 
 def representative_steps(prediction) -> tuple[int, int, int, float]:
-    """(prefill tokens, decode batch, padded decode batch, mean KV length) averaged over the simulated run."""
+    """(prefill tokens, decode batch, padded decode batch, mean KV length) averaged over the simulated run (the
+    prefill tokens over the prefill server's extends: a PD decode server's are the KV it receives)."""
     stats = prediction.stats
-    prefill_tokens = max(1, round(stats.extend_tokens / max(stats.extend_iterations, 1)))
+    _, prefill_stats = prediction.prefill_step
+    prefill_tokens = max(1, round(prefill_stats.extend_tokens / max(prefill_stats.extend_iterations, 1)))
     bs = max(1, round(stats.decode_rows / max(stats.decode_iterations, 1)))
     kv_mean = (
         stats.decode_kv_tokens / max(stats.decode_rows, 1) if stats.decode_rows else float(prefill_tokens)
@@ -81,7 +83,8 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     representative steps and where each number comes from."""
     o: Overheads = prediction.cost.overheads
     serving = prediction.serving
-    extend_host = prediction.cost.extend_host_us_per_kernel
+    prefill_cost, _ = prediction.prefill_step  # the extend's host cost is the prefill server's
+    extend_host = prefill_cost.extend_host_us_per_kernel
     per_kernel_us, field = extend_host.us, extend_host.field
     rank_factor, rank_field = extend_host.rank_factor, extend_host.rank_field
     overlap = "beside the GPU step (overlap scheduler)" if serving.overlap_schedule else "after the GPU step"
@@ -131,7 +134,8 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
          "when the host is slower than its kernels", getattr(o, field), per_kernel_us * extend_kernels),
     ]  # fmt: skip
     if rank_field is not None:
-        rows.append((rank_field, f"x the eager extend's per-kernel host time at {serving.layout.tp} TP ranks "
+        ranks = prefill_cost.serving.layout.tp
+        rows.append((rank_field, f"x the eager extend's per-kernel host time at {ranks} TP ranks "
                      f"(measured at {EAGER_RANKS_MEASURED}; more ranks: the same, an estimate)", rank_factor,
                      rank_factor))  # fmt: skip
     table = TableData(
@@ -140,7 +144,7 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
         _HOST_COLUMNS,
         name="host",
         caption="prefill CUDA graph: "
-        + ("on (breakable)" if serving.prefill_cuda_graph else "off, every extend is eager")
+        + ("on (breakable)" if prefill_cost.serving.prefill_cuda_graph else "off, every extend is eager")
         + f'; host speed {prediction.scenario.hardware.host_speed_label} (docs/overheads.md "Hosts")',
     )
     for name, paid, us, here in rows:
@@ -152,7 +156,9 @@ def breakdown_tables(prediction) -> list[TableData]:
     """The representative prefill and decode steps' per-op tables, then the host-side costs around them."""
     tokens, bs, padded, kv_mean = representative_steps(prediction)
     cost = prediction.cost
-    extend = cost.breakdown_extend(np.array([tokens]), np.array([0]))
+    prefill_cost, _ = prediction.prefill_step
+    extend = prefill_cost.breakdown_extend(np.array([tokens]), np.array([0]))
+    server = " on the prefill server" if prediction.prefill_server is not None else ""
     graph = padded <= (prediction.serving.cuda_graph_max_bs or 0)
     shared = representative_shared_reads(prediction)
     decode = cost.breakdown_decode(bs, padded, round(kv_mean * bs), graph, shared)
@@ -161,7 +167,7 @@ def breakdown_tables(prediction) -> list[TableData]:
         title += f", {shared / bs:.0f} of them shared prefix reads"
     return [
         _table(
-            f"Representative prefill step: one request of {tokens} new tokens (the run's mean)",
+            f"Representative prefill step{server}: one request of {tokens} new tokens (the run's mean)",
             extend,
             "prefill",
         ),

@@ -72,9 +72,10 @@ def breakdown_rows(prediction, label: str) -> pl.DataFrame:
 
     tokens, bs, padded, kv_mean = representative_steps(prediction)
     cost = prediction.cost
+    prefill_cost, _ = prediction.prefill_step  # a PD pair's prefill server
     graph = padded <= (prediction.serving.cuda_graph_max_bs or 0)
     phases = {
-        "prefill": cost.breakdown_extend(np.array([tokens]), np.array([0])),
+        "prefill": prefill_cost.breakdown_extend(np.array([tokens]), np.array([0])),
         "decode": cost.breakdown_decode(bs, padded, round(kv_mean * bs), graph),
     }
     records = [
