@@ -66,6 +66,17 @@ def test_negative_rate_rejected():
     assert "workload.request_rate" in msg and "'inf'" in msg
 
 
+def test_yaml_infinity_is_an_infinite_request_rate(tmp_path):
+    """`request_rate: .inf`, YAML's own infinity, was refused with "got inf; expected a finite number or 'inf'"."""
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "model: {name: qwen3-8b}\nhardware: {gpu: h100}\n"
+        "workload: {dataset: {kind: random, input_len: 128, output_len: 32}, num_prompts: 10, request_rate: .inf}\n"
+    )
+    assert load_scenario(path).workload.request_rate == "inf"
+    assert "request_rate" in error_of(with_changes(workload={"request_rate": float("-inf")}))
+
+
 def test_layout_must_be_consistent():
     assert "dp_attention (3) must divide tp (8)" in error_of(
         with_changes(hardware={"count": 8}, serving={"tp": 8, "dp_attention": 3})

@@ -525,6 +525,13 @@ class WorkloadSpec(_Strict):
         "(overheads.tokenize_us_per_prompt_token)",
     )
 
+    @field_validator("request_rate", mode="before")
+    @classmethod
+    def _yaml_infinity(cls, v: Any) -> Any:
+        # YAML's own infinity (.inf, read as float('inf')) was refused with "got inf; expected a finite number or
+        # 'inf'", a message that contradicts itself; it means what the word 'inf' means
+        return "inf" if isinstance(v, float) and v == math.inf else v
+
     @field_validator("request_rate")
     @classmethod
     def _rate_positive(cls, v: float | str) -> float | str:
