@@ -273,6 +273,11 @@ def predict(
     cost = SGLangStepCost(arch, serving, db, overheads)
     on_phase("building the workload")
     requests = _requests(scenario, arch, guards, serving.max_total_tokens)
+    outside = [r for r in trace_requests or () if not 0 <= r < len(requests)]
+    if outside:  # was simulated in full, then reported as "no record: rejected, or not part of the run"
+        raise UnsupportedScenario(
+            f"--trace-request {outside[0]}: this run's requests are numbered 0 to {len(requests) - 1}"
+        )
     on_phase(f"simulating {len(requests.input_len):,} requests")
     trace = RequestTrace(frozenset(trace_requests)) if trace_requests else None
     simulator = Simulator(serving, cost, overheads, step_log=step_log, trace=trace)

@@ -2427,6 +2427,11 @@ EDGE_SWEEP_CASES = [
              "quantization_config.quant_method: 'awq' is not modelled"),
         )
     ),
+    # a request id the run does not have was simulated in full, then "no record: rejected, or not part of the run"
+    Case("predict-trace-request-outside", ("predict", "{ws}/s.yaml", "--trace-request", "10"),
+         "--trace-request 10: this run's requests are numbered 0 to 9"),
+    Case("predict-trace-request-negative", ("predict", "{ws}/s.yaml", "--trace-request", "-1"),
+         "--trace-request -1: this run's requests are numbered 0 to 9"),
 ]  # fmt: skip
 
 CASES = (
