@@ -24,7 +24,7 @@ from simperf.report.inflight import InFlight, check_closed_loop, records_in_flig
 from simperf.report.metrics import summarize
 from simperf.runsize import RunSize, check_size, expected_size, memory_limit_bytes
 from simperf.scenario.layout import idle_gpus
-from simperf.scenario.models import Scenario
+from simperf.scenario.models import Overheads, Scenario
 from simperf.scenario.overheads_read import check_overheads_read
 from simperf.scenario.pd import check_kv_compatible
 from simperf.scenario.resolve import resolve
@@ -317,6 +317,7 @@ def nothing_completed(stats: SimStats, n: int) -> str:
 
 API_SERVER_PACED = "WARNING: the API server sets the pace"
 OUTPUT_UPPER_BOUND = "WARNING: output lengths are upper bounds"
+EAGER_DECODE_ESTIMATE = "WARNING: decode steps without a CUDA graph are an estimate"
 ACCEPT_LEN_UNUSED = "WARNING: the trace's accept_len is not used"
 # a simperf trace's per-request accept_len is read (trace inspect shows its mean) but no simulator takes it: said
 # here, or a trace of accept lengths 1.2 and one of 3.9 gave the same prediction without a word
@@ -325,6 +326,24 @@ ACCEPT_LEN_UNUSED_TEXT = (
     "serving.speculative.accept_length (none without speculative decoding); set its mean (and min/max) from the "
     "trace's (`simperf trace inspect` prints the mean)"
 )
+
+
+def eager_decode_note(stats: SimStats, serving: ResolvedServing, overheads: Overheads) -> str:
+    """Eager decode steps are priced as max(kernels, Overheads.eager_launch_us_per_kernel x kernels), a 5 us
+    estimate never measured: --disable-cuda-graph predicted a lower TPOT than the graphs did (qwen3-8b on an H200
+    at batch 1: 4.9 ms against 5.1), where SGLang's eager decode measured 25 ms a step. Said, not changed here."""
+    why = (
+        "serving.disable_cuda_graph"
+        if serving.cuda_graph_max_bs == 0
+        else f"batches above cuda_graph_max_bs {serving.cuda_graph_max_bs}"
+    )
+    return (
+        f"{stats.eager_decode_iterations:,} of {stats.decode_iterations:,} decode steps ran without a CUDA graph "
+        f"({why}); their host time is Overheads.eager_launch_us_per_kernel ({overheads.eager_launch_us_per_kernel:g} "
+        "us a kernel), an estimate never measured, while SGLang 0.5.17's eager decode of Qwen3-8B at batch 1 took "
+        "25 ms a step on an H200 (groundtruth/forwards/h200x4/host-c-qwen3-8b-prefill-tp1, one_batch_clean.log), "
+        "about 57 us a kernel: these steps, TPOT and ITL are likely predicted too fast"
+    )
 
 
 def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, extra_notes):
@@ -371,6 +390,8 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         notes["Requests capped to the context length"] = str(requests.num_capped)
     if requests.accept_len is not None:
         notes[ACCEPT_LEN_UNUSED] = ACCEPT_LEN_UNUSED_TEXT
+    if stats.eager_decode_iterations:
+        notes[EAGER_DECODE_ESTIMATE] = eager_decode_note(stats, serving, cost.overheads)
     if getattr(requests, "num_dropped", 0):
         notes[DROPPED_NOTE] = str(requests.num_dropped)
     if requests.block_hashes is not None and len(records):
