@@ -2432,6 +2432,10 @@ EDGE_SWEEP_CASES = [
          "--trace-request 10: this run's requests are numbered 0 to 9"),
     Case("predict-trace-request-negative", ("predict", "{ws}/s.yaml", "--trace-request", "-1"),
          "--trace-request -1: this run's requests are numbered 0 to 9"),
+    # a bench_serving file whose errors list holds a number was an internal error ('int' has no attribute 'strip')
+    Case("inspect-bench-serving-error-not-text", ("trace", "inspect", "{ws}/bs.jsonl"),
+         "request 0: errors entries are messages (text), got 1",
+         {"bs.jsonl": json.dumps({"input_lens": [5, 6], "output_lens": [2, 3], "errors": [1, ""]}) + "\n"}),
 ]  # fmt: skip
 
 CASES = (

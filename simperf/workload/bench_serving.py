@@ -55,6 +55,8 @@ def read_bench_serving(path: Path, limit: int | None = None, run: int | None = N
     skipped: list[str] = []
     for i in range(n):
         error = errors[i] or ""
+        if not isinstance(error, str):  # was an internal error ('int' object has no attribute 'strip')
+            raise TraceError(f"{where}: request {i}: errors entries are messages (text), got {error!r}")
         if error or outputs[i] < 1:
             skipped.append(f"request {i}: failed ({error.strip()[:80] or 'no output tokens'})")
         elif inputs[i] < 1:
