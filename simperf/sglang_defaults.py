@@ -111,6 +111,13 @@ def prefill_graph_capture_sizes(max_tokens: int) -> list[int]:
     return [n for n in sizes if n <= max_tokens]
 
 
+def prefill_graph_capture_count(max_tokens: int) -> int:
+    """len(prefill_graph_capture_sizes(max_tokens)), counted without listing them: a chunked_prefill_size of 10**12
+    listed two billion sizes and hung the prediction (it now ends in the reserve's 'does not fit' error)."""
+    listed = len(prefill_graph_capture_sizes(min(max_tokens, 4096)))
+    return listed + (max(0, (max_tokens - 4608) // 512 + 1) if max_tokens >= 4608 else 0)
+
+
 # srt/server_args.py (0.5.17, _handle_gpu_memory_settings): the prefill graph's max_bs, its largest captured token
 # count, is the chunked-prefill size, but 2048 for an MLA-arch model (DeepSeek-V3.2's DSA included: use_mla_backend),
 # capped by --max-total-tokens.

@@ -2436,6 +2436,13 @@ EDGE_SWEEP_CASES = [
     Case("inspect-bench-serving-error-not-text", ("trace", "inspect", "{ws}/bs.jsonl"),
          "request 0: errors entries are messages (text), got 1",
          {"bs.jsonl": json.dumps({"input_lens": [5, 6], "output_lens": [2, 3], "errors": [1, ""]}) + "\n"}),
+    # the simulator kept one slot per token of the stream interval: "out of memory ... lower workload.num_prompts"
+    scenario_case("stream-interval-past-context",
+                  "serving.stream_interval: 1,000,000,000,000 tokens between streamed chunks is more than qwen3-8b's",
+                  **{"serving.stream_interval": 10**12}),
+    # listing the prefill graph's captured sizes up to it hung (test_prefill_graph_rule counts them instead)
+    scenario_case("chunked-prefill-huge", "serving.chunked_prefill_size: 1000000000000 leaves no memory",
+                  **{"serving.chunked_prefill_size": 10**12}),
 ]  # fmt: skip
 
 CASES = (

@@ -231,3 +231,13 @@ def test_versions_before_the_one_read_keep_the_earlier_rule(version, dp, role, r
     resolved = _resolve("deepseek-v3.2", count=8, tp=8, dp_attention=dp, sglang_version=version)
     if role is None:
         assert resolved.prefill_cuda_graph is (reason is None)
+
+
+def test_the_prefill_graph_reserve_counts_its_sizes_without_listing_them():
+    """A chunked_prefill_size of 10**12 listed two billion captured sizes to count them and hung the prediction;
+    the count is now arithmetic, equal to the listing's length wherever that can be made."""
+    from simperf.sglang_defaults import prefill_graph_capture_count, prefill_graph_capture_sizes
+
+    for tokens in [*range(0, 10_000, 37), 4095, 4096, 4607, 4608, 5119, 5120, 16384, 65536]:
+        assert prefill_graph_capture_count(tokens) == len(prefill_graph_capture_sizes(tokens)), tokens
+    assert prefill_graph_reserve_mb(False, 10**12, None) == 8.0 * prefill_graph_capture_count(10**12)

@@ -44,7 +44,7 @@ from simperf.sglang_defaults import (
     SPECULATIVE_RESERVE_MB_UNTIL,
     distributed_init_extra_mib,
     prefill_cuda_graph_off_reason,
-    prefill_graph_capture_sizes,
+    prefill_graph_capture_count,
     version_tuple,
 )
 
@@ -154,7 +154,7 @@ def prefill_graph_reserve_mb(mla: bool, chunk: int, max_total_tokens: int | None
     if mla:
         return float(MLA_PREFILL_GRAPH_RESERVE_MB)
     limit = chunk if max_total_tokens is None else min(chunk, max_total_tokens)
-    return float(PREFILL_GRAPH_RESERVE_MB_PER_SIZE * len(prefill_graph_capture_sizes(limit)))
+    return float(PREFILL_GRAPH_RESERVE_MB_PER_SIZE * prefill_graph_capture_count(limit))
 
 
 def speculative_reserve_mb(algorithm: str | None, sglang_version: str) -> float:
@@ -442,6 +442,15 @@ def resolve(
             f"{field}.page_size: {page_size} tokens per page is more than {arch.name}'s context length "
             f"({arch.context_len:,} tokens); a page size counts tokens (SGLang's default for this backend: "
             f"{default_page_size(arch, prefill_backend, decode_backend, s.attention_backend)})"
+        )
+
+    if s.stream_interval > arch.context_len:
+        # the simulator keeps a slot per token of the interval: 10**12 ended in "out of memory ... lower
+        # workload.num_prompts", naming the wrong field; past the context length no request streams before its end
+        raise ValueError(
+            f"{field}.stream_interval: {s.stream_interval:,} tokens between streamed chunks is more than "
+            f"{arch.name}'s context length ({arch.context_len:,} tokens); give at most that (every request then "
+            "streams its output in one chunk at its end)"
         )
 
     decode_server = field.startswith("disaggregation.decode") if pd_decode is None else pd_decode
