@@ -2443,6 +2443,10 @@ EDGE_SWEEP_CASES = [
     # listing the prefill graph's captured sizes up to it hung (test_prefill_graph_rule counts them instead)
     scenario_case("chunked-prefill-huge", "serving.chunked_prefill_size: 1000000000000 leaves no memory",
                   **{"serving.chunked_prefill_size": 10**12}),
+    # a fleet kind written as a number (replicas: 2, not a list of groups) was an internal error ('int' object is
+    # not iterable) before the schema could name it
+    scenario_case("fleet-replicas-a-number", "fleet.replicas: Input should be a valid list (got 2)",
+                  **{"fleet": {"replicas": 2}}),
 ]  # fmt: skip
 
 CASES = (

@@ -1062,7 +1062,9 @@ def fleet_groups_hardware(data: dict[str, Any]) -> list[Any] | None:
     fleet = data.get("fleet")
     if not isinstance(fleet, dict):
         return None
-    groups = [g for kind in ("replicas", "prefill", "decode") for g in (fleet.get(kind) or [])]
+    # a kind that is not a list (replicas: 1) is the schema's to refuse: it was an internal error here
+    kinds = [fleet.get(kind) for kind in ("replicas", "prefill", "decode")]
+    groups = [g for listed in kinds if isinstance(listed, list) for g in listed]
     if not groups or not all(isinstance(g, dict) and g.get("hardware") is not None for g in groups):
         return None
     return [g["hardware"] for g in groups]
