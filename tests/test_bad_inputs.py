@@ -2447,6 +2447,11 @@ EDGE_SWEEP_CASES = [
     # not iterable) before the schema could name it
     scenario_case("fleet-replicas-a-number", "fleet.replicas: Input should be a valid list (got 2)",
                   **{"fleet": {"replicas": 2}}),
+    # --dp-size 0 was read as 1 (and -1 as no DP attention at all)
+    Case("flags-dp-size-0", ("predict", "--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-name", "random",
+                             "--enable-dp-attention", "--dp-size", "0"),
+         "--dp-size: got 0; a data-parallel size is at least 1"),
+    Case("flags-dp-size-negative", ("predict", "{ws}/s.yaml", "--dp-size", "-1"), "--dp-size: got -1"),
 ]  # fmt: skip
 
 CASES = (

@@ -133,6 +133,10 @@ def _apply_layout(
     settings: FlagSettings, data: dict[str, Any], origin: dict[str, str], notes: list[str]
 ) -> None:
     dp = settings.given("--dp-size")
+    # 0 was read as 1 and -1 as no DP at all; SGLang 0.5.17 server_args.py asserts tp_size % dp_size == 0 (with DP
+    # attention), which 0 cannot pass
+    if dp is not None and dp < 1:
+        raise FlagError(f"--dp-size: got {dp}; a data-parallel size is at least 1")
     if settings.has("--enable-dp-attention"):
         _set(data, "serving.dp_attention", dp or 1)
         origin["serving.dp_attention"] = "--enable-dp-attention --dp-size"
