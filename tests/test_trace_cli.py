@@ -120,3 +120,18 @@ def test_inspect_labels_short_bins_and_no_rate_for_one_instant(tmp_path, times, 
     result = runner.invoke(app, ["inspect", str(path)], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert expected in result.output and "inf" not in result.output and "per 0 s" not in result.output
+
+
+def test_export_of_multi_turn_says_the_turns_are_no_longer_held(tmp_path):
+    """A multi_turn client holds each later turn until the previous answer is complete; a trace keeps only the
+    planned send times, so its replay sends them open-loop. The export said nothing of it."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "model: {name: qwen3-8b}\nhardware: {gpu: h100}\nworkload:\n"
+        "  dataset: {kind: multi_turn, num_conversations: 2, turns: 3, input_len: 64, output_len: 8}\n"
+        "  request_rate: 1\n"
+    )
+    result = runner.invoke(app, ["export", str(scenario), str(tmp_path / "mt.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "note: 4 of the requests are later turns" in result.output
+    assert "open-loop" in result.output

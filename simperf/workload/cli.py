@@ -138,6 +138,15 @@ def export_command(
     except (ScenarioError, TraceError, ValueError) as e:
         _fail(str(e))
     Console().print(f"{len(trace)} requests ({requests.source}) written to {dst}", highlight=False)
+    held = 0 if requests.follows is None else int((requests.follows >= 0).sum())
+    if held:  # a trace has no column for it: a replay sent every turn at its planned time without a word
+        _err.print(
+            f"note: {held} of the requests are later turns the scenario's client holds until the previous turn's "
+            "answer is complete (multi_turn); the trace keeps only their planned send times, so replaying it sends "
+            "them open-loop, whatever the previous answer's latency",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
