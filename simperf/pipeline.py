@@ -24,7 +24,7 @@ from simperf.report.inflight import InFlight, check_closed_loop, records_in_flig
 from simperf.report.metrics import summarize
 from simperf.runsize import RunSize, check_size, expected_size, memory_limit_bytes
 from simperf.scenario.layout import idle_gpus
-from simperf.scenario.models import Overheads, Scenario
+from simperf.scenario.models import ExtendHostTime, Scenario
 from simperf.scenario.overheads_read import check_overheads_read
 from simperf.scenario.pd import check_kv_compatible
 from simperf.scenario.resolve import resolve
@@ -317,7 +317,7 @@ def nothing_completed(stats: SimStats, n: int) -> str:
 
 API_SERVER_PACED = "WARNING: the API server sets the pace"
 OUTPUT_UPPER_BOUND = "WARNING: output lengths are upper bounds"
-EAGER_DECODE_ESTIMATE = "WARNING: decode steps without a CUDA graph are an estimate"
+EAGER_DECODE = "Decode steps without a CUDA graph"
 ACCEPT_LEN_UNUSED = "WARNING: the trace's accept_len is not used"
 # a simperf trace's per-request accept_len is read (trace inspect shows its mean) but no simulator takes it: said
 # here, or a trace of accept lengths 1.2 and one of 3.9 gave the same prediction without a word
@@ -328,21 +328,23 @@ ACCEPT_LEN_UNUSED_TEXT = (
 )
 
 
-def eager_decode_note(stats: SimStats, serving: ResolvedServing, overheads: Overheads) -> str:
-    """Eager decode steps are priced as max(kernels, Overheads.eager_launch_us_per_kernel x kernels), a 5 us
-    estimate never measured: --disable-cuda-graph predicted a lower TPOT than the graphs did (qwen3-8b on an H200
-    at batch 1: 4.9 ms against 5.1), where SGLang's eager decode measured 25 ms a step. Said, not changed here."""
+def eager_decode_note(stats: SimStats, serving: ResolvedServing, host: ExtendHostTime) -> str:
+    """How many decode steps ran outside CUDA graphs and the host time per kernel they were priced at
+    (Overheads.eager_decode_us: an eager forward's measured value, or eager_launch_us_per_kernel where set)."""
     why = (
         "serving.disable_cuda_graph"
         if serving.cuda_graph_max_bs == 0
         else f"batches above cuda_graph_max_bs {serving.cuda_graph_max_bs}"
     )
+    source = (
+        "set by the scenario"
+        if host.field == "eager_launch_us_per_kernel"
+        else "an eager forward's measured host time, which the decode steps of the same one_batch records matched: "
+        "Qwen3-8B at batch 1 on an H100, 26.8 ms a step against 437 x 64.5 us = 28.2 ms (docs/overheads.md)"
+    )
     return (
-        f"{stats.eager_decode_iterations:,} of {stats.decode_iterations:,} decode steps ran without a CUDA graph "
-        f"({why}); their host time is Overheads.eager_launch_us_per_kernel ({overheads.eager_launch_us_per_kernel:g} "
-        "us a kernel), an estimate never measured, while SGLang 0.5.17's eager decode of Qwen3-8B at batch 1 took "
-        "25 ms a step on an H200 (groundtruth/forwards/h200x4/host-c-qwen3-8b-prefill-tp1, one_batch_clean.log), "
-        "about 57 us a kernel: these steps, TPOT and ITL are likely predicted too fast"
+        f"{stats.eager_decode_iterations:,} of {stats.decode_iterations:,} ({why}); each lasts at least its kernels "
+        f"x Overheads.{host.label} = {host.us:.1f} us ({source})"
     )
 
 
@@ -391,7 +393,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     if requests.accept_len is not None:
         notes[ACCEPT_LEN_UNUSED] = ACCEPT_LEN_UNUSED_TEXT
     if stats.eager_decode_iterations:
-        notes[EAGER_DECODE_ESTIMATE] = eager_decode_note(stats, serving, cost.overheads)
+        notes[EAGER_DECODE] = eager_decode_note(stats, serving, cost.eager_decode_host)
     if getattr(requests, "num_dropped", 0):
         notes[DROPPED_NOTE] = str(requests.num_dropped)
     if requests.block_hashes is not None and len(records):

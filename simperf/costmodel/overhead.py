@@ -5,9 +5,10 @@ A decode step replaying CUDA graphs pays, per replay, the GPU work SGLang runs b
 idle time between a replay's kernels (`decode_graph_gap_us_per_kernel`); both measured on a profiled served decode
 (docs/overheads.md). An extend replaying a prefill graph pays one `cuda_graph_replay_us` (an estimate). Eager
 steps launch every kernel from the CPU, which runs ahead of the GPU while kernels are long: the launches cost time
-only when the CPU cannot keep up, so an eager step lasts max(kernel time, kernels x `eager_launch_us_per_kernel`)
-and the overhead is the excess over the kernel time (a decode step of small kernels is launch-bound; a long prefill
-is not). Booked under the "constant" source.
+only when the CPU cannot keep up, so an eager step lasts max(kernel time, kernels x host time per kernel) and the
+overhead is the excess over the kernel time (a decode step of small kernels is host-bound; a long prefill is not).
+An eager decode takes the eager forward's measured host time per kernel (`Overheads.eager_decode_us`) unless
+`eager_launch_us_per_kernel` is set. Booked under the "constant" source.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def step_overhead(
     kernels: int,
     extend_host: ExtendHostTime | None = None,
     replays: int = 1,
+    eager_decode: ExtendHostTime | None = None,
 ) -> StepOverhead:
     """The overhead of one step. `extend_host`: for an extend (prefill) forward, its host time per kernel and the
     label naming where it comes from (Overheads.extend_launch_us: measured on the ground-truth corpus per attention
@@ -78,9 +80,13 @@ def step_overhead(
             "docs/overheads.md; kernel count is an estimate)",
             fixed_us=overheads.decode_between_replays_us * replays,
         )
+    host = eager_decode or overheads.eager_decode_us()
+    measured = host.field != "eager_launch_us_per_kernel"
     return StepOverhead(
         "eager_launch",
         kernels,
-        overheads.eager_launch_us_per_kernel,
-        f"named overhead Overheads.eager_launch_us_per_kernel x {kernels} kernels (kernel count is an estimate)",
+        host.us,
+        f"named overhead Overheads.{host.label} x {kernels} kernels ("
+        + ("an eager forward's measured host time, docs/overheads.md; " if measured else "")
+        + "kernel count is an estimate)",
     )

@@ -178,6 +178,8 @@ class SGLangStepCost:
         self.extend_host_us_per_kernel = overheads.extend_launch_us(
             serving.prefill_backend, serving.prefill_cuda_graph, dense, serving.layout.tp
         )
+        # a decode step outside CUDA graphs runs the same eager Python per layer (Overheads.eager_decode_us)
+        self.eager_decode_host = overheads.eager_decode_us(dense, serving.layout.tp)
         self._chosen: dict[tuple[str, tuple[Key, ...]], tuple[Key, OpCurve]] = {}
         self._decode_rows: dict[int, tuple[np.ndarray, int]] = {}
         self._decode: dict[tuple[int, int, bool], tuple[np.ndarray, list[_DecodeAttention]]] = {}
@@ -769,7 +771,13 @@ class SGLangStepCost:
             kernels = sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
             base = rows_cost.copy()
             base[_OVERHEAD_COLUMN] += self._decode_router_us()
-            overhead = step_overhead(self.overheads, graph, kernels, replays=self._graph_replays())
+            overhead = step_overhead(
+                self.overheads,
+                graph,
+                kernels,
+                replays=self._graph_replays(),
+                eager_decode=self.eager_decode_host,
+            )
             if graph:
                 base[_OVERHEAD_COLUMN] += overhead.us
             hit = (base, attention, None if graph else overhead)

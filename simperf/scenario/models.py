@@ -655,8 +655,15 @@ class Overheads(_Strict):
         "per MoE layer of a decode forward, which no table times: 2.62-2.72 us in five profiled Qwen3-30B-A3B decodes "
         "at 1-64 requests (H100); other models' routers and GPUs take it as an estimate",
     )
-    eager_launch_us_per_kernel: float = Field(
-        default=5.0, ge=0, description="launch gap per kernel of a decode step outside graphs"
+    eager_launch_us_per_kernel: float | None = Field(
+        default=None,
+        ge=0,
+        description="host time per kernel of a decode step outside CUDA graphs (graphs disabled, or a batch above "
+        "the largest graph): the step lasts at least kernels x this. Unset: the eager forward's measured value, "
+        "eager_extend_us_per_kernel (_dense for a dense model) with its rank factor: SGLang runs an eager decode "
+        "through the same Python per layer as an eager extend, and the decode steps of the same one_batch records "
+        "took as long (Qwen3-8B, H100, batch 1: 26.8 ms against the 128-token prefill's 28.2 ms, 437 kernels "
+        "each; DeepSeek-V2-Lite, H200: 56.2 ms against 57.75 ms; groundtruth/forwards/)",
     )
     # The three below were measured on the ground-truth corpus (SGLang 0.5.17, H100/H200 hosts, bench_serving on
     # the same host; docs/overheads.md, `simperf groundtruth overheads groundtruth/`); a test recomputes them.
@@ -792,6 +799,14 @@ class Overheads(_Strict):
             return 1.0, None
         field = "eager_extend_rank_factor_dense" if dense_model else "eager_extend_rank_factor"
         return getattr(self, field), field
+
+    def eager_decode_us(self, dense_model: bool = False, tp_ranks: int = 1) -> ExtendHostTime:
+        """A decode step's host time per kernel outside CUDA graphs: eager_launch_us_per_kernel where set, else the
+        eager forward's measured value (extend_launch_us without a prefill graph; see eager_launch_us_per_kernel)."""
+        if self.eager_launch_us_per_kernel is not None:
+            field = "eager_launch_us_per_kernel"
+            return ExtendHostTime(self.eager_launch_us_per_kernel, field, field)
+        return self.extend_launch_us("", prefill_graph=False, dense_model=dense_model, tp_ranks=tp_ranks)
 
     def extend_launch_us(
         self, attention_backend: str, prefill_graph: bool = True, dense_model: bool = False, tp_ranks: int = 1

@@ -33,7 +33,10 @@ def _dense(arch: ModelArch) -> bool:
 
 
 def _eager(serving: ResolvedServing, arch: ModelArch, dense: bool, ranks: int = 1) -> bool:
-    return not serving.prefill_cuda_graph and _dense(arch) == dense and serving.layout.tp >= ranks
+    """An eager forward's host time is read by extends without a prefill graph, and by decode steps outside CUDA
+    graphs unless eager_launch_us_per_kernel overrides it there (Overheads.eager_decode_us)."""
+    eager = not serving.prefill_cuda_graph or _eager_decode(serving)
+    return eager and _dense(arch) == dense and serving.layout.tp >= ranks
 
 
 def _eager_decode(serving: ResolvedServing) -> bool:
@@ -65,22 +68,24 @@ READERS: dict[str, Reader] = {
     ),
     "eager_extend_us_per_kernel": Reader(
         lambda s, a: _eager(s, a, dense=False),
-        "read for extends SGLang runs without a prefill CUDA graph on an MoE or MLA model",
+        "read for eager forwards (extends without a prefill CUDA graph, decode steps outside CUDA graphs) of an "
+        "MoE or MLA model",
         _extends,
     ),
     "eager_extend_us_per_kernel_dense": Reader(
         lambda s, a: _eager(s, a, dense=True),
-        "read for extends SGLang runs without a prefill CUDA graph on a dense model",
+        "read for eager forwards (extends without a prefill CUDA graph, decode steps outside CUDA graphs) of a "
+        "dense model",
         _extends,
     ),
     "eager_extend_rank_factor": Reader(
         lambda s, a: _eager(s, a, dense=False, ranks=EAGER_RANKS_MEASURED),
-        f"read for extends without a prefill CUDA graph on an MoE or MLA model at tp {EAGER_RANKS_MEASURED} or more",
+        f"read for eager forwards of an MoE or MLA model at tp {EAGER_RANKS_MEASURED} or more",
         _extends,
     ),
     "eager_extend_rank_factor_dense": Reader(
         lambda s, a: _eager(s, a, dense=True, ranks=EAGER_RANKS_MEASURED),
-        f"read for extends without a prefill CUDA graph on a dense model at tp {EAGER_RANKS_MEASURED} or more",
+        f"read for eager forwards of a dense model at tp {EAGER_RANKS_MEASURED} or more",
         _extends,
     ),
     "decode_moe_router_us": Reader(
