@@ -1037,6 +1037,7 @@ class SGLangStepCost:
             kernels,
             self.extend_host_us_per_kernel if extend else None,
             replays=1 if extend else self._graph_replays(),
+            eager_decode=self.eager_decode_host,
         )
         paid = float(o.excess_us(sum(r.total_us for r in rows)))
         detail = o.detail
