@@ -366,6 +366,14 @@ MUTATIONS = (
         "        return max(extra * 1.01, 0.0)\n",
     ),
     Mutation(
+        "eager-decode-host",
+        "an eager decode's host time per kernel +1% (scenario/models.py eager_decode_us, the eager forward's "
+        "measured value)",
+        "simperf/scenario/models.py",
+        '            return ExtendHostTime(self.eager_launch_us_per_kernel, field, field)\n        return self.extend_launch_us("", prefill_graph=False, dense_model=dense_model, tp_ranks=tp_ranks)\n',
+        '            return ExtendHostTime(self.eager_launch_us_per_kernel, field, field)\n        found = self.extend_launch_us("", prefill_graph=False, dense_model=dense_model, tp_ranks=tp_ranks)\n        return found._replace(us=found.us * 1.01)\n',
+    ),
+    Mutation(
         "cuda-core-grid",
         "flashinfer's CUDA-core decode grid at group 2 one CTA per SM smaller (perfdb/workplan.py, measured 9)",
         "simperf/perfdb/workplan.py",
