@@ -20,3 +20,11 @@ device_env() {
     python3 -c 'import flashinfer; print("flashinfer", flashinfer.__version__)' 2>/dev/null || true
   } 2>&1 | tee -a "$log"
 }
+
+# lent_setup NAME KIT: the lent GPU's kind ($gpu: h100 or h200), a work directory ($work = /tmp/rec/$gpu) and a log
+# ($log = $work/NAME-$gpu.log), then device_env KIT $log (the straggler and occupancy scripts)
+lent_setup() {
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o -i -E 'h100|h200' | tr 'A-Z' 'a-z')
+  work=/tmp/rec/$gpu; mkdir -p "$work"; log=$work/$1-$gpu.log
+  device_env "$2" "$log"
+}

@@ -9,9 +9,7 @@
 set -uo pipefail
 : "${OUT:?set OUT to the results directory}"
 budget=$1 t0=$(date +%s)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o -i -E 'h100|h200' | tr 'A-Z' 'a-z')
-work=/tmp/rec/$gpu; mkdir -p "$work"; log=$work/fa3-straggler-$gpu.log
-source benchmarks/device_env.sh; device_env sgk "$log"
+source benchmarks/device_env.sh; lent_setup fa3-straggler sgk
 for set in straggler-dev-fa3 straggler-check-fa3; do
   res=$work/$set-$gpu-results.jsonl
   python3 -m simperf.perfdb.offgrid time calibration/offgrid/$set.jsonl --out "$res" \

@@ -12,9 +12,7 @@
 set -uo pipefail
 : "${OUT:?set OUT to the results directory}"
 budget=$1 t0=$(date +%s)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o -i -E 'h100|h200' | tr 'A-Z' 'a-z')
-work=/tmp/rec/$gpu; mkdir -p "$work"; log=$work/straggler-check-$gpu.log
-source benchmarks/device_env.sh; device_env kit "$log"
+source benchmarks/device_env.sh; lent_setup straggler-check kit
 python3 benchmarks/gqa_decode_occupancy.py "$OUT/gqa-decode-occupancy-$gpu.json" 2>&1 | tail -20 | tee -a "$log"
 res=$work/straggler-check-$gpu-results.jsonl
 python3 -m simperf.perfdb.offgrid time calibration/offgrid/straggler-check.jsonl --out "$res" \

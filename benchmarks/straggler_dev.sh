@@ -8,9 +8,7 @@
 set -uo pipefail
 : "${OUT:?set OUT to the results directory}"
 budget=$1 t0=$(date +%s)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o -i -E 'h100|h200' | tr 'A-Z' 'a-z')
-work=/tmp/rec/$gpu; mkdir -p "$work"; log=$work/straggler-dev-$gpu.log
-source benchmarks/device_env.sh; device_env kit "$log"
+source benchmarks/device_env.sh; lent_setup straggler-dev kit
 res=$work/straggler-dev-$gpu-results.jsonl
 [ -f "$res" ] || cp "calibration/offgrid/straggler-dev-$gpu-results.jsonl" "$res"
 python3 -m simperf.perfdb.offgrid time calibration/offgrid/straggler-dev.jsonl --out "$res" \
