@@ -251,10 +251,10 @@ def write_rates(
         )
     rates = {name: round(float(np.median(v)) / 1e9, 2) for name, v in sorted(implied.items())}
     borrowed = _borrow(rates, borrow) if borrow is not None else {}
-    command = f"python -m simperf.perfdb.ctastream {directory} {results}" + "".join(
-        f" --samples {samples}" * (samples.name != "straggler-dev.jsonl") + f" --also {a} {b}"
-        for a, b in also
-    )
+    command = f"python -m simperf.perfdb.ctastream {directory} {results}"
+    if samples.name != "straggler-dev.jsonl":  # the CLI's default set
+        command += f" --samples {samples}"
+    command += "".join(f" --also {a} {b}" for a, b in also)
     data = {
         "format": FORMAT,
         "gb_per_s": dict(sorted(rates.items())),
