@@ -10,6 +10,7 @@ import pytest
 
 from simperf.pipeline import API_SERVER_PACED, predict
 from simperf.scenario.models import Overheads, Scenario
+from simperf.sim.client import Client, RequestSource
 from simperf.sim.engine import Simulator
 from simperf.sim.frontend import FrontEnd
 
@@ -28,14 +29,60 @@ def test_chunks_are_written_one_at_a_time_in_emit_order():
     assert fe.max_wait_s == pytest.approx((1.0 + 10 * 50 * US) - 1.0002)  # the second batch waited longest
 
 
-def test_a_request_waits_only_for_the_chunks_emitted_before_it():
+def test_a_request_intake_goes_before_the_queued_chunks_and_delays_the_later_ones():
+    """One event loop receives requests and writes chunks: an intake is not queued behind the chunks (measured: a
+    request sent behind a 4.3 s chunk queue reached the API server 13 ms later), and the chunks handed over after
+    it are written that much later; the loop's busy time is conserved."""
     fe = FrontEnd(100.0)
     fe.stream(1.0, 100)  # written until 1.01
-    fe.stream(1.02, 100)  # written until 1.03
-    assert fe.backlog_end(0.5) == 0.5
-    assert fe.backlog_end(1.005) == pytest.approx(1.01)
-    assert fe.backlog_end(1.015) == 1.015  # the first batch is written; the second was not emitted yet
-    assert fe.backlog_end(1.025) == pytest.approx(1.03)
+    fe.occupy(1.005, 1.006)  # a request received during that batch: 1 ms of the loop
+    assert fe.stream(1.0055, 10) == pytest.approx(1.01 + 0.001 + 10 * 100 * US)
+    # an idle loop is busy until the intake ends
+    fe.occupy(2.0, 2.0005)
+    assert fe.stream(2.0001, 1) == pytest.approx(2.0005 + 100 * US)
+    fe.occupy(3.0, 3.002)  # after the loop has drained: the chunks after it start when they are emitted
+    assert fe.stream(3.5, 1) == pytest.approx(3.5 + 100 * US)
+
+
+def test_a_request_sent_behind_a_long_chunk_queue_is_received_at_once():
+    source = RequestSource()
+    source.frontend = FrontEnd(100.0)
+    source.receive_s_per_request = 0.5e-3
+    source.frontend.stream(0.0, 10_000)  # a 1 s queue of chunks
+    assert source.handled_s(0.1) == pytest.approx(0.1005)  # not after the queue (1.0 s)
+    assert source.handled_s(0.1) == pytest.approx(0.101)  # one request at a time
+    # the two intakes (1 ms) come before the chunks emitted after them
+    assert source.frontend.stream(0.2, 1) == pytest.approx(1.0 + 0.001 + 100 * US)
+    # with nothing to price, the intake is neither a wait nor a cost
+    free = RequestSource()
+    free.frontend = FrontEnd(100.0)
+    free.frontend.stream(0.0, 10_000)
+    assert free.handled_s(0.1) == 0.1 and free.frontend.stream(0.2, 1) == pytest.approx(1.0 + 100 * US)
+
+
+def test_finishing_work_takes_turns_with_the_intake_of_new_requests():
+    """After a request's last chunk the loop still finishes it (1 ms here). A request arriving while finishes are
+    queued waits for the one in progress, then the loop alternates: one finish, one request (a closed loop's later
+    wave reaches the server a receipt plus a finish apart, docs/overheads.md)."""
+    fe = FrontEnd(0.0, finish_us_per_request=1000.0)
+    for _ in range(4):
+        fe.request_closed(1.0)  # four last chunks written at 1.0 s
+    # the first request reaches the loop mid-way through the first finish: after it, then its own 0.5 ms
+    assert fe.receive(1.0005, 0.0005) == pytest.approx(1.0015)
+    # the next two were waiting: each after one more finish
+    assert fe.receive(1.0006, 0.0005) == pytest.approx(1.0030)
+    assert fe.receive(1.0007, 0.0005) == pytest.approx(1.0045)
+    # the idle loop ran the last finish before this one came
+    assert fe.receive(1.01, 0.0005) == pytest.approx(1.0105)
+
+
+def test_an_idle_loop_finishes_requests_before_a_later_intake_arrives():
+    fe = FrontEnd(0.0, finish_us_per_request=1000.0)
+    fe.request_closed(1.0)
+    fe.request_closed(1.0)
+    assert fe.receive(1.5, 0.0005) == pytest.approx(1.5005)  # both done by 1.002
+    # no intake cost and no finishing cost: the loop is not there
+    assert FrontEnd(50.0).receive(2.0, 0.0) == 2.0
 
 
 def test_a_cumulative_chunk_costs_more_for_every_token_it_carries():
@@ -76,7 +123,8 @@ def test_with_no_cost_the_queue_changes_nothing():
     fe = FrontEnd(0.0)
     assert not fe.enabled
     assert fe.stream(3.0, 1000) == 3.0
-    assert fe.backlog_end(3.0) == 3.0
+    fe.occupy(3.0, 4.0)
+    assert fe.stream(3.5, 10) == 3.5
 
 
 def _scenario(
@@ -101,11 +149,13 @@ def _scenario(
             "max_concurrency": concurrency,
         },
     }
-    # the chunk queue alone: a burst's requests received at once (receive_us_per_request spreads the first wave)
+    # the chunk queue alone: a burst's requests received at once (receive_us_per_request spreads the first wave,
+    # finish_us_per_request the later ones)
     spec["overheads"] = {
         "client_setup_us_per_request": 0.0,
         "client_burst_us_per_request": 0.0,
         "receive_us_per_request": 0.0,
+        "finish_us_per_request": 0.0,
     }
     if frontend_us is not None:
         spec["overheads"]["frontend_us_per_chunk"] = frontend_us
@@ -279,3 +329,49 @@ def test_a_stream_interval_with_speculative_decoding_is_refused_with_the_reason(
     spec["model"] = {"name": "deepseek-r1"}
     with pytest.raises(ValueError, match="stream_interval > 1 with speculative decoding is not modelled"):
         Scenario.model_validate(spec)
+
+
+def test_no_chunk_of_a_first_burst_is_written_before_its_last_request_is_received():
+    """As on every corpus burst of 64+ streams (first chunk sent 0-2 ms after the last receipt): the API server
+    receives the whole burst before it writes the first prefill's chunk. Real cost model, shipped H200 tables."""
+    streams = 256
+    spec = _scenario(streams).model_dump(exclude_unset=True)
+    spec["workload"]["tokenize_prompt"] = True  # token ids: the intake is the receive time alone
+    del spec["overheads"]
+    run = predict(Scenario.model_validate(spec))
+    o = Overheads()
+    # the burst's requests reach the API server from k x the burst time on, one receive time apart (sim/client.py)
+    written_s = streams * max(o.client_burst_us_per_request, o.client_setup_us_per_request) * US
+    last_received_s = written_s + streams * o.receive_us_per_request * US
+    rec = run.records
+    first_burst = np.argsort(rec.send_s)[:streams]
+    first_chunk_s = rec.first_token_s[first_burst].min() - rec.send_s.min()
+    assert first_chunk_s >= last_received_s
+    # and not much later: the first prefills were done long before, their chunks are the first written
+    assert first_chunk_s < last_received_s + 0.05
+
+
+def test_a_later_wave_reaches_the_scheduler_a_receipt_plus_a_finish_apart():
+    """The corpus' fixed-length closed loops: a wave's requests finish together, their successors are sent at once,
+    and the server receives them 1.77 ms apart (median) where it received the first wave 0.44 ms apart: the API
+    server finishes the old requests in turn with taking in the new ones. The client and the API server as the
+    simulator wires them (Simulator.api_server_on, _process), with the default costs."""
+    o = Overheads()
+    client = Client(np.zeros(32), 16, ingress_s=0.0)
+    client.receive_s_per_request = o.receive_us_per_request * US
+    client.frontend = FrontEnd(o.frontend_us_per_chunk, finish_us_per_request=o.finish_us_per_request)
+    client._send_until(1.0)
+    first_reached = sorted(t for t, _ in client._ready)
+    assert np.median(np.diff(first_reached)) * 1e6 == pytest.approx(o.receive_us_per_request)
+    assert len(client.pop_ready(1.0)) == 16
+    start, per_chunk_s = client.frontend.stream_span(2.0, 16)  # the wave's last chunks, in one batch
+    for j in range(16):
+        last_chunk_s = start + per_chunk_s * (j + 1)
+        client.frontend.request_closed(last_chunk_s)
+        client.release(last_chunk_s + o.egress_us * US)
+    client._send_until(3.0)
+    reached = sorted(t for t, _ in client._ready)
+    assert np.median(np.diff(reached)) * 1e6 == pytest.approx(
+        o.receive_us_per_request + o.finish_us_per_request, rel=0.01
+    )
+    assert len(reached) == 16

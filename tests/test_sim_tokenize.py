@@ -100,3 +100,12 @@ def test_the_burst_costs_are_the_first_bursts_measurements():
         assert getattr(o, field) == pytest.approx(measured.value_us, abs=0.5), (field, measured.detail)
     # a lone request's share of them is inside the measured ingress
     assert o.client_burst_us_per_request + o.receive_us_per_request < o.ingress_us
+
+
+def test_the_finishing_cost_is_the_later_waves_measurement():
+    from pathlib import Path
+
+    from simperf.accuracy.hostcosts import finish_us_per_request
+
+    measured = finish_us_per_request(Path(__file__).resolve().parents[1] / "groundtruth")
+    assert Overheads().finish_us_per_request == pytest.approx(measured.value_us, abs=0.5), measured.detail

@@ -81,6 +81,11 @@ priced apart), over its first C requests:
 
 each the median over the runs.
 
+One from the later waves of the same runs (`finish_us_per_request`, accuracy/wave_receives.py): in a fixed-length
+closed loop a wave's requests finish together and bench_serving sends their successors at once; per run with a later
+wave, the median spacing of the later waves' receive times less the first wave's (the API server finishes the old
+requests while it takes in the new ones, one of each in turn); the median over the runs.
+
 And one from the runs whose prompts are text (the shared-prefix runs; every other run sends token ids with
 bench_serving's `--tokenize-prompt`):
 
@@ -596,6 +601,21 @@ def first_burst_costs(corpus: Path) -> dict[str, HostCost]:
         "client_burst_us_per_request": cost(burst, "(first receive - first send) / C"),
         "receive_us_per_request": cost(receive, "the receive times' spacing"),
     }
+
+
+def finish_us_per_request(corpus: Path) -> HostCost:
+    """The API server's finishing work per request: the median over the closed-loop runs with later waves of their
+    later waves' receive spacing less their first wave's (module docstring)."""
+    from simperf.accuracy.wave_receives import corpus_receives
+
+    extra_ms = [r.later_receive_gap_ms - r.first_receive_gap_ms for r in corpus_receives(corpus)]
+    if not extra_ms:
+        raise ValueError(f"{corpus}: no closed-loop run with later waves and timestamps")
+    return HostCost(
+        float(np.median(extra_ms)) * 1e3,
+        f"median over {len(extra_ms)} runs of later-wave less first-wave receive spacing "
+        f"({min(extra_ms):.2f} to {max(extra_ms):.2f} ms)",
+    )
 
 
 def hosts_markdown(corpus: Path) -> str:

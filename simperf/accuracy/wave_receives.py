@@ -6,7 +6,8 @@ sends their successors at once. The first wave's requests reach the server `rece
 sends them no faster than the first wave's: the API server is finishing the previous wave's requests while it takes
 in the new ones. How many of a wave the scheduler's second prefill then holds (SGLang forms it while the first
 one's launch holds its CPU) follows from that spacing, and the median TTFT of such runs with it
-(docs/overheads.md, "Later waves reach the server slower"). Not modelled: measured here, for the record.
+(docs/overheads.md, "Later waves reach the server slower"). The difference of the two spacings, per run, is the
+API server's finishing work per request (hostcosts.finish_us_per_request, Overheads.finish_us_per_request).
 
     python -m simperf.accuracy.wave_receives groundtruth
 """

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from dataclasses import fields
 
 import numpy as np
@@ -39,6 +40,10 @@ class FleetClient(RequestSource):
     def __init__(self, ingress_s: float) -> None:
         self._ingress_s = ingress_s
         self._ready: list[tuple[float, int]] = []  # (time the scheduler can see it, local id)
+        # (send time, prompt tokens, local id) of requests routed here whose intake is not taken yet: taken when
+        # the replica's own time reaches the send, as the single server's client does (sim/client.py), so the
+        # finishes its API server has before then are known (sim/frontend.py `receive`)
+        self._routed: deque[tuple[float, int, int]] = deque()
         self.horizon = 0.0
         self.send_s = np.full(64, math.nan)
 
@@ -51,11 +56,17 @@ class FleetClient(RequestSource):
         if local >= len(self.send_s):
             self.send_s = np.concatenate((self.send_s, np.full(len(self.send_s), math.nan)))
         self.send_s[local] = send_s
-        # the router sends one request at a time: a burst of one
-        written = send_s + self.burst_s
-        heapq.heappush(self._ready, (self.handled_s(written, prompt_tokens) + self._ingress_s, local))
+        self._routed.append((send_s, prompt_tokens, local))
+
+    def _take_in_until(self, now: float) -> None:
+        while self._routed and self._routed[0][0] <= now:
+            send_s, prompt_tokens, local = self._routed.popleft()
+            # the router sends one request at a time: a burst of one
+            written = send_s + self.burst_s
+            heapq.heappush(self._ready, (self.handled_s(written, prompt_tokens) + self._ingress_s, local))
 
     def pop_ready(self, now: float) -> list[int]:
+        self._take_in_until(now)
         out: list[int] = []
         while self._ready and self._ready[0][0] <= now:
             out.append(heapq.heappop(self._ready)[1])
@@ -63,7 +74,8 @@ class FleetClient(RequestSource):
 
     def next_ready_time(self) -> float:
         pending = self._ready[0][0] if self._ready else math.inf
-        return min(pending, self.horizon + self._ingress_s)
+        routed = self._routed[0][0] + self._ingress_s if self._routed else math.inf
+        return min(pending, routed, self.horizon + self._ingress_s)
 
     def release(self, at_s: float, request: int = -1) -> None:  # no client-side concurrency limit in a fleet
         return None

@@ -113,6 +113,8 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
          o.client_burst_us_per_request, o.client_burst_us_per_request),
         ("receive_us_per_request", "per request, one at a time on the API server (in ingress)",
          o.receive_us_per_request, o.receive_us_per_request),
+        ("finish_us_per_request", "per request, after its last chunk; takes turns with the intake on the API "
+         "server", o.finish_us_per_request, o.finish_us_per_request),
         ("tokenize_us_per_prompt_token", tokenize, o.tokenize_us_per_prompt_token,
          o.tokenize_us_per_prompt_token * tokens if text else 0.0),
         ("egress_us", "per streamed chunk, processed -> client", o.egress_us, o.egress_us),

@@ -859,6 +859,16 @@ class Overheads(_Strict):
         "spacing of the server's receive times in the first bursts, 0.26-1.02 ms); a request waits for the ones "
         "before it. The rest of ingress_us is a plain latency",
     )
+    finish_us_per_request: float = Field(
+        default=1269.1,
+        ge=0,
+        description="the API server's work on a request after its last chunk is written (the response's end, the "
+        "connection's close, its metrics record: every corpus server ran --enable-metrics and "
+        "--export-metrics-to-file), on the loop that takes in new requests, one finish and one receipt in turn: "
+        "a closed loop's later wave reaches the server this much further apart than its first wave. Median over "
+        "the corpus' closed-loop runs with later waves of (later waves' receive spacing - first wave's), -0.14 to "
+        "2.89 ms (accuracy/wave_receives.py)",
+    )
     tokenize_us_per_prompt_token: float = Field(
         default=2.66,
         ge=0,
@@ -933,6 +943,7 @@ OVERHEAD_HOST_SPEED: dict[str, float | None] = {
     "client_setup_us_per_request": None,  # first bursts of both hosts' runs
     "client_burst_us_per_request": None,
     "receive_us_per_request": None,
+    "finish_us_per_request": None,  # later waves of both hosts' runs
     "tokenize_us_per_prompt_token": None,  # text-prompt servers of both hosts
     # estimates, not measured on a host
     "cuda_graph_replay_us": None,
@@ -975,6 +986,7 @@ MEASURED_OVERHEADS = frozenset(
         "client_setup_us_per_request",
         "client_burst_us_per_request",
         "receive_us_per_request",
+        "finish_us_per_request",
     }
 )
 

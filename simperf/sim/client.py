@@ -36,24 +36,20 @@ class RequestSource:
     tokenize_s_per_token = 0.0
     # the API server receives requests one at a time (Overheads.receive_us_per_request)
     receive_s_per_request = 0.0
-    _api_server_free_s = -math.inf
     # the client's own set-up per request of a burst (Overheads.client_setup_us_per_request), and the time before
     # a burst of k reaches the API server, per request (Overheads.client_burst_us_per_request)
     setup_s = 0.0
     burst_s = 0.0
 
     def handled_s(self, send_s: float, prompt_tokens: int = 0) -> float:
-        """When the API server has taken up a request sent at `send_s` (its chunk queue ahead of it drained),
-        received it and tokenised its prompt, after the requests sent before it. Calls come in send order."""
-        t = send_s if self.frontend is None else self.frontend.backlog_end(send_s)
-        if self.tokenize_s_per_token > 0 or self.receive_s_per_request > 0:
-            t = (
-                max(t, self._api_server_free_s)
-                + self.receive_s_per_request
-                + prompt_tokens * self.tokenize_s_per_token
-            )
-            self._api_server_free_s = t
-        return t
+        """When the API server has received a request sent at `send_s` and tokenised its prompt, after the requests
+        sent before it (sim/frontend.py `receive`: its intake goes before the queued chunks, which wait for it, and
+        takes turns with the finishing of earlier requests). Calls come in send order."""
+        if self.frontend is None:
+            self.frontend = FrontEnd(0.0)  # a source on its own: the intake alone
+        return self.frontend.receive(
+            send_s, self.receive_s_per_request + prompt_tokens * self.tokenize_s_per_token
+        )
 
     def next_ready_time(self) -> float:
         raise NotImplementedError

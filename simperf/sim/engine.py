@@ -203,7 +203,7 @@ class Simulator:
         client = Client(arrival_s, max_concurrency, self.o.ingress_latency_us() * US)
         self.api_server_on(client, input_len)
         self._prepare(table, client, n, seed, block_hashes, block_tokens)
-        client.frontend = self.frontend  # a new request waits behind the API server's chunk queue
+        client.frontend = self.frontend  # its requests' intake is on the API server's loop (sim/frontend.py)
         env = simpy.Environment()
         self.start(env)
         with _cyclic_gc_paused():
@@ -299,6 +299,7 @@ class Simulator:
             self.o.frontend_us_per_chunk_for(self.s.enable_metrics),
             self.o.frontend_us_per_token_for(self.s.incremental_streaming_output),
             self.o.frontend_share_per_open_request,
+            self.o.finish_us_per_request,
         )
         # time per source, summed on Python floats in the same order as numpy would (copied to stats at the end)
         self._source_us = [0.0] * len(SOURCES)

@@ -1,12 +1,24 @@
-"""SGLang's API server as a queue: every streamed chunk passes through one process, one at a time.
+"""SGLang's API server as one event loop: it takes in requests, writes every streamed chunk, and finishes requests.
 
 A scheduler iteration's processed tokens go to the detokenizer and then to the API server (TokenizerManager,
-uvicorn), one Python process whose event loop wakes each request's stream and writes its chunk; the same loop
-receives new requests. When the scheduler emits chunks faster than that loop writes them, chunks queue: the client
-sees them late, TPOT grows to (open streams x time per chunk), and a new request waits behind the queue before it
-reaches the scheduler. SGLang 0.5.17 coalesces a backlogged request's pending outputs into one chunk
+uvicorn), one Python process whose event loop wakes each request's stream and writes its chunk. When the scheduler
+emits chunks faster than that loop writes them, chunks queue: the client sees them late and TPOT grows to (open
+streams x time per chunk). SGLang 0.5.17 coalesces a backlogged request's pending outputs into one chunk
 (TokenizerManager._wait_one_response), but its per-request output handling (_handle_batch_output) still runs once
 per request and iteration, so the queue is priced per request-iteration ("chunk") here.
+
+The same loop takes in new requests, and their intake goes first: a request's HTTP handler runs as soon as the
+loop gets to it, between two chunk writes, not behind the queued chunks, and the chunks wait for it. Measured on
+the corpus' timestamps (docs/overheads.md, "The API server's intake goes first"): in every first burst of 64 or
+more streams the API server wrote no chunk before it had received the burst's last request, and Qwen3-0.6B's
+requests sent behind a 4.3 s chunk queue (H200, 512 streams) reached it 13 ms after they were sent while their
+first chunks waited out the queue.
+
+After a request's last chunk the loop still finishes it (`finish_us_per_request`: the response's end and the
+connection's close, the request's metrics record; Overheads.finish_us_per_request). That work takes turns with
+the intake of new requests: a closed loop's later wave reaches the server one receipt plus one finish apart (1.77
+ms median against 0.44 ms in its first wave, docs/overheads.md "Later waves reach the server slower"). It is not
+put before the chunks: a paced run's time per chunk, measured as 1 / its throughput, already carries it.
 
 The time per chunk (`Overheads.frontend_us_per_chunk`) was measured where the API server saturated at the fewest
 streams (the H200 host, 128 streams; docs/overheads.md). It grows with the requests the API server holds open
@@ -27,38 +39,56 @@ Contract:
   processed); it returns when the last of those chunks leaves the API server, never earlier than `emit_s`;
   `streamed_tokens` (>= 0) is the number of output tokens those chunks carry together (each chunk carries its
   request's output so far), priced only when streaming is cumulative.
-- `backlog_end(at_s)` is when the chunks emitted up to `at_s` are all written: a request arriving at `at_s` is
-  handled no earlier (FIFO on one event loop). Queries come in non-decreasing `at_s` order.
-- `request_opened()` / `request_closed(at_s)` count the requests held open; a chunk written from `start`
-  costs its time x (1 + share x the requests open at `start`: opened, less those closed at or before it).
-- With the cost 0 the queue is off: `stream` returns `emit_s` and `backlog_end` returns `at_s`, so the
-  simulation is exactly what it was without it (tests/test_frontend.py).
+- `receive(at_s, work_s)` (calls in non-decreasing `at_s` order, the order requests reach the loop) returns when
+  the loop has taken in a request: never before `at_s` + `work_s` nor before the previous request's intake has
+  ended; finishing jobs the loop started before `at_s` run to their end first, and while requests and finishes
+  both wait, one finish goes before each request. The intake then `occupy`s the loop. With `work_s` and the
+  finishing cost both 0 it returns `at_s`.
+- `occupy(start_s, end_s)`: the loop spends [start_s, end_s] on an intake. Chunks given to `stream` before the
+  call keep their times; every chunk given after it is written end_s - start_s later than it would have been (an
+  idle loop is busy until end_s). The loop's busy time grows by exactly that much: the intake is moved ahead of
+  queued chunks, not added twice or dropped.
+- `request_opened()` / `request_closed(at_s)` count the requests held open (a chunk written from `start` costs its
+  time x (1 + share x the requests open at `start`: opened, less those closed at or before it)); `request_closed`
+  also queues the request's finishing job from `at_s`. Calls come in non-decreasing `at_s` order.
+- With every cost 0 the loop is off: `stream` returns `emit_s`, `receive` returns `at_s` and `occupy` does
+  nothing, so the simulation is exactly what it was without it (tests/test_frontend.py).
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
+import math
 
 US = 1e-6
 
 
 class FrontEnd:
     def __init__(
-        self, us_per_chunk: float, us_per_streamed_token: float = 0.0, share_per_open_request: float = 0.0
+        self,
+        us_per_chunk: float,
+        us_per_streamed_token: float = 0.0,
+        share_per_open_request: float = 0.0,
+        finish_us_per_request: float = 0.0,
     ) -> None:
         self.chunk_s = us_per_chunk * US
         self.token_s = us_per_streamed_token * US
         self.share_per_open = share_per_open_request
+        self.finish_s = finish_us_per_request * US
+        # the intake side of the loop: when it has received every request given so far, the finishing work still
+        # to do (when each request's last chunk was written), and whether the loop's last job was an intake
+        self._intake_free_s = -math.inf
+        self._finishes: list[float] = []
+        self._last_was_intake = False
         self._open = 0  # requests opened, less those closed at or before the last time asked
         self._closing: list[float] = []  # when each request not yet counted closed has its last chunk written
         self.enabled = self.chunk_s > 0 or self.token_s > 0
         self._counting = self.enabled and share_per_open_request > 0  # open requests matter only then
-        self._free_s = 0.0
-        # (emit time, time the queue is empty after that emit's chunks), for backlog_end; pruned as queries pass
-        self._emits: list[float] = []
-        self._ends: list[float] = []
-        self.max_wait_s = 0.0  # longest a batch's chunks waited for the queue (reports)
+        self._free_s = 0.0  # when the loop has written every chunk given to it so far (and done its intake)
+        # longest a batch's chunks waited for earlier chunks (reports: the API server pacing the stream); a wait
+        # behind the loop's intake is not counted: a burst's intake delays first chunks, it does not pace tokens
+        self.max_wait_s = 0.0
+        self._chunks_free_s = 0.0  # when the chunks given so far would be written were intake free
         self.chunks_written = 0  # every chunk a client receives, once (checked against the records in tests)
 
     def stream(self, emit_s: float, chunks: int, streamed_tokens: float = 0.0) -> float:
@@ -73,23 +103,56 @@ class FrontEnd:
             return emit_s, 0.0
         self.chunks_written += chunks
         start = max(emit_s, self._free_s)
-        self.max_wait_s = max(self.max_wait_s, start - emit_s)
         per_chunk_s = (self.chunk_s + self.token_s * streamed_tokens / chunks) * (
             1.0 + self.share_per_open * self.open_requests(start)
         )
         self._free_s = start + chunks * per_chunk_s
-        self._emits.append(emit_s)
-        self._ends.append(self._free_s)
+        chunks_start = max(emit_s, self._chunks_free_s)
+        self.max_wait_s = max(self.max_wait_s, chunks_start - emit_s)
+        self._chunks_free_s = chunks_start + chunks * per_chunk_s
         return start, per_chunk_s
+
+    def occupy(self, start_s: float, end_s: float) -> None:
+        """The loop receives a request over [start_s, end_s]: the chunks not yet written wait that long."""
+        if self.enabled:
+            self._free_s = max(self._free_s, start_s) + (end_s - start_s)
 
     def request_opened(self) -> None:
         if self._counting:
             self._open += 1
 
     def request_closed(self, at_s: float) -> None:
-        """A request's last chunk is written at `at_s`: it is no longer open from then on."""
+        """A request's last chunk is written at `at_s`: it is no longer open from then on, and the loop finishes it
+        from then (`finish_us_per_request`)."""
         if self._counting:
             heapq.heappush(self._closing, at_s)
+        if self.finish_s > 0:
+            heapq.heappush(self._finishes, at_s)
+
+    def receive(self, at_s: float, work_s: float) -> float:
+        """When the loop has taken in a request that reached it at `at_s` and needs `work_s` of it (receipt,
+        tokenisation): after the requests before it and the finishing work it meets (see the module's contract)."""
+        if work_s <= 0 and self.finish_s <= 0:
+            return at_s
+        self._finish_before(at_s)
+        start = max(at_s, self._intake_free_s)
+        if self._last_was_intake and self._finishes and self._finishes[0] <= start:
+            # requests and finishes both waiting: the loop takes one finish, then the request
+            heapq.heappop(self._finishes)
+            start += self.finish_s
+        end = start + work_s
+        self._intake_free_s, self._last_was_intake = end, True
+        self.occupy(start, end)
+        return end
+
+    def _finish_before(self, at_s: float) -> None:
+        """Run the finishing jobs the loop starts before `at_s` (each to its end: the loop is not preempted)."""
+        while self._finishes:
+            start = max(self._finishes[0], self._intake_free_s)
+            if start >= at_s:
+                return
+            heapq.heappop(self._finishes)
+            self._intake_free_s, self._last_was_intake = start + self.finish_s, False
 
     def open_requests(self, at_s: float) -> int:
         """Requests open at `at_s` (asked in non-decreasing order: a closed request is forgotten)."""
@@ -97,12 +160,3 @@ class FrontEnd:
             heapq.heappop(self._closing)
             self._open -= 1
         return self._open
-
-    def backlog_end(self, at_s: float) -> float:
-        if not self.enabled:
-            return at_s
-        i = bisect.bisect_right(self._emits, at_s)
-        end = self._ends[i - 1] if i else 0.0
-        if i > 1024:  # earlier emits no longer matter: queries only move forward
-            del self._emits[: i - 1], self._ends[: i - 1]
-        return max(at_s, end)
