@@ -33,6 +33,7 @@ SINGLE_H100_HOST_PLANS = frozenset(
         "h100-check-straggler.yaml",  # the same kind (2026-11-28, twenty-second session)
         "h100-check-straggler-custom.yaml",  # the same kind (twenty-third session)
         "h100-check-straggler-fa3.yaml",  # the same kind (twenty-third session; to record)
+        "h100-check-eager-decode.yaml",  # the same kind (twenty-fourth session)
     }
 )
 H200_HOST_PLANS = frozenset({"h200.yaml", "h200-host.yaml", "h200-check-graph.yaml"})
@@ -50,6 +51,7 @@ CHECK_ONLY_PLANS = frozenset(
         "h100-check-straggler.yaml",
         "h100-check-straggler-custom.yaml",
         "h100-check-straggler-fa3.yaml",
+        "h100-check-eager-decode.yaml",
     }
 )
 
