@@ -605,10 +605,12 @@ def first_burst_costs(corpus: Path) -> dict[str, HostCost]:
 
 def finish_us_per_request(corpus: Path) -> HostCost:
     """The API server's finishing work per request: the median over the closed-loop runs with later waves of their
-    later waves' receive spacing less their first wave's (module docstring)."""
+    later waves' receive spacing less their first wave's (module docstring); check-only runs are left out."""
     from simperf.accuracy.wave_receives import corpus_receives
+    from simperf.groundtruth.hosts import feeds_defaults
 
-    extra_ms = [r.later_receive_gap_ms - r.first_receive_gap_ms for r in corpus_receives(corpus)]
+    rows = [r for r in corpus_receives(corpus) if feeds_defaults(Path(r.run))]
+    extra_ms = [r.later_receive_gap_ms - r.first_receive_gap_ms for r in rows]
     if not extra_ms:
         raise ValueError(f"{corpus}: no closed-loop run with later waves and timestamps")
     return HostCost(

@@ -32,7 +32,7 @@ SINGLE_H100_HOST_PLANS = frozenset(
         "h100-check-ragged-2.yaml",  # the same kind (2026-11-28, twenty-second session)
         "h100-check-straggler.yaml",  # the same kind (2026-11-28, twenty-second session)
         "h100-check-straggler-custom.yaml",  # the same kind (twenty-third session)
-        "h100-check-straggler-fa3.yaml",  # the same kind (twenty-third session; to record)
+        "h100-check-straggler-fa3.yaml",  # the same kind (planned twenty-third, recorded twenty-fourth session)
         "h100-check-eager-decode.yaml",  # the same kind (twenty-fourth session)
     }
 )

@@ -866,8 +866,8 @@ class Overheads(_Strict):
         "connection's close, its metrics record: every corpus server ran --enable-metrics and "
         "--export-metrics-to-file), on the loop that takes in new requests, one finish and one receipt in turn: "
         "a closed loop's later wave reaches the server this much further apart than its first wave. Median over "
-        "the corpus' closed-loop runs with later waves of (later waves' receive spacing - first wave's), -0.14 to "
-        "2.89 ms (accuracy/wave_receives.py)",
+        "the 37 closed-loop corpus runs with later waves that feed defaults of (later waves' receive spacing - "
+        "first wave's), -0.14 to 2.36 ms (accuracy/wave_receives.py)",
     )
     tokenize_us_per_prompt_token: float = Field(
         default=2.66,
