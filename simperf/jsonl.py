@@ -14,6 +14,26 @@ from pathlib import Path
 from typing import Any
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object giving one key twice; the message names the key."""
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads keeps the last of two equal keys without a word: a trace row with input_len twice, or a result
+    # with median_ttft_ms twice, was read with whichever came last (strictyaml refuses the same in YAML)
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise DuplicateKeyError(f"key {key!r} is given twice in one object; give it once")
+        obj[key] = value
+    return obj
+
+
+def loads_strict(text: str) -> Any:
+    """json.loads that refuses an object giving a key twice (DuplicateKeyError, a ValueError)."""
+    return json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+
+
 def json_object_lines(
     lines: Iterable[str],
     source: object,
@@ -28,9 +48,11 @@ def json_object_lines(
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_strict(line)
         except json.JSONDecodeError as e:
             raise error(f"{source}:{line_no}: {invalid_phrase} ({e.msg})") from None
+        except DuplicateKeyError as e:
+            raise error(f"{source}:{line_no}: {e}") from None
         if not isinstance(obj, dict):
             raise error(f"{source}:{line_no}: expected a JSON object, got {type(obj).__name__}")
         yield line_no, obj

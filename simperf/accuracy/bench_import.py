@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from simperf import strictjson
-from simperf.jsonl import json_object_lines
+from simperf.jsonl import DuplicateKeyError, json_object_lines, loads_strict
 from simperf.scenario.load import format_validation_error
 from simperf.scenario.models import ARRIVAL_FIELDS, Scenario, WorkloadSpec
 
@@ -135,9 +135,11 @@ def parse_json_runs(text: str, source: str = "<json>") -> list[dict[str, Any]]:
     """A JSON document (one run) or JSONL (one run per line) -> the runs, in file order."""
     stripped = text.strip()
     try:
-        whole = json.loads(stripped)
+        whole = loads_strict(stripped)
     except json.JSONDecodeError:
         whole = None
+    except DuplicateKeyError as e:
+        raise BenchImportError(f"{source}: {e}") from None
     if isinstance(whole, dict):
         return [whole]
     if isinstance(whole, list) and all(isinstance(x, dict) for x in whole):

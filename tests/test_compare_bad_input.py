@@ -1,0 +1,41 @@
+"""`simperf compare PREDICTED MEASURED` on careless result files: refused with one `error:` line naming the file,
+never compared as something else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from simperf.cli import app
+
+runner = CliRunner()
+
+RESULT = {
+    "backend": "sglang",
+    "dataset_name": "random",
+    "completed": 20,
+    "duration": 3.5,
+    "request_throughput": 5.7,
+    "median_ttft_ms": 19.0,
+    "mean_ttft_ms": 19.5,
+}
+
+
+def _error_line(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+def test_a_result_giving_a_metric_twice_is_refused(tmp_path: Path):
+    """json.loads kept the last median_ttft_ms: the comparison read 1900 ms where the file said 19 first."""
+    predicted = tmp_path / "pred.json"
+    predicted.write_text(json.dumps(RESULT))
+    measured = tmp_path / "meas.json"
+    measured.write_text(json.dumps(RESULT)[:-1] + ', "median_ttft_ms": 1900.0}')
+    line = _error_line(["compare", str(predicted), str(measured)])
+    assert "meas.json" in line and "'median_ttft_ms' is given twice" in line

@@ -1,0 +1,31 @@
+"""`simperf trace ...` on careless trace files: each is refused with one `error:` line naming the file and line,
+never read as something else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from simperf.cli import app
+
+runner = CliRunner()
+
+
+def _error_line(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+def test_a_jsonl_row_giving_a_key_twice_is_refused(tmp_path: Path):
+    """json.loads kept the last input_len: the row was read as 99 tokens without a word."""
+    path = tmp_path / "dup.jsonl"
+    path.write_text(
+        '{"arrival_s": 0, "input_len": 10, "output_len": 5}\n'
+        '{"arrival_s": 1, "input_len": 10, "output_len": 5, "input_len": 99}\n'
+    )
+    line = _error_line(["trace", "inspect", str(path)])
+    assert "dup.jsonl:2" in line and "'input_len' is given twice" in line
