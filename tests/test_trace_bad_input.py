@@ -29,3 +29,11 @@ def test_a_jsonl_row_giving_a_key_twice_is_refused(tmp_path: Path):
     )
     line = _error_line(["trace", "inspect", str(path)])
     assert "dup.jsonl:2" in line and "'input_len' is given twice" in line
+
+
+def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path: Path):
+    """Each row kept the last column of a name: input_len was read from the fourth column (99), not the second."""
+    path = tmp_path / "dup.csv"
+    path.write_text("arrival_s,input_len,output_len,input_len\n0,10,5,99\n")
+    line = _error_line(["trace", "inspect", str(path)])
+    assert "dup.csv:1" in line and "'input_len' is given twice" in line

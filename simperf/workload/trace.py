@@ -172,6 +172,9 @@ def _csv_rows(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, An
         if header is None:
             return
         header = [h.strip() for h in header]
+        repeated = sorted({h for h in header if header.count(h) > 1})
+        if repeated:  # each row's dict kept the last column of a name: input_len read from the second one
+            raise TraceError(f"{path}:1: column {repeated[0]!r} is given twice in the header; give it once")
         fmt = detect_format(header, f"{path}:1")
         taken = 0
         for fields in reader:
