@@ -59,14 +59,17 @@ def check_policies(policies: list[str] | None) -> None:
 
 
 def load_fleet_scenario(path: Path, overrides: list[str]):
-    from simperf.scenario.load import ScenarioError, parse_scenario
+    from simperf.scenario.load import ScenarioError, load_scenario_mapping, parse_scenario
 
-    if not path.is_file():
-        _fail(f"{path}: no such scenario file")
     try:
-        data = apply_overrides(safe_load(path.read_text()) or {}, overrides)
-        scenario = parse_scenario(data, str(path), base_dir=path.parent)
-    except (ScenarioError, ValueError, yaml.YAMLError) as e:
+        # predict's reader: a directory, a file that is not UTF-8 or not YAML is named in one line
+        data = load_scenario_mapping(path)
+        if not isinstance(data, dict):  # --set into a list failed as an internal error (TypeError)
+            raise ScenarioError(
+                f"{path}: a scenario must be a mapping of keys to values, got {type(data).__name__}"
+            )
+        scenario = parse_scenario(apply_overrides(data, overrides), str(path), base_dir=path.parent)
+    except (ScenarioError, ValueError) as e:
         _fail(str(e))
     if scenario.fleet is None:
         _fail(f"{path}: no fleet: section (docs/fleet.md shows one)")
