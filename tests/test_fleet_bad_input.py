@@ -68,3 +68,11 @@ def test_an_empty_scenario_file_is_one_line(tmp_path: Path):
     path.write_text("")
     line = _error_line(["fleet", "compare", str(path)])
     assert "empty.yaml: a scenario must be a mapping of keys to values" in line
+
+
+def test_a_set_value_that_is_not_yaml_names_the_option(tmp_path: Path):
+    """PyYAML's report ('while parsing a flow sequence ...') was printed over six lines, naming no --set."""
+    path = tmp_path / "f.yaml"
+    path.write_text(FLEET)
+    line = _error_line(["fleet", "compare", str(path), "--set", "fleet.router.policy=[a"])
+    assert "--set fleet.router.policy: value '[a' is not valid YAML" in line

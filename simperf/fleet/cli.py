@@ -45,7 +45,12 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             if not isinstance(child, dict):
                 raise ValueError(f"--set {item!r}: {part} is not a mapping in the scenario")
             node = child
-        node[parts[-1]] = safe_load(text)
+        try:
+            node[parts[-1]] = safe_load(text)
+        except yaml.YAMLError as e:  # was printed as PyYAML's multi-line report, naming no --set
+            raise ValueError(
+                f"--set {key.strip()}: value {text!r} is not valid YAML: {' '.join(str(e).split())}"
+            ) from None
     return data
 
 
