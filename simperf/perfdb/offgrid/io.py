@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from simperf.jsonl import read_journal_lines
+from simperf.jsonl import json_object_lines, read_journal_lines
 
 SET_FORMAT = "simperf-offgrid-samples/1"
 RESULT_FORMAT = "simperf-offgrid-results/1"
+# what every reader of a sample takes from it (report.evaluate, timing, recheck)
+_SAMPLE_KEYS = ("id", "category", "ragged", "model", "note", "point")
 
 
 def results_name(samples: str, gpu: str) -> str:
@@ -40,13 +42,35 @@ def write_samples(path: Path, header: dict[str, Any], samples: list[dict[str, An
 def read_samples(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(header, samples) of a set written by write_samples; a one-line error for anything else."""
     try:
-        lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-        header = json.loads(lines[0]) if lines else {}
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        first = next((line for line in lines if line.strip()), "")
+        header = json.loads(first) if first else {}
     except (UnicodeDecodeError, json.JSONDecodeError):  # a Parquet table, a binary file: name the file
         header = None
     if not isinstance(header, dict) or header.get("format") != SET_FORMAT:
         raise ValueError(f"{path}: not an off-grid sample set (line 1 must carry format {SET_FORMAT!r})")
-    return header, [json.loads(line) for line in lines[1:]]
+    samples: list[dict[str, Any]] = []
+    lines_of: dict[int, int] = {}
+    for line_no, sample in list(json_object_lines(lines, path, ValueError))[1:]:
+        _checked_sample(sample, f"{path}:{line_no}")
+        if sample["id"] in lines_of:  # both were paired with the id's one result, and scored twice
+            raise ValueError(f"{path}:{line_no}: id {sample['id']} is also line {lines_of[sample['id']]}'s")
+        lines_of[sample["id"]] = line_no
+        samples.append(sample)
+    return header, samples
+
+
+def _checked_sample(sample: dict[str, Any], where: str) -> None:
+    # an edited set failed as "error: id" (a KeyError), as an internal error, or as a bare JSON message naming no
+    # file; the readers take these keys of every sample (report.evaluate, timing, recheck)
+    sample_id = sample.get("id")
+    if isinstance(sample_id, bool) or not isinstance(sample_id, int):
+        raise ValueError(f"{where}: id must be an integer, got {sample_id!r}")
+    missing = [key for key in _SAMPLE_KEYS if key not in sample]
+    if missing:
+        raise ValueError(f"{where}: missing {', '.join(missing)}")
+    if not isinstance(sample["point"], dict) or "op" not in sample["point"]:
+        raise ValueError(f"{where}: point must be a mapping naming the kernel call's op")
 
 
 def read_results(path: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
@@ -57,4 +81,7 @@ def read_results(path: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]
         rows = []
     if not rows or not isinstance(rows[0], dict) or rows[0].get("format") != RESULT_FORMAT:
         raise ValueError(f"{path}: not an off-grid results file (line 1 must carry format {RESULT_FORMAT!r})")
-    return rows[0], {int(r["id"]): r for r in rows[1:] if "id" in r}
+    for row in rows[1:]:  # int("abc") failed as "invalid literal for int()", naming no file
+        if "id" in row and (isinstance(row["id"], bool) or not isinstance(row["id"], int)):
+            raise ValueError(f"{path}: a result's id must be an integer sample id, got {row['id']!r}")
+    return rows[0], {r["id"]: r for r in rows[1:] if "id" in r}

@@ -1,0 +1,87 @@
+"""`simperf perfdb check DIR --offgrid RESULTS --samples SET` on careless off-grid files: one `error:` line naming
+the file (and line), never a bare key name, an internal error, or calls paired with another set's times."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simperf.cli import app
+
+REPO = Path(__file__).resolve().parents[1]
+OFFGRID = REPO / "calibration" / "offgrid"
+TABLES = REPO / "calibration" / "h100"
+runner = CliRunner()
+
+
+def _error_line(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+def _edited_set(tmp_path: Path, second_line: str) -> Path:
+    """The development set, named as its results file names it, with its second line replaced."""
+    lines = (OFFGRID / "samples.jsonl").read_text().splitlines()
+    path = tmp_path / "samples.jsonl"
+    path.write_text("\n".join([lines[0], second_line, *lines[2:]]) + "\n")
+    return path
+
+
+def _check(samples: Path) -> list[str]:
+    return [
+        "perfdb",
+        "check",
+        str(TABLES),
+        "--offgrid",
+        str(OFFGRID / "h100-results.jsonl"),
+        "--samples",
+        str(samples),
+    ]
+
+
+FIRST = json.loads((OFFGRID / "samples.jsonl").read_text().splitlines()[1])
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('{"id": 0, broken', "samples.jsonl:2: invalid JSON"),  # was Python's bare message, naming no file
+        (json.dumps({k: v for k, v in FIRST.items() if k != "id"}), "samples.jsonl:2: id must be an integer"),
+        (
+            json.dumps({**FIRST, "point": 5}),
+            "samples.jsonl:2: point must be a mapping",
+        ),  # was an internal error
+        (
+            json.dumps({k: v for k, v in FIRST.items() if k != "category"}),
+            "samples.jsonl:2: missing category",
+        ),
+    ],
+    ids=["broken-json", "no-id", "point-not-mapping", "no-category"],
+)
+def test_an_edited_sample_line_is_named(tmp_path: Path, line: str, expected: str):
+    assert expected in _error_line(_check(_edited_set(tmp_path, line)))
+
+
+def test_a_sample_id_given_twice_is_refused(tmp_path: Path):
+    """Both samples were paired with the id's one result and scored twice."""
+    lines = (OFFGRID / "samples.jsonl").read_text().splitlines()
+    path = tmp_path / "samples.jsonl"
+    path.write_text("\n".join([lines[0], lines[1], lines[1], *lines[2:]]) + "\n")
+    assert "samples.jsonl:3: id 0 is also line 2's" in _error_line(_check(path))
+
+
+def test_a_result_id_that_is_not_an_integer_names_the_file(tmp_path: Path):
+    """int('abc') failed as "invalid literal for int() with base 10: 'abc'", naming no file."""
+    header = json.loads((OFFGRID / "h100-results.jsonl").read_text().splitlines()[0])
+    results = tmp_path / "results.jsonl"
+    results.write_text(
+        json.dumps(header) + "\n" + json.dumps({"id": "abc", "status": "ok", "time_us": 5}) + "\n"
+    )
+    line = _error_line(["perfdb", "check", str(TABLES), "--offgrid", str(results)])
+    assert "results.jsonl: a result's id must be an integer sample id, got 'abc'" in line
