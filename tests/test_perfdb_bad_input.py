@@ -85,3 +85,12 @@ def test_a_result_id_that_is_not_an_integer_names_the_file(tmp_path: Path):
     )
     line = _error_line(["perfdb", "check", str(TABLES), "--offgrid", str(results)])
     assert "results.jsonl: a result's id must be an integer sample id, got 'abc'" in line
+
+
+def test_another_set_under_the_timed_sets_name_is_refused(tmp_path: Path):
+    """The seed-20261126 set copied as samples.jsonl passed the name check: its ids were paired with the seed-19
+    set's times and the report scored 308 calls against kernels that were never timed."""
+    path = tmp_path / "samples.jsonl"
+    path.write_text((OFFGRID / "samples-seed20261126.jsonl").read_text())
+    line = _error_line(_check(path))
+    assert "timed a set of seed 19" in line and "seed 20261126" in line

@@ -44,12 +44,18 @@ def timed_samples(samples_path: Path, results_path: Path) -> tuple[str, list[tup
     """(GPU of the results, [(sample, ok result)]); samples without an ok time are left out (counted apart).
     A results file names the set it timed: read with another set, its ids would pair with other calls (a one-line
     ValueError instead)."""
-    _, samples = read_samples(samples_path)
+    set_header, samples = read_samples(samples_path)
     header, results = read_results(results_path)
     timed = Path(str(header.get("samples") or "")).name
     if timed and timed != Path(samples_path).name:
         raise ValueError(
             f"{results_path}: timed the set {timed}, not {Path(samples_path).name} (pass that set as --samples)"
+        )
+    seeds = (header.get("seed"), set_header.get("seed"))
+    if None not in seeds and seeds[0] != seeds[1]:  # another set copied under the timed set's name
+        raise ValueError(
+            f"{results_path}: timed a set of seed {seeds[0]}, and {samples_path} is the set of seed {seeds[1]} "
+            "(pass the set it timed as --samples)"
         )
     pairs = [
         (s, results[s["id"]])
