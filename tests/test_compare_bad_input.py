@@ -39,3 +39,11 @@ def test_a_result_giving_a_metric_twice_is_refused(tmp_path: Path):
     measured.write_text(json.dumps(RESULT)[:-1] + ', "median_ttft_ms": 1900.0}')
     line = _error_line(["compare", str(predicted), str(measured)])
     assert "meas.json" in line and "'median_ttft_ms' is given twice" in line
+
+
+def test_a_file_compared_with_itself_is_refused(tmp_path: Path):
+    """The same path twice printed +0.0% on every metric, a prediction that looked exact."""
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps(RESULT))
+    line = _error_line(["compare", str(path), str(tmp_path / "." / "pred.json")])
+    assert "is also the PREDICTED file" in line

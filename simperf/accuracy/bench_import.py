@@ -523,6 +523,9 @@ def compare_command(
             check_compared_metrics(result, path)
     except BenchImportError as e:
         fail(str(e))
+    if predicted.resolve() == measured.resolve():  # after reading: a file's own fault is named first
+        # one file compared with itself printed a 0.0% delta on every metric: a prediction that looked exact
+        fail(f"{measured}: is also the PREDICTED file; give the measured bench_serving result")
     rows = compare_results(pred, meas)
     if not rows:  # a table with no row, and exit 0, read as a comparison that passed
         have = [
