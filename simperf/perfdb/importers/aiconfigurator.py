@@ -156,6 +156,10 @@ def import_system(
 ) -> ImportReport:
     """Convert every supported table of one AIConfigurator system into `out/aiconfigurator_<op>.parquet`
     and write `out/aiconfigurator_import.json` recording what came from where."""
+    if root is not None and not Path(root).is_dir():  # was "no data for system ...; systems published: []"
+        raise AIConfiguratorImportError(
+            f"--package-root {root}: not a directory (an unpacked aiconfigurator_core)"
+        )
     root = Path(root) if root is not None else package_root()
     data = root / "systems" / "data" / system
     if not data.is_dir():
