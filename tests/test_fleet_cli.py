@@ -155,6 +155,44 @@ def test_compare_shows_its_progress_on_a_terminal_and_keeps_stdout_clean(fleet_f
     assert result.exit_code == 0 and "fleet compare" not in shown.get()
 
 
+def test_compare_tunes_a_parameter_only_a_compared_policy_reads(fleet_file):
+    """`--policy prefix_hash --set fleet.router.load_factor=2` on a cache_aware file was refused ("read only by the
+    prefix_hash policy; this router uses cache_aware"): the router was checked against the file's policy before
+    --policy applied, so a compare could not tune the policy it compared. A parameter that no compared policy and
+    not the file's own reads is still refused."""
+    args = [
+        "fleet",
+        "compare",
+        str(fleet_file),
+        "--policy",
+        "prefix_hash",
+        "--policy",
+        "round_robin",
+        "-o",
+        "json",
+    ]
+    base = {r["policy"]: r for r in json.loads(runner.invoke(app, args).stdout)}
+    result = runner.invoke(app, [*args, "--set", "fleet.router.load_factor=1.01"])
+    assert result.exit_code == 0, result.output
+    tuned = {r["policy"]: r for r in json.loads(result.stdout)}
+    assert tuned["round_robin"] == base["round_robin"]  # the parameter stays with the policy that reads it
+    assert tuned["prefix_hash"] != base["prefix_hash"]
+    refused = runner.invoke(
+        app,
+        [
+            "fleet",
+            "compare",
+            str(fleet_file),
+            "--policy",
+            "round_robin",
+            "--set",
+            "fleet.router.load_factor=2",
+        ],
+    )
+    assert refused.exit_code == 2
+    assert "load_factor" in refused.output and "compared round_robin" in refused.output
+
+
 def test_compare_names_a_bad_override_and_a_bad_policy(fleet_file):
     result = runner.invoke(app, ["fleet", "compare", str(fleet_file), "--set", "fleet.router.policy"])
     assert result.exit_code == 2 and "KEY.PATH=VALUE" in result.output

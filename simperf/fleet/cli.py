@@ -63,7 +63,10 @@ def check_policies(policies: list[str] | None) -> None:
         seen.add(name)
 
 
-def load_fleet_scenario(path: Path, overrides: list[str]):
+def load_fleet_scenario(path: Path, overrides: list[str], policies: list[str] | tuple[str, ...] = ()):
+    """The fleet scenario, its router's parameters checked against its own policies and `policies` (the ones the
+    command runs it under: a parameter only one of those reads is not refused as changing nothing)."""
+    from simperf.scenario.fleet import COMPARED_POLICIES
     from simperf.scenario.load import ScenarioError, load_scenario_mapping, parse_scenario
 
     try:
@@ -73,7 +76,12 @@ def load_fleet_scenario(path: Path, overrides: list[str]):
             raise ScenarioError(
                 f"{path}: a scenario must be a mapping of keys to values, got {type(data).__name__}"
             )
-        scenario = parse_scenario(apply_overrides(data, overrides), str(path), base_dir=path.parent)
+        scenario = parse_scenario(
+            apply_overrides(data, overrides),
+            str(path),
+            base_dir=path.parent,
+            context={COMPARED_POLICIES: tuple(policies)},
+        )
     except (ScenarioError, ValueError) as e:
         _fail(str(e))
     if scenario.fleet is None:
@@ -104,10 +112,10 @@ def compare_command(
     check_policies(policy)
     if charts is not None:  # before the fleets are simulated: a file there failed only after every policy ran
         check_output_dir(charts, "--charts")
-    base = load_fleet_scenario(scenario, set_ or [])
+    names = policy or ["round_robin", "cache_aware"]
+    base = load_fleet_scenario(scenario, set_ or [], names)
     rows: list[dict[str, Any]] = []
     predictions = {}
-    names = policy or ["round_robin", "cache_aware"]
     routers = {}
     labels: dict[str, str] = {}
     for name in names:  # every --policy checked before the first fleet is simulated
@@ -224,15 +232,14 @@ def plan_fleet_command(
     check_policies(policy)
     if charts is not None:  # before the search: a file there failed only after every trial ran
         check_output_dir(charts, "--charts")
-    base = load_fleet_scenario(scenario, set_ or [])
+    policies = tuple(policy or PLAN_POLICIES)
+    base = load_fleet_scenario(scenario, set_ or [], policies)
     try:
         parsed = parse_sla(sla or [])
     except SlaError as e:
         _fail(f"--sla: {e}")
     try:
-        plan = plan_fleet(
-            base, rate, parsed, tuple(policy or PLAN_POLICIES), max_replicas, on_trial=_show_trial
-        )
+        plan = plan_fleet(base, rate, parsed, policies, max_replicas, on_trial=_show_trial)
     except (FleetPlanError, ValueError) as e:
         _fail(str(e))
     if output == "json":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from simperf.scenario.models import HardwareSpec, ServingSpec, _Strict, unused_serving_fields
 from simperf.scenario.pd import check_decode_settings, check_prefill_settings
@@ -37,6 +37,10 @@ PARAMETER_POLICIES: dict[str, frozenset[str]] = {
     "chars_per_token": frozenset({"cache_aware", "bucket"}),
     "seed": frozenset({"random", "power_of_two", "consistent_hashing", "bucket"}),
 }
+
+
+# validation context key (parse_scenario's `context`): the policies `fleet compare|plan` will run the router under
+COMPARED_POLICIES = "compared_policies"
 
 
 class RouterSpec(_Strict):
@@ -94,7 +98,7 @@ class RouterSpec(_Strict):
     )
 
     @model_validator(mode="after")
-    def _parameters_of_a_policy_in_use(self) -> RouterSpec:
+    def _parameters_of_a_policy_in_use(self, info: ValidationInfo) -> RouterSpec:
         if "policy" in self.model_fields_set and self.prefill_policy and self.decode_policy:
             # the gateway's --policy is only the fallback of a PD side without its own ("If not specified, uses the
             # main policy": --prefill-policy / --decode-policy, sgl-model-gateway/bindings/python/sglang_router/
@@ -105,14 +109,18 @@ class RouterSpec(_Strict):
                 "nothing (drop it, or one of them)"
             )
         in_use = {self.policy, self.prefill(), self.decode()}
+        # `fleet compare|plan --policy P` runs the router under each P with the parameters P reads (with_policy):
+        # a parameter only a compared policy reads is in use there (it was refused, so it could not be tuned)
+        compared = set((info.context or {}).get(COMPARED_POLICIES, ()))
         for name, readers in PARAMETER_POLICIES.items():
-            if name in self.model_fields_set and not readers & in_use:
+            if name in self.model_fields_set and not readers & (in_use | compared):
                 names = sorted(readers)
                 readers_text = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+                also = f" and the compared {', '.join(sorted(compared))}" if compared else ""
                 raise ValueError(
                     f"{name}: read only by the {readers_text} {'policies' if len(readers) > 1 else 'policy'}; "
                     f"this router uses "
-                    f"{', '.join(sorted(in_use))}, so it would change nothing (drop it or change the policy)"
+                    f"{', '.join(sorted(in_use))}{also}, so it would change nothing (drop it or change the policy)"
                 )
         return self
 

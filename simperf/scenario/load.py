@@ -91,13 +91,16 @@ def format_validation_error(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def parse_scenario(data: Any, source: str = "<scenario>", base_dir: Path | None = None) -> Scenario:
+def parse_scenario(
+    data: Any, source: str = "<scenario>", base_dir: Path | None = None, context: dict[str, Any] | None = None
+) -> Scenario:
+    """`context`: pydantic's validation context, for validators that read it (scenario/fleet.py COMPARED_POLICIES)."""
     if not isinstance(data, dict):
         raise ScenarioError(
             f"{source}: a scenario must be a mapping of keys to values, got {type(data).__name__}"
         )
     try:
-        scenario = Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data, context=context)
     except ValidationError as err:
         raise ScenarioError(format_validation_error(err, source)) from None
     return _resolve_relative_paths(scenario, base_dir) if base_dir else scenario
