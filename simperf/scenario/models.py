@@ -890,8 +890,8 @@ class Overheads(_Strict):
         ge=0,
         description="the API server's time to write one streamed chunk (one request's output of one iteration), "
         "SGLang's metrics off, before what the chunk carries (frontend_us_per_streamed_token): chunks queue on its "
-        "one event loop, so TPOT cannot drop below the streams being served x the time per chunk, and a request "
-        "sent while the queue is long waits behind it (sim/frontend.py). The H200 host's 56.1 us with metrics on "
+        "one event loop, so TPOT cannot drop below the streams being served x the time per chunk, and a request's "
+        "first chunk waits behind the chunks queued before it (sim/frontend.py). The H200 host's 56.1 us with metrics on "
         "(Qwen3-0.6B, 128 streams, 512 output tokens, where SGLang 0.5.17's API server saturated at the fewest "
         "streams in the corpus: 1 / output tokens per second), taken back to no open request (/ (1 + 128 x "
         "frontend_share_per_open_request)), times the share without metrics measured on two hosts' servers with and "
