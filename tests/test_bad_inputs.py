@@ -505,21 +505,30 @@ CALIBRATE_CASES = [
         "vidur",
     ),
     Case("import-missing-system", ("calibrate", "import", "aiconfigurator", "--out", "{ws}/imp"), "--system"),
-    Case(
-        "import-bad-root",
-        (
-            "calibrate",
-            "import",
-            "aiconfigurator",
-            "--system",
-            "b200_sxm",
-            "--out",
-            "{ws}/imp",
-            "--package-root",
-            "{ws}/empty",
-        ),
-        "empty",
-    ),  # fmt: skip
+    # --package-root: an empty directory names it; a missing path or a file was "no data for system 'b200_sxm' under
+    # PATH; systems published: []", as if the package held no such system
+    *(
+        Case(
+            f"import-{kind}-root",
+            (
+                "calibrate",
+                "import",
+                "aiconfigurator",
+                "--system",
+                "b200_sxm",
+                "--out",
+                "{ws}/imp",
+                "--package-root",
+                f"{{ws}}/{name}",
+            ),
+            expected,
+        )
+        for kind, name, expected in (
+            ("bad", "empty", "empty"),
+            ("missing", "nope", "/nope: not a directory"),
+            ("file", "s.yaml", "/s.yaml: not a directory"),
+        )
+    ),
 ]
 
 PERFDB_CASES = [

@@ -6,11 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from simperf.cli import app
-
-runner = CliRunner()
+from clierrors import one_error_line
 
 RESULT = {
     "backend": "sglang",
@@ -23,21 +19,13 @@ RESULT = {
 }
 
 
-def _error_line(args: list[str]) -> str:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    return lines[0]
-
-
 def test_a_result_giving_a_metric_twice_is_refused(tmp_path: Path):
     """json.loads kept the last median_ttft_ms: the comparison read 1900 ms where the file said 19 first."""
     predicted = tmp_path / "pred.json"
     predicted.write_text(json.dumps(RESULT))
     measured = tmp_path / "meas.json"
     measured.write_text(json.dumps(RESULT)[:-1] + ', "median_ttft_ms": 1900.0}')
-    line = _error_line(["compare", str(predicted), str(measured)])
+    line = one_error_line(["compare", str(predicted), str(measured)])
     assert "meas.json" in line and "'median_ttft_ms' is given twice" in line
 
 
@@ -45,5 +33,5 @@ def test_a_file_compared_with_itself_is_refused(tmp_path: Path):
     """The same path twice printed +0.0% on every metric, a prediction that looked exact."""
     path = tmp_path / "pred.json"
     path.write_text(json.dumps(RESULT))
-    line = _error_line(["compare", str(path), str(tmp_path / "." / "pred.json")])
+    line = one_error_line(["compare", str(path), str(tmp_path / "." / "pred.json")])
     assert "is also the PREDICTED file" in line

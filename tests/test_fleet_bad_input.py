@@ -6,11 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from simperf.cli import app
-
-runner = CliRunner()
+from clierrors import one_error_line
 
 FLEET = """
 name: f
@@ -26,14 +22,6 @@ workload:
 COMMANDS = (("fleet", "compare"), ("fleet", "plan", "--rate", "5"))
 
 
-def _error_line(args: list[str]) -> str:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    return lines[0]
-
-
 def _with_scenario(command: tuple[str, ...], path: Path, *extra: str) -> list[str]:
     return [*command[:2], str(path), *command[2:], *extra]
 
@@ -43,7 +31,7 @@ def test_a_list_scenario_with_a_set_is_named_not_an_internal_error(tmp_path: Pat
     """--set walked into the list and failed with 'internal error (TypeError: list indices must be integers ...)'."""
     path = tmp_path / "l.yaml"
     path.write_text("- a\n- b\n")
-    line = _error_line(_with_scenario(command, path, "--set", "fleet.router.seed=1"))
+    line = one_error_line(_with_scenario(command, path, "--set", "fleet.router.seed=1"))
     assert "l.yaml: a scenario must be a mapping of keys to values, got list" in line
 
 
@@ -52,13 +40,13 @@ def test_a_scenario_that_is_not_utf8_names_the_file(tmp_path: Path, command):
     """The error was Python's "'utf-8' codec can't decode byte 0xe9 ...", naming no file."""
     path = tmp_path / "latin1.yaml"
     path.write_bytes(FLEET.replace("name: f", "name: caf\xe9").encode("latin-1"))
-    line = _error_line(_with_scenario(command, path))
+    line = one_error_line(_with_scenario(command, path))
     assert "latin1.yaml: cannot read the scenario" in line
 
 
 def test_a_directory_is_not_reported_as_missing(tmp_path: Path):
     """A directory was reported as 'no such scenario file', which it is not."""
-    line = _error_line(["fleet", "compare", str(tmp_path)])
+    line = one_error_line(["fleet", "compare", str(tmp_path)])
     assert "cannot read the scenario" in line and "no such" not in line
 
 
@@ -66,7 +54,7 @@ def test_an_empty_scenario_file_is_one_line(tmp_path: Path):
     """An empty file was read as {} and reported as three missing fields over four lines."""
     path = tmp_path / "empty.yaml"
     path.write_text("")
-    line = _error_line(["fleet", "compare", str(path)])
+    line = one_error_line(["fleet", "compare", str(path)])
     assert "empty.yaml: a scenario must be a mapping of keys to values" in line
 
 
@@ -74,5 +62,5 @@ def test_a_set_value_that_is_not_yaml_names_the_option(tmp_path: Path):
     """PyYAML's report ('while parsing a flow sequence ...') was printed over six lines, naming no --set."""
     path = tmp_path / "f.yaml"
     path.write_text(FLEET)
-    line = _error_line(["fleet", "compare", str(path), "--set", "fleet.router.policy=[a"])
+    line = one_error_line(["fleet", "compare", str(path), "--set", "fleet.router.policy=[a"])
     assert "--set fleet.router.policy: value '[a' is not valid YAML" in line

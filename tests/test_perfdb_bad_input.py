@@ -7,22 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from simperf.cli import app
+from clierrors import one_error_line
 
 REPO = Path(__file__).resolve().parents[1]
 OFFGRID = REPO / "calibration" / "offgrid"
 TABLES = REPO / "calibration" / "h100"
-runner = CliRunner()
-
-
-def _error_line(args: list[str]) -> str:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    return lines[0]
 
 
 def _edited_set(tmp_path: Path, second_line: str) -> Path:
@@ -65,7 +54,7 @@ FIRST = json.loads((OFFGRID / "samples.jsonl").read_text().splitlines()[1])
     ids=["broken-json", "no-id", "point-not-mapping", "no-category"],
 )
 def test_an_edited_sample_line_is_named(tmp_path: Path, line: str, expected: str):
-    assert expected in _error_line(_check(_edited_set(tmp_path, line)))
+    assert expected in one_error_line(_check(_edited_set(tmp_path, line)))
 
 
 def test_a_sample_id_given_twice_is_refused(tmp_path: Path):
@@ -73,7 +62,7 @@ def test_a_sample_id_given_twice_is_refused(tmp_path: Path):
     lines = (OFFGRID / "samples.jsonl").read_text().splitlines()
     path = tmp_path / "samples.jsonl"
     path.write_text("\n".join([lines[0], lines[1], lines[1], *lines[2:]]) + "\n")
-    assert "samples.jsonl:3: id 0 is also line 2's" in _error_line(_check(path))
+    assert "samples.jsonl:3: id 0 is also line 2's" in one_error_line(_check(path))
 
 
 def test_a_result_id_that_is_not_an_integer_names_the_file(tmp_path: Path):
@@ -83,7 +72,7 @@ def test_a_result_id_that_is_not_an_integer_names_the_file(tmp_path: Path):
     results.write_text(
         json.dumps(header) + "\n" + json.dumps({"id": "abc", "status": "ok", "time_us": 5}) + "\n"
     )
-    line = _error_line(["perfdb", "check", str(TABLES), "--offgrid", str(results)])
+    line = one_error_line(["perfdb", "check", str(TABLES), "--offgrid", str(results)])
     assert "results.jsonl: a result's id must be an integer sample id, got 'abc'" in line
 
 
@@ -92,5 +81,5 @@ def test_another_set_under_the_timed_sets_name_is_refused(tmp_path: Path):
     set's times and the report scored 308 calls against kernels that were never timed."""
     path = tmp_path / "samples.jsonl"
     path.write_text((OFFGRID / "samples-seed20261126.jsonl").read_text())
-    line = _error_line(_check(path))
+    line = one_error_line(_check(path))
     assert "timed a set of seed 19" in line and "seed 20261126" in line

@@ -5,19 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from simperf.cli import app
-
-runner = CliRunner()
-
-
-def _error_line(args: list[str]) -> str:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    return lines[0]
+from clierrors import one_error_line
 
 
 def test_a_jsonl_row_giving_a_key_twice_is_refused(tmp_path: Path):
@@ -27,7 +15,7 @@ def test_a_jsonl_row_giving_a_key_twice_is_refused(tmp_path: Path):
         '{"arrival_s": 0, "input_len": 10, "output_len": 5}\n'
         '{"arrival_s": 1, "input_len": 10, "output_len": 5, "input_len": 99}\n'
     )
-    line = _error_line(["trace", "inspect", str(path)])
+    line = one_error_line(["trace", "inspect", str(path)])
     assert "dup.jsonl:2" in line and "'input_len' is given twice" in line
 
 
@@ -35,5 +23,5 @@ def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path: Path):
     """Each row kept the last column of a name: input_len was read from the fourth column (99), not the second."""
     path = tmp_path / "dup.csv"
     path.write_text("arrival_s,input_len,output_len,input_len\n0,10,5,99\n")
-    line = _error_line(["trace", "inspect", str(path)])
+    line = one_error_line(["trace", "inspect", str(path)])
     assert "dup.csv:1" in line and "'input_len' is given twice" in line
