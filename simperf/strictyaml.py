@@ -33,6 +33,12 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def error_line(err: yaml.YAMLError) -> str:
+    """A YAML error on one line: PyYAML's report spans several (the problem, the line, a caret), and simperf's
+    errors are one line each."""
+    return " ".join(str(err).split())
+
+
 def safe_load(text: str) -> Any:
     """yaml.safe_load that refuses a mapping key given twice (a yaml.YAMLError naming the key and its lines)."""
     return yaml.load(text, Loader=_NoDuplicateKeysLoader)  # noqa: S506 - a SafeLoader subclass

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from clierrors import one_error_line
 from typer.testing import CliRunner
 
 from simperf.cli import app
@@ -215,3 +216,11 @@ def test_eager_decode_steps_take_an_eager_forwards_measured_host_time(tmp_path):
     notes = json.loads(eager.stdout)["simperf"]["notes"]
     assert "(serving.disable_cuda_graph)" in notes["Decode steps without a CUDA graph"]
     assert "eager_extend_us_per_kernel_dense" in notes["Decode steps without a CUDA graph"]
+
+
+def test_a_set_value_that_is_not_yaml_is_named_on_one_line():
+    """`--set serving.tp=[a` printed PyYAML's report over four lines (problem, source line, caret, problem); fleet
+    compare|plan read the same flag in their own copy, which was one line: both now read it in one place."""
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "qwen3-8b-h100.yaml"
+    line = one_error_line(["predict", str(scenario), "--set", "serving.tp=[a"])
+    assert "--set serving.tp: value '[a' is not valid YAML" in line

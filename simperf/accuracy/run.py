@@ -33,6 +33,7 @@ from simperf.accuracy.truth import (
     read_truth,
     unit_factor,
 )
+from simperf.strictyaml import error_line
 
 INDEX_FILE = "index.yaml"
 TARGET_FAMILIES = ("tpot", "output_throughput", "ttft")
@@ -125,7 +126,7 @@ def load_index(directory: Path) -> Index:
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
-        raise IndexError_(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
+        raise IndexError_(f"{path}: not valid YAML: {error_line(err)}") from None
     sections = {"scenarios": dict, "flagged": dict, "unpredictable": dict, "kernels": list}
     if not isinstance(data, dict):
         raise IndexError_(f"{path}: must be a mapping with sections {', '.join(sections)}")

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from simperf.output_paths import check_output_dir
+from simperf.scenario.flags import read_set_value
 from simperf.scenario.load import format_validation_error
 from simperf.strictyaml import safe_load
 
@@ -45,12 +46,7 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             if not isinstance(child, dict):
                 raise ValueError(f"--set {item!r}: {part} is not a mapping in the scenario")
             node = child
-        try:
-            node[parts[-1]] = safe_load(text)
-        except yaml.YAMLError as e:  # was printed as PyYAML's multi-line report, naming no --set
-            raise ValueError(
-                f"--set {key.strip()}: value {text!r} is not valid YAML: {' '.join(str(e).split())}"
-            ) from None
+        node[parts[-1]] = read_set_value(key.strip(), text)  # predict's reader: one line on bad YAML
     return data
 
 
@@ -67,17 +63,14 @@ def load_fleet_scenario(path: Path, overrides: list[str], policies: list[str] | 
     """The fleet scenario, its router's parameters checked against its own policies and `policies` (the ones the
     command runs it under: a parameter only one of those reads is not refused as changing nothing)."""
     from simperf.scenario.fleet import COMPARED_POLICIES
-    from simperf.scenario.load import ScenarioError, load_scenario_mapping, parse_scenario
+    from simperf.scenario.load import ScenarioError, load_scenario_mapping, parse_scenario, require_mapping
 
     try:
         # predict's reader: a directory, a file that is not UTF-8 or not YAML is named in one line
         data = load_scenario_mapping(path)
-        if not isinstance(data, dict):  # --set into a list failed as an internal error (TypeError)
-            raise ScenarioError(
-                f"{path}: a scenario must be a mapping of keys to values, got {type(data).__name__}"
-            )
+        # --set into a list failed as an internal error (TypeError): the mapping check goes first
         scenario = parse_scenario(
-            apply_overrides(data, overrides),
+            apply_overrides(require_mapping(data, str(path)), overrides),
             str(path),
             base_dir=path.parent,
             context={COMPARED_POLICIES: tuple(policies)},

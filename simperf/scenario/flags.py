@@ -359,9 +359,6 @@ def parse_flags(tokens: list[str]) -> FlagSettings:
 
 def parse_set_values(items: list[str]) -> dict[str, Any]:
     """`--set serving.tp=4 --set serving.speculative={algorithm: mtp}`: values read as YAML."""
-    import yaml
-
-    from simperf.strictyaml import safe_load
     from simperf.sweep.paths import scenario_field_paths, unknown_path_message
 
     out: dict[str, Any] = {}
@@ -374,11 +371,20 @@ def parse_set_values(items: list[str]) -> dict[str, Any]:
             raise FlagError(f"--set {key}: {unknown_path_message(key)}")
         if key in out:  # the later one was used without a word
             raise FlagError(f"--set {key}: given twice; give each field once")
-        try:
-            out[key] = safe_load(text) if text.strip() else None
-        except yaml.YAMLError as e:
-            raise FlagError(f"--set {key}: value {text!r} is not valid YAML: {e}") from None
+        out[key] = read_set_value(key, text)
     return out
+
+
+def read_set_value(key: str, text: str) -> Any:
+    """The value of `--set KEY=TEXT`, read as YAML (predict, fleet compare|plan); a FlagError on one line."""
+    import yaml
+
+    from simperf.strictyaml import error_line, safe_load
+
+    try:
+        return safe_load(text) if text.strip() else None
+    except yaml.YAMLError as e:  # PyYAML's report spans several lines
+        raise FlagError(f"--set {key}: value {text!r} is not valid YAML: {error_line(e)}") from None
 
 
 def flags_epilog() -> str:

@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from simperf.scenario.models import Scenario
-from simperf.strictyaml import safe_load
+from simperf.strictyaml import error_line, safe_load
 
 
 class ScenarioError(ValueError):
@@ -91,16 +91,21 @@ def format_validation_error(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def parse_scenario(
-    data: Any, source: str = "<scenario>", base_dir: Path | None = None, context: dict[str, Any] | None = None
-) -> Scenario:
-    """`context`: pydantic's validation context, for validators that read it (scenario/fleet.py COMPARED_POLICIES)."""
+def require_mapping(data: Any, source: str) -> dict[str, Any]:
+    """`data` if a scenario file's top level is a mapping; else the one-line ScenarioError naming `source`."""
     if not isinstance(data, dict):
         raise ScenarioError(
             f"{source}: a scenario must be a mapping of keys to values, got {type(data).__name__}"
         )
+    return data
+
+
+def parse_scenario(
+    data: Any, source: str = "<scenario>", base_dir: Path | None = None, context: dict[str, Any] | None = None
+) -> Scenario:
+    """`context`: pydantic's validation context, for validators that read it (scenario/fleet.py COMPARED_POLICIES)."""
     try:
-        scenario = Scenario.model_validate(data, context=context)
+        scenario = Scenario.model_validate(require_mapping(data, source), context=context)
     except ValidationError as err:
         raise ScenarioError(format_validation_error(err, source)) from None
     return _resolve_relative_paths(scenario, base_dir) if base_dir else scenario
@@ -114,7 +119,7 @@ def load_scenario_mapping(path: Path | str) -> Any:
     try:
         return safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise ScenarioError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
+        raise ScenarioError(f"{path}: not valid YAML: {error_line(err)}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise ScenarioError(
             f"{path}: cannot read the scenario: {getattr(err, 'strerror', None) or err}"
