@@ -52,6 +52,7 @@ CHECK_ONLY_PLANS = frozenset(
         "h100-check-straggler-custom.yaml",
         "h100-check-straggler-fa3.yaml",
         "h100-check-eager-decode.yaml",
+        "h200x2-check-moe-tp2.yaml",
     }
 )
 
