@@ -270,6 +270,13 @@ MUTATIONS = (
         "            start += self.finish_s * 1.01\n",
     ),
     Mutation(
+        "eager-rank-factor-tp2",
+        "served eager extend at 2 TP ranks (scenario/models.py Overheads.eager_extend_rank_factor_tp2): +1%",
+        "simperf/scenario/models.py",
+        "        default=1.497,\n",
+        "        default=1.512,\n",
+    ),
+    Mutation(
         "client-burst",
         "bench_serving burst (sim/client.py _send_until): the time before a burst reaches the API server +1%",
         "simperf/sim/client.py",

@@ -114,6 +114,21 @@ def test_the_eager_rank_factors_are_the_four_rank_one_batch_measurements():
     assert all(float(part.rsplit("= ", 1)[1]) > 1.3 for part in mla_moe.detail.split("; ")), mla_moe.detail
 
 
+def test_the_two_rank_factor_is_the_served_extends_measurement():
+    """Overheads.eager_extend_rank_factor_tp2: DeepSeek-V2-Lite served at TP 2 and TP 1 on one host, one request at a
+    time, its prefill stage per kernel simperf counts, the median over two prompt lengths
+    (groundtruth/plans/h200x2-eager-extend-tp.yaml): not the check plan's runs that found it missing."""
+    from simperf.accuracy.hostcosts import SERVED_RANK_SERVERS, served_eager_rank_factor_tp2
+
+    measured = served_eager_rank_factor_tp2(CORPUS)
+    assert Overheads().eager_extend_rank_factor_tp2 == pytest.approx(measured.value, abs=0.001), (
+        measured.detail
+    )
+    # both prompt lengths ran longer per kernel at two ranks, by more than one request's spread at one
+    assert all(float(part.rsplit("= ", 1)[1]) > 1.3 for part in measured.detail.split("; ")), measured.detail
+    assert not any("check" in str(server) for server in SERVED_RANK_SERVERS.values())
+
+
 def test_the_api_server_time_per_chunk_is_the_saturated_runs_measurement():
     from simperf.accuracy.hostcosts import frontend_us_per_chunk
 
@@ -479,7 +494,7 @@ def test_later_waves_reach_the_server_slower_than_the_first():
     from simperf.accuracy.wave_receives import corpus_receives
 
     rows = corpus_receives(CORPUS)
-    assert len(rows) == 41
+    assert len(rows) == 43
     slower = [r for r in rows if r.later_receive_gap_ms > r.first_receive_gap_ms + 0.3]
     assert len(slower) >= 0.85 * len(rows)
     medians = [
@@ -488,7 +503,7 @@ def test_later_waves_reach_the_server_slower_than_the_first():
     ]
     assert medians == pytest.approx([0.44, 1.77, 0.42], abs=0.005)
     doc = (REPO / "docs" / "overheads.md").read_text(encoding="utf-8")
-    assert "0.44 ms apart (median over 41 runs)" in doc and "**1.77 ms** apart" in doc
+    assert "0.44 ms apart (median over 43 runs)" in doc and "**1.77 ms** apart" in doc
 
 
 def test_the_module_entry_point_ends_a_bad_corpus_in_one_error_line(tmp_path):

@@ -86,7 +86,8 @@ def test_a_dense_model_without_cuda_graphs_prefills_at_the_dense_eager_cost():
     ("model", "tp", "factor_field"),
     [
         ("deepseek-v2-lite", 1, None),
-        ("deepseek-v2-lite", 2, None),  # measured at 2 ranks: 0.97, within the host's noise; not applied
+        ("deepseek-v2-lite", 2, "eager_extend_rank_factor_tp2"),  # served at 2 ranks: 1.50 (one_batch: 0.97)
+        ("qwen3-8b", 2, None),  # a dense model at 2 ranks: not measured, 1
         ("deepseek-v2-lite", 4, "eager_extend_rank_factor"),
         ("deepseek-v2-lite", 8, "eager_extend_rank_factor"),  # 8 ranks take 4's value (an estimate)
         ("qwen3-8b", 4, "eager_extend_rank_factor_dense"),

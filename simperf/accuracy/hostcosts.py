@@ -733,3 +733,36 @@ def eager_extend_rank_factor(corpus: Path, model_class: str = "mla_moe") -> Rati
             f"{one.split('-')[1]}: {t4:.1f} ms / {k4} kernels over {t1:.1f} ms / {k1} = {ratios[-1]:.3f}"
         )
     return Ratio(float(np.median(ratios)), "; ".join(parts))
+
+
+# DeepSeek-V2-Lite served at TP 1 and TP 2 on the same 2xH200 host, one request at a time
+# (groundtruth/plans/h200x2-eager-extend-tp.yaml): server directory per rank count, run per prompt length.
+SERVED_RANK_SERVERS = {1: Path("h200/deepseek-v2-lite-tp1-eager"), 2: Path("h200/deepseek-v2-lite-tp2-eager")}
+SERVED_RANK_RUNS = {1024: "c1-1k-64", 128: "c1-128-64"}
+
+
+def _served_prefill_ms(run: Path) -> float:
+    """Median time from the scheduler first taking a request into a batch to its prefill finishing (SGLang's
+    per-request timestamps): at one request at a time, the served eager extend of its prompt."""
+    import polars as pl
+
+    requests = pl.read_parquet(run / "requests.parquet")
+    stage = requests["server_prefill_finished_s"] - requests["server_first_scheduled_s"]
+    return float(np.median(stage.to_numpy())) * 1e3
+
+
+def served_eager_rank_factor_tp2(corpus: Path) -> Ratio:
+    """A served eager extend's host time per kernel at 2 tensor-parallel ranks over that at 1 on the same host, per
+    prompt length (median prefill stage over the kernels simperf counts), the median over the prompt lengths."""
+    from simperf.accuracy.corpus import scenario_of
+
+    scenario = scenario_of(corpus / V2_LITE_RUN)
+    ratios, parts = [], []
+    for tokens, run in SERVED_RANK_RUNS.items():
+        one, two = (_served_prefill_ms(corpus / SERVED_RANK_SERVERS[tp] / run) for tp in (1, 2))
+        k1, k2 = (_eager_kernels(scenario, tp, tokens) for tp in (1, 2))
+        ratios.append((two / k2) / (one / k1))
+        parts.append(
+            f"{tokens} tokens: {two:.1f} ms / {k2} kernels over {one:.1f} ms / {k1} = {ratios[-1]:.3f}"
+        )
+    return Ratio(float(np.median(ratios)), "; ".join(parts))

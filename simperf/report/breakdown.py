@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from simperf.report.tables import Col, TableData, print_tables
-from simperf.scenario.models import EAGER_RANKS_MEASURED, MEASURED_OVERHEADS, Overheads
+from simperf.scenario.models import EAGER_RANKS_MEASURED, EAGER_RANKS_SERVED, MEASURED_OVERHEADS, Overheads
 
 
 def representative_steps(prediction) -> tuple[int, int, int, float]:
@@ -137,9 +137,13 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     ]  # fmt: skip
     if rank_field is not None:
         ranks = prefill_cost.serving.layout.tp
-        rows.append((rank_field, f"x the eager extend's per-kernel host time at {ranks} TP ranks "
-                     f"(measured at {EAGER_RANKS_MEASURED}; more ranks: the same, an estimate)", rank_factor,
-                     rank_factor))  # fmt: skip
+        measured_at = (
+            f"measured served at {EAGER_RANKS_SERVED}"
+            if rank_field == "eager_extend_rank_factor_tp2"
+            else f"measured at {EAGER_RANKS_MEASURED}; more ranks: the same, an estimate"
+        )
+        rows.append((rank_field, f"x the eager extend's per-kernel host time at {ranks} TP ranks ({measured_at})",
+                     rank_factor, rank_factor))  # fmt: skip
     table = TableData(
         "Host-side costs around the steps (CPU timeline; 'here' = this run's representative decode batch of "
         f"{bs} and prefill of {tokens} tokens)",

@@ -710,6 +710,17 @@ class Overheads(_Strict):
         "0.97, not applied), median over the hosts (groundtruth/forwards/h200x4/, docs/overheads.md); 8 ranks "
         "were not measured and take this value, an estimate",
     )
+    eager_extend_rank_factor_tp2: float = Field(
+        default=1.497,
+        ge=1,
+        description="how much longer a served eager extend's host time per kernel runs with 2 (or 3) "
+        "tensor-parallel ranks than with one (MoE / MLA models). Measured on served DeepSeek-V2-Lite at TP 1 and 2 "
+        "on one 2xH200 host, one request at a time (SGLang 0.5.17's scheduler timestamps, first scheduled to "
+        "prefill finished): 1.46 at 1,024-token and 1.54 at 128-token prompts, the median "
+        "(groundtruth/h200/deepseek-v2-lite-tp{1,2}-eager, docs/overheads.md). SGLang's one_batch, which runs no "
+        "scheduler, had measured 0.97 at 2 ranks; the served forward pays it. Dense models at 2 ranks: not "
+        "measured, taken as 1",
+    )
     eager_extend_rank_factor_dense: float = Field(
         default=1.219,
         ge=1,
@@ -794,10 +805,14 @@ class Overheads(_Strict):
 
     def eager_rank_factor(self, dense_model: bool, tp_ranks: int) -> tuple[float, str | None]:
         """The factor an eager extend's host time per kernel takes at this many tensor-parallel ranks, and its
-        field: from EAGER_RANKS_MEASURED ranks up (more ranks take the measured value, an estimate); 1 below."""
-        if tp_ranks < EAGER_RANKS_MEASURED:
+        field: from EAGER_RANKS_MEASURED ranks up (more ranks take the measured value, an estimate); for an MoE / MLA
+        model at EAGER_RANKS_SERVED up to that, the served 2-rank value; 1 below (and for a dense model below 4)."""
+        if tp_ranks >= EAGER_RANKS_MEASURED:
+            field = "eager_extend_rank_factor_dense" if dense_model else "eager_extend_rank_factor"
+        elif tp_ranks >= EAGER_RANKS_SERVED and not dense_model:
+            field = "eager_extend_rank_factor_tp2"
+        else:
             return 1.0, None
-        field = "eager_extend_rank_factor_dense" if dense_model else "eager_extend_rank_factor"
         return getattr(self, field), field
 
     def eager_decode_us(self, dense_model: bool = False, tp_ranks: int = 1) -> ExtendHostTime:
@@ -955,10 +970,17 @@ GPU_OVERHEADS = frozenset(
 )
 # shares and ratios, not times: the same on every host (on_host leaves them)
 SHARE_OVERHEADS = frozenset(
-    {"frontend_share_per_open_request", "eager_extend_rank_factor", "eager_extend_rank_factor_dense"}
+    {
+        "frontend_share_per_open_request",
+        "eager_extend_rank_factor",
+        "eager_extend_rank_factor_tp2",
+        "eager_extend_rank_factor_dense",
+    }
 )
 # the tensor-parallel size the eager rank factors were measured at: applied from there up (8 ranks not measured)
 EAGER_RANKS_MEASURED = 4
+# the tensor-parallel size the served MoE / MLA factor (eager_extend_rank_factor_tp2) was measured at: 2 and 3 ranks
+EAGER_RANKS_SERVED = 2
 
 # Overheads fields whose defaults were measured on the ground-truth corpus (docs/overheads.md, each recomputed by a
 # test); the others are estimates. Reports label each cost by this (or as the scenario's own value when given).
@@ -973,6 +995,7 @@ MEASURED_OVERHEADS = frozenset(
         "eager_extend_us_per_kernel",
         "eager_extend_us_per_kernel_dense",
         "eager_extend_rank_factor",
+        "eager_extend_rank_factor_tp2",
         "eager_extend_rank_factor_dense",
         "process_us_per_running_request",
         "frontend_us_per_chunk",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from simperf.models.arch import ModelArch
-from simperf.scenario.models import EAGER_RANKS_MEASURED, Scenario
+from simperf.scenario.models import EAGER_RANKS_MEASURED, EAGER_RANKS_SERVED, Scenario
 from simperf.scenario.resolved import ResolvedServing
 
 Server = tuple[ResolvedServing, ModelArch]
@@ -32,11 +32,16 @@ def _dense(arch: ModelArch) -> bool:
     return not (arch.is_moe or arch.is_mla)
 
 
-def _eager(serving: ResolvedServing, arch: ModelArch, dense: bool, ranks: int = 1) -> bool:
+def _eager(
+    serving: ResolvedServing, arch: ModelArch, dense: bool, ranks: int = 1, below_ranks: int | None = None
+) -> bool:
     """An eager forward's host time is read by extends without a prefill graph, and by decode steps outside CUDA
-    graphs unless eager_launch_us_per_kernel overrides it there (Overheads.eager_decode_us)."""
+    graphs unless eager_launch_us_per_kernel overrides it there (Overheads.eager_decode_us); a rank factor only at
+    ranks..below_ranks tensor-parallel ranks."""
     eager = not serving.prefill_cuda_graph or _eager_decode(serving)
-    return eager and _dense(arch) == dense and serving.layout.tp >= ranks
+    tp = serving.layout.tp
+    in_ranks = tp >= ranks and (below_ranks is None or tp < below_ranks)
+    return eager and _dense(arch) == dense and in_ranks
 
 
 def _eager_decode(serving: ResolvedServing) -> bool:
@@ -81,6 +86,11 @@ READERS: dict[str, Reader] = {
     "eager_extend_rank_factor": Reader(
         lambda s, a: _eager(s, a, dense=False, ranks=EAGER_RANKS_MEASURED),
         f"read for eager forwards of an MoE or MLA model at tp {EAGER_RANKS_MEASURED} or more",
+        _extends,
+    ),
+    "eager_extend_rank_factor_tp2": Reader(
+        lambda s, a: _eager(s, a, dense=False, ranks=EAGER_RANKS_SERVED, below_ranks=EAGER_RANKS_MEASURED),
+        f"read for eager forwards of an MoE or MLA model at tp {EAGER_RANKS_SERVED} to {EAGER_RANKS_MEASURED - 1}",
         _extends,
     ),
     "eager_extend_rank_factor_dense": Reader(
