@@ -1,9 +1,9 @@
 """How much a heavy kernel's time depends on what the GPU ran before it (its power and clock state), on a lent GPU.
 
 The tables time GEMMs lightest first in long sweeps, so their heaviest points are timed after minutes of
-compute-bound work, and their recorded SM clocks say so (1,365-1,620 MHz on many H100/H200 rows); the off-grid check
-times its calls with host-side work between them (315 calls in ~400 s), at 1,950 MHz. The same shape then differs by up to 20%
-between the two (docs/perfdb.md "The GPU's clock state"). This times a few served shapes, each by CUDA-graph replay
+compute-bound work, and their recorded SM clocks say so (1,365-1,620 MHz on many H100/H200 rows); the off-grid
+check times its calls with host-side work between them (315 calls in ~400 s), at 1,950 MHz. The same shape then
+differs by up to 20% between the two (docs/perfdb.md "The GPU's clock state"). This times a few served shapes, each by CUDA-graph replay
 as the tables do (~60 ms of replays), in three states: after 2 s idle ("cold"), right after 5 s of the same kernel
 back to back ("hot"), and 0.5 s after that ("rest 0.5 s"), sampling the SM clock and power with nvidia-smi.
 
