@@ -2463,6 +2463,33 @@ EDGE_SWEEP_CASES = [
     Case("flags-dp-size-negative", ("predict", "{ws}/s.yaml", "--dp-size", "-1"), "--dp-size: got -1"),
 ]  # fmt: skip
 
+# files read as something else, and options accepted without effect (found feeding each command careless input)
+LATIN1_SWEEP = b"name: caf\xe9\nbase: {}\naxes: {serving.page_size: [1]}\n"
+CARELESS_CASES = [
+    # Python's "'utf-8' codec can't decode byte 0xe9 ...", naming no file (plan and report read it too)
+    Case("sweep-not-utf8", ("sweep", "{ws}/l.yaml"), "l.yaml: cannot read the sweep", {"l.yaml": LATIN1_SWEEP}),
+    Case("plan-sweep-not-utf8", ("plan", "{ws}/l.yaml", "--rate", "5"), "l.yaml: cannot read the sweep",
+         {"l.yaml": LATIN1_SWEEP}),
+    # "error: empty: Is a directory", naming neither the sweep's base nor the file that gave it
+    Case("sweep-base-directory", ("sweep", "{ws}/b.yaml"), "base: ", {"b.yaml": yaml.safe_dump(
+        {"name": "x", "base": "empty", "axes": {"serving.page_size": [1]}})}),
+    Case("sweep-directory", ("sweep", "{ws}/empty"), "empty: cannot read the sweep: Is a directory"),
+    # the default table was the hidden ./.sweep.parquet, its points named -0, -1, ...
+    Case("sweep-name-empty", ("sweep", "{ws}/a.yaml"), "name: Value error, the default table is ./<name>.sweep"
+         ".parquet: give a non-empty name", {"a.yaml": yaml.safe_dump({**sweep_dict({"serving.page_size": [1]}),
+                                                                      "name": ""})}),
+    # a one-shot option given its default value (--isl 1024, --disaggregation) passed the table plan's check
+    Case("plan-table-oneshot-option-at-default", ("plan", "{table}", "--rate", "5", "--isl", "1024"),
+         "--isl: one-shot options"),
+    Case("plan-table-disaggregation", ("plan", "{table}", "--rate", "5", "--disaggregation"),
+         "--[no-]disaggregation: one-shot options"),
+    # --executor on a finished table ran nothing, while --workers was refused
+    Case("plan-table-executor", ("plan", "{table}", "--rate", "5", "--executor", "serial"),
+         "--executor: ", ),
+    Case("report-table-executor", ("report", "{table}", "-o", "{ws}/r.html", "--executor", "serial"),
+         "is a finished table; --executor applies when given a sweep file"),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -2483,6 +2510,7 @@ CASES = (
     + FLEET_REVIEW_CASES
     + SECOND_SWEEP_REVIEW_CASES
     + EDGE_SWEEP_CASES
+    + CARELESS_CASES
 )
 
 

@@ -303,8 +303,8 @@ def is_fleet_scenario(path: Path) -> bool:
         return False
     try:
         data = safe_load(path.read_text())
-    except yaml.YAMLError:
-        return False
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return False  # not a fleet: the sweep file's reader then names the problem
     return isinstance(data, dict) and "fleet" in data and "model" in data
 
 
