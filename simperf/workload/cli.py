@@ -11,6 +11,7 @@ Errors in the input (malformed rows, unknown columns) exit with status 2 and the
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -185,7 +186,8 @@ def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
         if reuse.ratio_over_time:
             table.add_row(
                 f"reuse per {_seconds(summary.rate_bin_s)}",
-                " ".join(f"{100 * r:.0f}%" for r in reuse.ratio_over_time),
+                # a bin no request arrived in has no ratio (NaN): it printed as "nan%"
+                " ".join("-" if math.isnan(r) else f"{100 * r:.0f}%" for r in reuse.ratio_over_time),
             )
     if summary.accept_len_mean is not None:
         table.add_row("accept length", f"mean {summary.accept_len_mean:.2f} tokens per verify step")
