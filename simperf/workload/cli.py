@@ -39,9 +39,15 @@ def _fail(message: str) -> None:
     fail(message)
 
 
+MAX_BINS = 100_000
+
+
 def inspect_command(
     path: Annotated[Path, typer.Argument(help="trace file (simperf, Mooncake, Azure, bench_serving output)")],
-    bins: Annotated[int, typer.Option(min=1, help="time bins for the rate-over-time line")] = 12,
+    # max: --bins 100000000 (a typo's extra zeros) ran for minutes and took gigabytes to print a line of zeros
+    bins: Annotated[
+        int, typer.Option(min=1, max=MAX_BINS, help="time bins for the rate-over-time line")
+    ] = 12,
     cache_tokens: Annotated[
         int | None,
         typer.Option(min=1, help="prefix reuse under an LRU cache of this many tokens (default: unbounded)"),
