@@ -78,7 +78,11 @@ def format_validation_error(err: ValidationError, source: str) -> str:
     that matches none of a union's members (request_rate: 'fast') is one problem listing what each accepts."""
     by_path: dict[str, list[dict[str, Any]]] = {}
     for e in err.errors():
-        loc = tuple(item for item in e["loc"] if not _is_union_member(item))
+        *parents, last = e["loc"] or ("",)
+        # an unknown key is the user's own, never a union member's name: 'page-size' or 'replicas[0]' was dropped
+        # and the error read 'serving: unknown key', naming no key
+        keep_last = e["type"] == "extra_forbidden" or not _is_union_member(last)
+        loc = tuple(item for item in parents if not _is_union_member(item)) + ((last,) if keep_last else ())
         by_path.setdefault(_field_path(loc), []).append(e)
     lines = [f"{source}: {len(by_path)} problem(s) in the scenario"]
     for path, errors in by_path.items():
