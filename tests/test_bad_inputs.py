@@ -2488,6 +2488,9 @@ CARELESS_CASES = [
          "--executor: ", ),
     Case("report-table-executor", ("report", "{table}", "-o", "{ws}/r.html", "--executor", "serial"),
          "is a finished table; --executor applies when given a sweep file"),
+    # a key spelt as its command-line flag was dropped from the message: 'serving: unknown key' named no key
+    scenario_case("hyphenated-key", "serving.page-size: unknown key", **{"serving.page-size": 16}),
+    scenario_case("hyphenated-top-level-key", "max-concurrency: unknown key", **{"max-concurrency": 4}),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),

@@ -29,6 +29,8 @@ def _fail(message: str, code: int = 2) -> None:
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:
     """`a.b.c=VALUE` (VALUE read as YAML) set in the scenario mapping before it is validated."""
+    from simperf.sweep.paths import scenario_field_paths, unknown_path_message
+
     seen: set[str] = set()
     for item in overrides:
         key, sep, text = item.partition("=")
@@ -36,6 +38,10 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             raise ValueError(f"--set {item!r}: write KEY.PATH=VALUE, e.g. fleet.router.policy=round_robin")
         if key.strip() in seen:  # the later one was used without a word
             raise ValueError(f"--set {key.strip()}: given twice; give each field once")
+        if key.strip() not in scenario_field_paths():
+            # predict's check: a misspelt path was blamed on the scenario file ('f.yaml: fleet.nosuch: unknown
+            # key'), and one into a list ('fleet.replicas[0].count') was added as a key of its own
+            raise ValueError(f"--set {key.strip()}: {unknown_path_message(key.strip())}")
         seen.add(key.strip())
         parts = key.strip().split(".")
         node = data
