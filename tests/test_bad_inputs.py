@@ -2491,6 +2491,11 @@ CARELESS_CASES = [
     # a key spelt as its command-line flag was dropped from the message: 'serving: unknown key' named no key
     scenario_case("hyphenated-key", "serving.page-size: unknown key", **{"serving.page-size": 16}),
     scenario_case("hyphenated-top-level-key", "max-concurrency: unknown key", **{"max-concurrency": 4}),
+    # pydantic's "Input is not a valid path for <class 'pathlib.Path'>" was printed as it stands
+    scenario_case("calibration-dir-a-number", "calibration_dir: Input should be a file path (got 5)",
+                  calibration_dir=5),
+    Case("sweep-base-a-list", ("sweep", "{ws}/b.yaml"), "base: got [1]; expected a file path or a valid dictionary",
+         {"b.yaml": yaml.safe_dump({"name": "x", "base": [1], "axes": {"serving.page_size": [1]}})}),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),

@@ -46,6 +46,8 @@ def _is_union_member(item: Any) -> bool:
 def _expected(e: dict[str, Any]) -> str:
     if e["type"] == "literal_error":
         return str(e.get("ctx", {}).get("expected", ""))
+    if e["type"] == "path_type":  # pydantic's "Input is not a valid path for <class 'pathlib.Path'>"
+        return "a file path"
     return e["msg"].removeprefix("Input should be ").split(",")[0]
 
 
@@ -67,6 +69,8 @@ def problem_message(errors: list[dict[str, Any]]) -> str:
         return (
             f"got kind {e.get('input', {}).get('kind')!r}; allowed: {e.get('ctx', {}).get('expected_tags')}"
         )
+    if kind == "path_type":  # not pydantic's "Input is not a valid path for <class 'pathlib.Path'>"
+        return f"Input should be a file path (got {e.get('input')!r})"
     if kind == "value_error" and isinstance(e.get("input"), dict | list):
         # a check across a block's fields: its message names them; the whole block echoed back is noise
         return e["msg"].removeprefix("Value error, ")
