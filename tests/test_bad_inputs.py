@@ -2496,6 +2496,10 @@ CARELESS_CASES = [
                   calibration_dir=5),
     Case("sweep-base-a-list", ("sweep", "{ws}/b.yaml"), "base: got [1]; expected a file path or a valid dictionary",
          {"b.yaml": yaml.safe_dump({"name": "x", "base": [1], "axes": {"serving.page_size": [1]}})}),
+    # "could not convert string to float: 'a'", naming no event or field
+    Case("groundtruth-trace-text-timestamp", ("groundtruth", "trace", "{ws}/tr.json"),
+         "tr.json: event 0 ('k'): ts 'a'; a timestamp is a finite number",
+         {"tr.json": '{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": "a", "dur": 5}]}'}),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),
