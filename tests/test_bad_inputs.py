@@ -1202,8 +1202,7 @@ UNNAMED_CASES = [
                 "perfdb",
                 "check",
                 "{repo}/calibration/h100",
-                "--offgrid",
-                "{ws}/result.json",
+                *(("--offgrid", "{ws}/result.json") if option == "--samples" else ()),
                 option,
                 "{ws}/dir.jsonl",
             ),
@@ -2496,10 +2495,27 @@ CARELESS_CASES = [
                   calibration_dir=5),
     Case("sweep-base-a-list", ("sweep", "{ws}/b.yaml"), "base: got [1]; expected a file path or a valid dictionary",
          {"b.yaml": yaml.safe_dump({"name": "x", "base": [1], "axes": {"serving.page_size": [1]}})}),
+    # click kept the last of a repeated single-valued option on every command but predict: -o tsv -o json printed
+    # JSON, --refused --no-refused hid the refused rows, --bins 4 --bins 8 drew 8 bins
+    Case("backends-output-twice", ("backends", "-o", "tsv", "-o", "json"), "--output/-o: given twice"),
+    Case("backends-refused-on-and-off", ("backends", "--refused", "--no-refused"), "--refused/--no-refused: given"),
+    Case("inspect-bins-twice", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "4", "--bins", "8"),
+         "--bins: given twice with different values"),
+    Case("sweep-executor-twice", (*SWEEP, "--executor", "serial", "--executor", "process"), "--executor: given"),
+    Case("oneshot-model-twice", (*ONESHOT, "--model", "qwen3-32b"), "--model: given twice"),
+    Case("fleet-compare-output-twice", ("fleet", "compare", "{ws}/f.yaml", "-o", "json", "-o", "text"),
+         "--output/-o: given twice", {"f.yaml": FLEET}),
+    Case("coverage-output-twice", ("perfdb", "coverage", "{repo}/calibration/h100", "-o", "json", "-o", "tsv"),
+         "--output/-o: given twice"),
+    Case("import-system-twice", ("calibrate", "import", "aiconfigurator", "--system", "a", "--system", "b", "--out",
+                                 "{ws}/imp"), "--system: given twice"),
     # "could not convert string to float: 'a'", naming no event or field
     Case("groundtruth-trace-text-timestamp", ("groundtruth", "trace", "{ws}/tr.json"),
          "tr.json: event 0 ('k'): ts 'a'; a timestamp is a finite number",
          {"tr.json": '{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": "a", "dur": 5}]}'}),
+    # argparse kept the last: the dry run listed h200's points, the --out of the second --out
+    Case("calibrate-gpu-twice", ("calibrate", "--dry-run", "--gpu", "h100", "--gpu", "h200", "--out", "{ws}/cal"),
+         "--gpu: given twice with different values"),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),
