@@ -2516,6 +2516,13 @@ CARELESS_CASES = [
     # argparse kept the last: the dry run listed h200's points, the --out of the second --out
     Case("calibrate-gpu-twice", ("calibrate", "--dry-run", "--gpu", "h100", "--gpu", "h200", "--out", "{ws}/cal"),
          "--gpu: given twice with different values"),
+    # index.yaml was read by PyYAML's own loader: a scenario listed twice kept its second list of rows, and a
+    # Latin-1 file failed as "'utf-8' codec can't decode ...", naming no file
+    Case("accuracy-index-scenario-twice", ("accuracy", "{ws}/sc", "--truth", "{ws}/truth.csv"),
+         "key 'a.yaml' is given twice", {"sc/index.yaml": "scenarios:\n  a.yaml: [A1]\n  a.yaml: [A2]\n",
+                                         "sc/a.yaml": scenario_text()}),
+    Case("accuracy-index-not-utf8", ("accuracy", "{ws}/sc", "--truth", "{ws}/truth.csv"),
+         "index.yaml: cannot read the index", {"sc/index.yaml": b"flagged:\n  A1: caf\xe9\n"}),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),
