@@ -2523,6 +2523,14 @@ CARELESS_CASES = [
                                          "sc/a.yaml": scenario_text()}),
     Case("accuracy-index-not-utf8", ("accuracy", "{ws}/sc", "--truth", "{ws}/truth.csv"),
          "index.yaml: cannot read the index", {"sc/index.yaml": b"flagged:\n  A1: caf\xe9\n"}),
+    # read by PyYAML's own loader: a family given twice kept its second axes without a word, and broken YAML was
+    # "not valid YAML: while parsing a flow sequence", naming no file
+    Case("calibrate-grid-family-twice",
+         ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "gemm", "--grid", "{ws}/g.yaml", "--out", "{ws}/cal"),
+         "g.yaml: not valid YAML: key 'gemm' is given twice", {"g.yaml": "gemm: {m: [1, 8]}\ngemm: {m: [16]}\n"}),
+    Case("calibrate-grid-bad-yaml",
+         ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "gemm", "--grid", "{ws}/g.yaml", "--out", "{ws}/cal"),
+         "g.yaml: not valid YAML: while parsing a flow sequence", {"g.yaml": "gemm: {m: [1, 8\n"}),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),
