@@ -2015,6 +2015,7 @@ CALIBRATION_TABLE_CASES = [
                 "scaled_from.yaml: reference: unknown GPU 'h300'; the hardware",
             ),
             ("itself", "reference: h100\n", "scaled_from.yaml: reference: h100 is this directory's own GPU"),
+            ("key-twice", "reference: h200\nreference: h100\n", "key 'reference' is given twice"),
         )
     ),
     *(
@@ -2034,6 +2035,17 @@ CALIBRATION_TABLE_CASES = [
             ("not-yaml", "cells: [\n", "scaled_ratios.yaml: not YAML"),
             ("nan", RATIOS.format(target="h100", median=".nan"), "ratios must be positive, got [nan"),
             ("other-target", RATIOS.format(target="b200", median=1.1), "target: 'b200', but these are h100"),
+            # a cell listed twice, or a key given twice, kept the last one's ratios without a word
+            (
+                "cell-twice",
+                RATIOS.format(target="h100", median=1.1) + RATIOS.splitlines()[-1].format(median=1.5) + "\n",
+                "scaled_ratios.yaml: malformed measured-ratio file (ValueError: cell gemm/compute/0 is listed twice",
+            ),
+            (
+                "key-twice",
+                RATIOS.format(target="h100", median=1.1) + "edges: [0.9]\n",
+                "key 'edges' is given twice",
+            ),
         )
     ),
     Case(
