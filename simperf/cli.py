@@ -375,7 +375,9 @@ def schema(
         if update is not None:
             try:
                 update.write_text(replace_block(update.read_text(), text))
-            except (OSError, ValueError) as e:
+            except OSError as e:  # "[Errno 2] No such file or directory: 'x.md'" repeated the name
+                _fail(f"--update {update}: {e.strerror or e}")
+            except ValueError as e:  # a file that is not UTF-8 too
                 _fail(f"--update {update}: {e}")
             return
     else:

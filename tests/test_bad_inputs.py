@@ -2543,6 +2543,8 @@ CARELESS_CASES = [
     Case("calibrate-grid-bad-yaml",
          ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "gemm", "--grid", "{ws}/g.yaml", "--out", "{ws}/cal"),
          "g.yaml: not valid YAML: while parsing a flow sequence", {"g.yaml": "gemm: {m: [1, 8\n"}),
+    # "[Errno 21] Is a directory: '.../empty'" named the path twice, in Python's words
+    Case("schema-update-directory", ("schema", "--markdown", "--update", "{ws}/empty"), "/empty: Is a directory"),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),
