@@ -163,7 +163,9 @@ def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
     if not path.is_file():
         raise BenchImportError(f"{path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8")
+        # -sig: a byte-order mark (a Windows editor's) hid the opening '{' and the JSON was parsed as a printed
+        # result block: 'no benchmark result found'
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:  # was reported as a fault of the scenario, without this file's name
         from simperf.workload.trace import not_utf8
 
