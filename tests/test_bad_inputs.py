@@ -2545,6 +2545,9 @@ CARELESS_CASES = [
          "g.yaml: not valid YAML: while parsing a flow sequence", {"g.yaml": "gemm: {m: [1, 8\n"}),
     # "[Errno 21] Is a directory: '.../empty'" named the path twice, in Python's words
     Case("schema-update-directory", ("schema", "--markdown", "--update", "{ws}/empty"), "/empty: Is a directory"),
+    # every prompt was shortened to the context, while the plan said "traffic: random 1000000000 in"
+    Case("oneshot-isl-past-context", (*ONESHOT, "--isl", "1000000000"),
+         "--isl: 1,000,000,000 tokens do not fit qwen3-8b's context length (40,960 tokens)"),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),

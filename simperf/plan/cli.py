@@ -123,7 +123,7 @@ def plan_command(
 
 def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, num_prompts, disagg):
     from simperf.hardware.catalog import gpu_keys
-    from simperf.models.zoo import zoo_names
+    from simperf.models.zoo import load_arch, zoo_names
     from simperf.plan.oneshot import PlanRequest
     from simperf.sweep.sla import SlaError, parse_sla
 
@@ -133,6 +133,9 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
         _fail(f"--gpu: got {gpu!r}; allowed values: {', '.join(gpu_keys())}")
     if not 0.0 <= range_ratio <= 1.0:
         _fail(f"--range-ratio: got {range_ratio}; allowed: 0 to 1")
+    context = load_arch(model).context_len
+    if isl >= context:  # every prompt was shortened to fit, and the plan still said "random <isl> in"
+        _fail(f"--isl: {isl:,} tokens do not fit {model}'s context length ({context:,} tokens); give fewer")
     if not (math.isfinite(accept) and accept > 1.0):  # NaN passed `accept <= 1` and planned MTP with it
         _fail(f"--mtp-accept-length: got {accept}; it counts the bonus token, so it is > 1")
     try:
