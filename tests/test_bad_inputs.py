@@ -2548,6 +2548,16 @@ CARELESS_CASES = [
     # every prompt was shortened to the context, while the plan said "traffic: random 1000000000 in"
     Case("oneshot-isl-past-context", (*ONESHOT, "--isl", "1000000000"),
          "--isl: 1,000,000,000 tokens do not fit qwen3-8b's context length (40,960 tokens)"),
+    # a fleet's run was held to no memory limit: a billion requests ran until the machine ran out of memory, and
+    # predict's --max-memory-gb was accepted and read by nothing
+    scenario_case("fleet-prompts-billion", "workload.num_prompts: 1,000,000,000 requests",
+                  **{"workload.num_prompts": 10**9}, fleet={"replicas": [{"count": 2}]}),
+    Case("fleet-compare-prompts-billion", ("fleet", "compare", "{ws}/f.yaml"), "1,000,000,000 requests",
+         {"f.yaml": scenario_text(**{"workload.num_prompts": 10**9}, fleet={"replicas": [{"count": 2}]})}),
+    Case("predict-fleet-memory-too-small", ("predict", "{ws}/f.yaml", "--max-memory-gb", "0.01"), "limit 0.0 GB",
+         {"f.yaml": FLEET}),
+    Case("fleet-plan-memory-too-small", ("fleet", "plan", "{ws}/f.yaml", "--rate", "5", "--sla", "ttft.p90 <= 2s",
+                                         "--max-memory-gb", "0.01"), "limit 0.0 GB", {"f.yaml": FLEET}),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),

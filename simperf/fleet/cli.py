@@ -88,6 +88,15 @@ def load_fleet_scenario(path: Path, overrides: list[str], policies: list[str] | 
     return scenario
 
 
+# predict's option: the size check names it when a fleet's run would not fit
+MaxMemoryOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0, help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)"
+    ),
+]
+
+
 def compare_command(
     scenario: Annotated[Path, typer.Argument(help="fleet scenario YAML")],
     policy: Annotated[
@@ -101,10 +110,12 @@ def compare_command(
     ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
+    max_memory_gb: MaxMemoryOption = None,
 ) -> None:
     """Simulate the same fleet and traffic under each router policy; print TTFT, TPOT, cache hits and imbalance."""
     from simperf.fleet.predict import predict_fleet
     from simperf.progress import bar
+    from simperf.runsize import memory_limit_bytes
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
@@ -127,7 +138,7 @@ def compare_command(
         for name in names:
             sc = base.model_copy(update={"fleet": base.fleet.model_copy(update={"router": routers[name]})})
             try:
-                prediction = predict_fleet(sc)
+                prediction = predict_fleet(sc, memory_limit=memory_limit_bytes(max_memory_gb))
             except (ValueError, FileNotFoundError) as e:
                 _fail(f"{scenario}: {e}")
             predictions[name] = prediction
@@ -216,9 +227,11 @@ def plan_fleet_command(
     ] = None,
     charts: Annotated[Path | None, typer.Option(help="write the SLA-attainment chart here")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+    max_memory_gb: MaxMemoryOption = None,
 ) -> None:
     """Fewest replicas that serve RATE within the SLA under each router policy, found by simulating the fleet."""
     from simperf.fleet.plan import PLAN_POLICIES, FleetPlanError, plan_fleet
+    from simperf.runsize import memory_limit_bytes
     from simperf.sweep.sla import SlaError, parse_sla
 
     if output not in ("text", "json"):
@@ -238,7 +251,9 @@ def plan_fleet_command(
     except SlaError as e:
         _fail(f"--sla: {e}")
     try:
-        plan = plan_fleet(base, rate, parsed, policies, max_replicas, on_trial=_show_trial)
+        plan = plan_fleet(
+            base, rate, parsed, policies, max_replicas, _show_trial, memory_limit_bytes(max_memory_gb)
+        )
     except (FleetPlanError, ValueError) as e:
         _fail(str(e))
     if output == "json":
