@@ -542,17 +542,17 @@ PERFDB_CASES = [
     Case("diff-b-missing", ("perfdb", "diff", "{repo}/calibration/h100", "{ws}/nope"), "not a directory"),
     Case(
         "diff-bad-pair",
-        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--pair", "fa3"),
+        ("perfdb", "diff", "{repo}/calibration/h200", "{repo}/calibration/h100", "--pair", "fa3"),
         "B_BACKEND=A_BACKEND",
     ),  # fmt: skip
     Case(
         "diff-unknown-op",
-        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--op", "conv2d"),
+        ("perfdb", "diff", "{repo}/calibration/h200", "{repo}/calibration/h100", "--op", "conv2d"),
         "conv2d",
     ),  # fmt: skip
     Case(
         "diff-points-csv",
-        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--points", "{ws}/p.csv"),
+        ("perfdb", "diff", "{repo}/calibration/h200", "{repo}/calibration/h100", "--points", "{ws}/p.csv"),
         ".parquet",
     ),  # fmt: skip
     Case(
@@ -560,7 +560,7 @@ PERFDB_CASES = [
         (
             "perfdb",
             "diff",
-            "{repo}/calibration/h100",
+            "{repo}/calibration/h200",
             "{repo}/calibration/h100",
             "--points",
             "/proc/p.parquet",
@@ -1228,7 +1228,7 @@ UNNAMED_CASES = [
     ),  # fmt: skip
     Case(
         "diff-pair-unknown-backends",
-        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--pair", "foo=bar"),
+        ("perfdb", "diff", "{repo}/calibration/h200", "{repo}/calibration/h100", "--pair", "foo=bar"),
         "--pair: foo=bar: B",
     ),  # fmt: skip
     Case(
@@ -2558,6 +2558,9 @@ CARELESS_CASES = [
          {"f.yaml": FLEET}),
     Case("fleet-plan-memory-too-small", ("fleet", "plan", "{ws}/f.yaml", "--rate", "5", "--sla", "ttft.p90 <= 2s",
                                          "--max-memory-gb", "0.01"), "limit 0.0 GB", {"f.yaml": FLEET}),
+    # a directory diffed with itself printed 1.00 on every key, tables that looked identical to another GPU's
+    Case("diff-with-itself", ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/../calibration/h100"),
+         "is also A; give the directory to compare with it"),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),
