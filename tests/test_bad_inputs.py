@@ -2561,6 +2561,14 @@ CARELESS_CASES = [
     # a directory diffed with itself printed 1.00 on every key, tables that looked identical to another GPU's
     Case("diff-with-itself", ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/../calibration/h100"),
          "is also A; give the directory to compare with it"),
+    # a file of several runs said "choose one with --run N" whatever the command: predict has --like-run, and
+    # compare's --run picks the MEASURED file's run (with it given, the PREDICTED file was still refused the same)
+    Case("predict-like-runs-names-like-run", ("predict", "{ws}/s.yaml", "--like", "{ws}/two.jsonl"),
+         "two.jsonl: 2 runs in the file, choose one with --like-run N",
+         {"two.jsonl": '{"completed": 10, "duration": 2.0}\n{"completed": 20, "duration": 3.0}\n'}),
+    Case("compare-predicted-runs", ("compare", "{ws}/two.jsonl", "{ws}/result.json", "--run", "0"),
+         "two.jsonl: 2 runs in the file, give a file of one run",
+         {"two.jsonl": '{"completed": 10, "duration": 2.0}\n{"completed": 20, "duration": 3.0}\n'}),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),
