@@ -2569,6 +2569,14 @@ CARELESS_CASES = [
     Case("compare-predicted-runs", ("compare", "{ws}/two.jsonl", "{ws}/result.json", "--run", "0"),
          "two.jsonl: 2 runs in the file, give a file of one run",
          {"two.jsonl": '{"completed": 10, "duration": 2.0}\n{"completed": 20, "duration": 3.0}\n'}),
+    # an existing --prompts file is kept as the prompt source: the scenario, or the directory's own config.json
+    # (written first, then kept), became bench_serving's prompts without a word
+    Case("groundtruth-modeldir-prompts-not-sharegpt", ("groundtruth", "modeldir", "qwen3-8b", "{ws}/model",
+                                                       "--prompts", "{ws}/s.yaml"),
+         "s.yaml: exists and is not a ShareGPT prompt file"),
+    Case("groundtruth-modeldir-prompts-its-config", ("groundtruth", "modeldir", "qwen3-8b", "{ws}/model",
+                                                     "--prompts", "{ws}/model/config.json"),
+         "is the model directory's own config.json"),
     # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
     Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
          "'--bins': Input should be less than or equal to 100000"),
