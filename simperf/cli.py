@@ -375,7 +375,9 @@ def schema(
         if update is not None:
             try:
                 update.write_text(replace_block(update.read_text(), text))
-            except (OSError, ValueError) as e:
+            except OSError as e:  # "[Errno 2] No such file or directory: 'x.md'" repeated the name
+                _fail(f"--update {update}: {e.strerror or e}")
+            except ValueError as e:  # a file that is not UTF-8 too
                 _fail(f"--update {update}: {e}")
             return
     else:
@@ -443,7 +445,7 @@ def calibrate(ctx: typer.Context) -> None:
         from simperf.perfdb.importers.cli import import_command
 
         importer = typer.Typer(add_completion=False)
-        importer.command()(import_command)
+        importer.command(cls=_OnceCommand)(import_command)
         raise typer.Exit(importer(args[1:], standalone_mode=False) or 0)
     from simperf.calibrate.cli import main as calibrate_main
 
@@ -573,6 +575,20 @@ def perfdb_coverage(
     check_table_files(directory)
     _print([frame_table(summarize_coverage(directory), str(directory))], output)
 
+
+def _once_everywhere(typer_app: typer.Typer) -> None:
+    """Every command refuses a single-valued option given twice with different values, as predict does: click kept
+    the last of `backends -o tsv -o json`, `--refused --no-refused`, `trace inspect --bins 4 --bins 8` without a
+    word. calibrate parses its own arguments (argparse) and is left alone."""
+    for info in typer_app.registered_commands:
+        if info.cls in (None, TyperCommand) and info.callback is not calibrate:
+            info.cls = _OnceCommand
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _once_everywhere(group.typer_instance)
+
+
+_once_everywhere(app)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

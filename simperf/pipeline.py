@@ -252,7 +252,7 @@ def predict(
         from simperf.fleet.predict import predict_fleet
 
         on_phase("simulating the fleet")
-        return predict_fleet(scenario, calibration_dir)
+        return predict_fleet(scenario, calibration_dir, memory_limit=(guards or RunGuards()).limit())
     guards = guards or RunGuards()
     check_supported(scenario)
     expected = expected_size(scenario.workload)

@@ -69,14 +69,15 @@ def phases(title: str, *, quiet: bool = False) -> Iterator[Callable[[str], None]
 
     Transient: on a terminal it disappears when done; elsewhere (logs, pipes) it prints nothing.
     """
-    if quiet:
+    console = stderr_console()
+    if quiet or not console.is_terminal:  # rich's transient display still ended with a blank line in a pipe
         yield lambda _text: None
         return
     progress = Progress(
         SpinnerColumn(),
         TextColumn("[bold]{task.description}[/] {task.fields[phase]}"),
         TimeElapsedColumn(),
-        console=stderr_console(),
+        console=console,
         transient=True,
     )
     with progress:

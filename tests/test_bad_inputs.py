@@ -542,17 +542,17 @@ PERFDB_CASES = [
     Case("diff-b-missing", ("perfdb", "diff", "{repo}/calibration/h100", "{ws}/nope"), "not a directory"),
     Case(
         "diff-bad-pair",
-        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--pair", "fa3"),
+        ("perfdb", "diff", "{repo}/calibration/h200", "{repo}/calibration/h100", "--pair", "fa3"),
         "B_BACKEND=A_BACKEND",
     ),  # fmt: skip
     Case(
         "diff-unknown-op",
-        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--op", "conv2d"),
+        ("perfdb", "diff", "{repo}/calibration/h200", "{repo}/calibration/h100", "--op", "conv2d"),
         "conv2d",
     ),  # fmt: skip
     Case(
         "diff-points-csv",
-        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--points", "{ws}/p.csv"),
+        ("perfdb", "diff", "{repo}/calibration/h200", "{repo}/calibration/h100", "--points", "{ws}/p.csv"),
         ".parquet",
     ),  # fmt: skip
     Case(
@@ -560,7 +560,7 @@ PERFDB_CASES = [
         (
             "perfdb",
             "diff",
-            "{repo}/calibration/h100",
+            "{repo}/calibration/h200",
             "{repo}/calibration/h100",
             "--points",
             "/proc/p.parquet",
@@ -1202,8 +1202,7 @@ UNNAMED_CASES = [
                 "perfdb",
                 "check",
                 "{repo}/calibration/h100",
-                "--offgrid",
-                "{ws}/result.json",
+                *(("--offgrid", "{ws}/result.json") if option == "--samples" else ()),
                 option,
                 "{ws}/dir.jsonl",
             ),
@@ -1229,7 +1228,7 @@ UNNAMED_CASES = [
     ),  # fmt: skip
     Case(
         "diff-pair-unknown-backends",
-        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h100", "--pair", "foo=bar"),
+        ("perfdb", "diff", "{repo}/calibration/h200", "{repo}/calibration/h100", "--pair", "foo=bar"),
         "--pair: foo=bar: B",
     ),  # fmt: skip
     Case(
@@ -2016,6 +2015,7 @@ CALIBRATION_TABLE_CASES = [
                 "scaled_from.yaml: reference: unknown GPU 'h300'; the hardware",
             ),
             ("itself", "reference: h100\n", "scaled_from.yaml: reference: h100 is this directory's own GPU"),
+            ("key-twice", "reference: h200\nreference: h100\n", "key 'reference' is given twice"),
         )
     ),
     *(
@@ -2035,6 +2035,17 @@ CALIBRATION_TABLE_CASES = [
             ("not-yaml", "cells: [\n", "scaled_ratios.yaml: not YAML"),
             ("nan", RATIOS.format(target="h100", median=".nan"), "ratios must be positive, got [nan"),
             ("other-target", RATIOS.format(target="b200", median=1.1), "target: 'b200', but these are h100"),
+            # a cell listed twice, or a key given twice, kept the last one's ratios without a word
+            (
+                "cell-twice",
+                RATIOS.format(target="h100", median=1.1) + RATIOS.splitlines()[-1].format(median=1.5) + "\n",
+                "scaled_ratios.yaml: malformed measured-ratio file (ValueError: cell gemm/compute/0 is listed twice",
+            ),
+            (
+                "key-twice",
+                RATIOS.format(target="h100", median=1.1) + "edges: [0.9]\n",
+                "key 'edges' is given twice",
+            ),
         )
     ),
     Case(
@@ -2463,6 +2474,114 @@ EDGE_SWEEP_CASES = [
     Case("flags-dp-size-negative", ("predict", "{ws}/s.yaml", "--dp-size", "-1"), "--dp-size: got -1"),
 ]  # fmt: skip
 
+# files read as something else, and options accepted without effect (found feeding each command careless input)
+LATIN1_SWEEP = b"name: caf\xe9\nbase: {}\naxes: {serving.page_size: [1]}\n"
+CARELESS_CASES = [
+    # Python's "'utf-8' codec can't decode byte 0xe9 ...", naming no file (plan and report read it too)
+    Case("sweep-not-utf8", ("sweep", "{ws}/l.yaml"), "l.yaml: cannot read the sweep", {"l.yaml": LATIN1_SWEEP}),
+    Case("plan-sweep-not-utf8", ("plan", "{ws}/l.yaml", "--rate", "5"), "l.yaml: cannot read the sweep",
+         {"l.yaml": LATIN1_SWEEP}),
+    # "error: empty: Is a directory", naming neither the sweep's base nor the file that gave it
+    Case("sweep-base-directory", ("sweep", "{ws}/b.yaml"), "base: ", {"b.yaml": yaml.safe_dump(
+        {"name": "x", "base": "empty", "axes": {"serving.page_size": [1]}})}),
+    Case("sweep-directory", ("sweep", "{ws}/empty"), "empty: cannot read the sweep: Is a directory"),
+    # the default table was the hidden ./.sweep.parquet, its points named -0, -1, ...
+    Case("sweep-name-empty", ("sweep", "{ws}/a.yaml"), "name: Value error, the default table is ./<name>.sweep"
+         ".parquet: give a non-empty name", {"a.yaml": yaml.safe_dump({**sweep_dict({"serving.page_size": [1]}),
+                                                                      "name": ""})}),
+    # a one-shot option given its default value (--isl 1024, --disaggregation) passed the table plan's check
+    Case("plan-table-oneshot-option-at-default", ("plan", "{table}", "--rate", "5", "--isl", "1024"),
+         "--isl: one-shot options"),
+    Case("plan-table-disaggregation", ("plan", "{table}", "--rate", "5", "--disaggregation"),
+         "--[no-]disaggregation: one-shot options"),
+    # --executor on a finished table ran nothing, while --workers was refused
+    Case("plan-table-executor", ("plan", "{table}", "--rate", "5", "--executor", "serial"),
+         "--executor: ", ),
+    Case("report-table-executor", ("report", "{table}", "-o", "{ws}/r.html", "--executor", "serial"),
+         "is a finished table; --executor applies when given a sweep file"),
+    # a key spelt as its command-line flag was dropped from the message: 'serving: unknown key' named no key
+    scenario_case("hyphenated-key", "serving.page-size: unknown key", **{"serving.page-size": 16}),
+    scenario_case("hyphenated-top-level-key", "max-concurrency: unknown key", **{"max-concurrency": 4}),
+    # pydantic's "Input is not a valid path for <class 'pathlib.Path'>" was printed as it stands
+    scenario_case("calibration-dir-a-number", "calibration_dir: Input should be a file path (got 5)",
+                  calibration_dir=5),
+    Case("sweep-base-a-list", ("sweep", "{ws}/b.yaml"), "base: got [1]; expected a file path or a valid dictionary",
+         {"b.yaml": yaml.safe_dump({"name": "x", "base": [1], "axes": {"serving.page_size": [1]}})}),
+    # click kept the last of a repeated single-valued option on every command but predict: -o tsv -o json printed
+    # JSON, --refused --no-refused hid the refused rows, --bins 4 --bins 8 drew 8 bins
+    Case("backends-output-twice", ("backends", "-o", "tsv", "-o", "json"), "--output/-o: given twice"),
+    Case("backends-refused-on-and-off", ("backends", "--refused", "--no-refused"), "--refused/--no-refused: given"),
+    Case("inspect-bins-twice", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "4", "--bins", "8"),
+         "--bins: given twice with different values"),
+    Case("sweep-executor-twice", (*SWEEP, "--executor", "serial", "--executor", "process"), "--executor: given"),
+    Case("oneshot-model-twice", (*ONESHOT, "--model", "qwen3-32b"), "--model: given twice"),
+    Case("fleet-compare-output-twice", ("fleet", "compare", "{ws}/f.yaml", "-o", "json", "-o", "text"),
+         "--output/-o: given twice", {"f.yaml": FLEET}),
+    Case("coverage-output-twice", ("perfdb", "coverage", "{repo}/calibration/h100", "-o", "json", "-o", "tsv"),
+         "--output/-o: given twice"),
+    Case("import-system-twice", ("calibrate", "import", "aiconfigurator", "--system", "a", "--system", "b", "--out",
+                                 "{ws}/imp"), "--system: given twice"),
+    # "could not convert string to float: 'a'", naming no event or field
+    Case("groundtruth-trace-text-timestamp", ("groundtruth", "trace", "{ws}/tr.json"),
+         "tr.json: event 0 ('k'): ts 'a'; a timestamp is a finite number",
+         {"tr.json": '{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": "a", "dur": 5}]}'}),
+    # argparse kept the last: the dry run listed h200's points, the --out of the second --out
+    Case("calibrate-gpu-twice", ("calibrate", "--dry-run", "--gpu", "h100", "--gpu", "h200", "--out", "{ws}/cal"),
+         "--gpu: given twice with different values"),
+    # index.yaml was read by PyYAML's own loader: a scenario listed twice kept its second list of rows, and a
+    # Latin-1 file failed as "'utf-8' codec can't decode ...", naming no file
+    Case("accuracy-index-scenario-twice", ("accuracy", "{ws}/sc", "--truth", "{ws}/truth.csv"),
+         "key 'a.yaml' is given twice", {"sc/index.yaml": "scenarios:\n  a.yaml: [A1]\n  a.yaml: [A2]\n",
+                                         "sc/a.yaml": scenario_text()}),
+    Case("accuracy-index-not-utf8", ("accuracy", "{ws}/sc", "--truth", "{ws}/truth.csv"),
+         "index.yaml: cannot read the index", {"sc/index.yaml": b"flagged:\n  A1: caf\xe9\n"}),
+    # read by PyYAML's own loader: a family given twice kept its second axes without a word, and broken YAML was
+    # "not valid YAML: while parsing a flow sequence", naming no file
+    Case("calibrate-grid-family-twice",
+         ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "gemm", "--grid", "{ws}/g.yaml", "--out", "{ws}/cal"),
+         "g.yaml: not valid YAML: key 'gemm' is given twice", {"g.yaml": "gemm: {m: [1, 8]}\ngemm: {m: [16]}\n"}),
+    Case("calibrate-grid-bad-yaml",
+         ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "gemm", "--grid", "{ws}/g.yaml", "--out", "{ws}/cal"),
+         "g.yaml: not valid YAML: while parsing a flow sequence", {"g.yaml": "gemm: {m: [1, 8\n"}),
+    # "[Errno 21] Is a directory: '.../empty'" named the path twice, in Python's words
+    Case("schema-update-directory", ("schema", "--markdown", "--update", "{ws}/empty"), "/empty: Is a directory"),
+    # every prompt was shortened to the context, while the plan said "traffic: random 1000000000 in"
+    Case("oneshot-isl-past-context", (*ONESHOT, "--isl", "1000000000"),
+         "--isl: 1,000,000,000 tokens do not fit qwen3-8b's context length (40,960 tokens)"),
+    # a fleet's run was held to no memory limit: a billion requests ran until the machine ran out of memory, and
+    # predict's --max-memory-gb was accepted and read by nothing
+    scenario_case("fleet-prompts-billion", "workload.num_prompts: 1,000,000,000 requests",
+                  **{"workload.num_prompts": 10**9}, fleet={"replicas": [{"count": 2}]}),
+    Case("fleet-compare-prompts-billion", ("fleet", "compare", "{ws}/f.yaml"), "1,000,000,000 requests",
+         {"f.yaml": scenario_text(**{"workload.num_prompts": 10**9}, fleet={"replicas": [{"count": 2}]})}),
+    Case("predict-fleet-memory-too-small", ("predict", "{ws}/f.yaml", "--max-memory-gb", "0.01"), "limit 0.0 GB",
+         {"f.yaml": FLEET}),
+    Case("fleet-plan-memory-too-small", ("fleet", "plan", "{ws}/f.yaml", "--rate", "5", "--sla", "ttft.p90 <= 2s",
+                                         "--max-memory-gb", "0.01"), "limit 0.0 GB", {"f.yaml": FLEET}),
+    # a directory diffed with itself printed 1.00 on every key, tables that looked identical to another GPU's
+    Case("diff-with-itself", ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/../calibration/h100"),
+         "is also A; give the directory to compare with it"),
+    # a file of several runs said "choose one with --run N" whatever the command: predict has --like-run, and
+    # compare's --run picks the MEASURED file's run (with it given, the PREDICTED file was still refused the same)
+    Case("predict-like-runs-names-like-run", ("predict", "{ws}/s.yaml", "--like", "{ws}/two.jsonl"),
+         "two.jsonl: 2 runs in the file, choose one with --like-run N",
+         {"two.jsonl": '{"completed": 10, "duration": 2.0}\n{"completed": 20, "duration": 3.0}\n'}),
+    Case("compare-predicted-runs", ("compare", "{ws}/two.jsonl", "{ws}/result.json", "--run", "0"),
+         "two.jsonl: 2 runs in the file, give a file of one run",
+         {"two.jsonl": '{"completed": 10, "duration": 2.0}\n{"completed": 20, "duration": 3.0}\n'}),
+    # an existing --prompts file is kept as the prompt source: the scenario, or the directory's own config.json
+    # (written first, then kept), became bench_serving's prompts without a word
+    Case("groundtruth-modeldir-prompts-not-sharegpt", ("groundtruth", "modeldir", "qwen3-8b", "{ws}/model",
+                                                       "--prompts", "{ws}/s.yaml"),
+         "s.yaml: exists and is not a ShareGPT prompt file"),
+    Case("groundtruth-modeldir-prompts-its-config", ("groundtruth", "modeldir", "qwen3-8b", "{ws}/model",
+                                                     "--prompts", "{ws}/model/config.json"),
+         "is the model directory's own config.json"),
+    # ran for minutes and took gigabytes to print a rate line of a hundred million numbers
+    Case("inspect-bins-huge", ("trace", "inspect", "{ws}/t.jsonl", "--bins", "100000000"),
+         "'--bins': Input should be less than or equal to 100000"),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -2483,6 +2602,7 @@ CASES = (
     + FLEET_REVIEW_CASES
     + SECOND_SWEEP_REVIEW_CASES
     + EDGE_SWEEP_CASES
+    + CARELESS_CASES
 )
 
 

@@ -224,3 +224,13 @@ def test_a_set_value_that_is_not_yaml_is_named_on_one_line():
     scenario = Path(__file__).resolve().parents[1] / "scenarios" / "qwen3-8b-h100.yaml"
     line = one_error_line(["predict", str(scenario), "--set", "serving.tp=[a"])
     assert "--set serving.tp: value '[a' is not valid YAML" in line
+
+
+def test_an_error_in_a_pipe_is_one_line_without_a_blank_one_before_it(tmp_path):
+    """The transient progress display, meant to print nothing off a terminal, still ended with a newline: the one
+    error line came second, after a blank one."""
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL.replace("qwen3-8b", "gpt-17"))
+    result = runner.invoke(app, ["predict", str(path)])
+    assert result.exit_code == 2 and result.output.startswith("error: "), repr(result.output)
+    assert len(result.output.splitlines()) == 1, repr(result.output)

@@ -35,3 +35,19 @@ def test_a_file_compared_with_itself_is_refused(tmp_path: Path):
     path.write_text(json.dumps(RESULT))
     line = one_error_line(["compare", str(path), str(tmp_path / "." / "pred.json")])
     assert "is also the PREDICTED file" in line
+
+
+def test_a_result_with_a_byte_order_mark_is_read_as_json(tmp_path: Path):
+    """A UTF-8 byte-order mark hid the opening '{': the JSON was parsed as a printed result block and refused as
+    'no benchmark result found'."""
+    from typer.testing import CliRunner
+
+    from simperf.cli import app
+
+    predicted = tmp_path / "pred.json"
+    predicted.write_text(json.dumps(RESULT))
+    measured = tmp_path / "meas.json"
+    measured.write_bytes(b"\xef\xbb\xbf" + json.dumps({**RESULT, "median_ttft_ms": 20.0}).encode())
+    result = CliRunner().invoke(app, ["compare", str(predicted), str(measured), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert "median_ttft_ms" in result.output and "20.0" in result.output

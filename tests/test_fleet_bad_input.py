@@ -64,3 +64,19 @@ def test_a_set_value_that_is_not_yaml_names_the_option(tmp_path: Path):
     path.write_text(FLEET)
     line = one_error_line(["fleet", "compare", str(path), "--set", "fleet.router.policy=[a"])
     assert "--set fleet.router.policy: value '[a' is not valid YAML" in line
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        ("fleet.router.polcy=x", "--set fleet.router.polcy: 'fleet.router.polcy' is not a scenario field"),
+        # was 'f.yaml: fleet: unknown key': the list index was added as a key and then dropped from the message
+        ("fleet.replicas[0].count=0", "--set fleet.replicas[0].count: 'fleet.replicas[0].count' is not a"),
+    ],
+    ids=["misspelt", "list-index"],
+)
+def test_a_set_path_that_is_no_field_names_the_option(tmp_path: Path, item: str, expected: str):
+    """A misspelt --set path was blamed on the scenario file ('f.yaml: fleet.router.polcy: unknown key')."""
+    path = tmp_path / "f.yaml"
+    path.write_text(FLEET)
+    assert expected in one_error_line(["fleet", "compare", str(path), "--set", item])

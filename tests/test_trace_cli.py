@@ -135,3 +135,14 @@ def test_export_of_multi_turn_says_the_turns_are_no_longer_held(tmp_path):
     assert result.exit_code == 0, result.output
     assert "note: 4 of the requests are later turns" in result.output
     assert "open-loop" in result.output
+
+
+def test_a_reuse_bin_without_requests_prints_a_dash_not_nan(tmp_path: Path):
+    """A bin no request arrived in has no hit ratio: the text summary printed it as 'nan%'."""
+    path = tmp_path / "gap.jsonl"
+    row = '{"timestamp": %d, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}\n'
+    path.write_text(row % 0 + row % 10_000)
+    result = runner.invoke(app, ["inspect", str(path), "--bins", "4"])
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if "reuse per" in line)
+    assert "nan" not in line and "0% - - " in line, line

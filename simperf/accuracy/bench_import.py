@@ -152,10 +152,11 @@ def parse_json_runs(text: str, source: str = "<json>") -> list[dict[str, Any]]:
     return runs
 
 
-def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
+def read_bench_result(path: Path, run: int | None = None, run_option: str | None = "--run") -> dict[str, Any]:
     """One run of a measured (or predicted) result file, with bench_serving's key names.
 
-    JSONL files with several runs need `run` (0-based line among the runs); the error lists what each run was.
+    JSONL files with several runs need `run` (0-based line among the runs); the error lists what each run was and
+    names `run_option`, the command's option that picks it (None: the command reads files of one run only).
     """
     path = Path(path)
     if path.is_dir():  # was reported as 'no such file', which it is not
@@ -163,7 +164,9 @@ def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
     if not path.is_file():
         raise BenchImportError(f"{path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8")
+        # -sig: a byte-order mark (a Windows editor's) hid the opening '{' and the JSON was parsed as a printed
+        # result block: 'no benchmark result found'
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:  # was reported as a fault of the scenario, without this file's name
         from simperf.workload.trace import not_utf8
 
@@ -179,9 +182,10 @@ def read_bench_result(path: Path, run: int | None = None) -> dict[str, Any]:
     if run is None:
         if len(runs) > 1:
             described = "; ".join(f"run {i}: {_describe(r)}" for i, r in enumerate(runs))
-            raise BenchImportError(
-                f"{path}: {len(runs)} runs in the file, choose one with --run N ({described})"
-            )
+            # "choose one with --run N" whatever the command: predict --like picks it with --like-run, and compare's
+            # --run picks the MEASURED file's run, not the PREDICTED one's
+            choose = f"choose one with {run_option} N" if run_option else "give a file of one run"
+            raise BenchImportError(f"{path}: {len(runs)} runs in the file, {choose} ({described})")
         run = 0
     if not 0 <= run < len(runs):
         raise BenchImportError(f"{path}: run {run} does not exist (the file has {len(runs)})")
@@ -373,7 +377,7 @@ def scenario_like(
     settings where the run gives them (other workload keys, e.g. ignore_eos or warmup, stay the scenario's).
     flags: field path -> the command-line flag that set it; a flag setting a key the run gives is refused (the
     run's value replaced it without a word)."""
-    result = read_bench_result(measured, run)
+    result = read_bench_result(measured, run, "--like-run")
     like = workload_from_bench(result, path=Path(measured).resolve(), run=run)
     for path, flag in (flags or {}).items():
         parts = path.split(".")
@@ -517,7 +521,7 @@ def compare_command(
     if output not in ("text", "json"):
         fail(f"--output: got {output!r}; allowed values: text, json")
     try:
-        pred = read_bench_result(predicted)
+        pred = read_bench_result(predicted, run_option=None)
         meas = read_bench_result(measured, run)
         for result, path in ((pred, predicted), (meas, measured)):
             check_compared_metrics(result, path)

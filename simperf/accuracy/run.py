@@ -33,7 +33,7 @@ from simperf.accuracy.truth import (
     read_truth,
     unit_factor,
 )
-from simperf.strictyaml import error_line
+from simperf.strictyaml import error_line, safe_load
 
 INDEX_FILE = "index.yaml"
 TARGET_FAMILIES = ("tpot", "output_throughput", "ttft")
@@ -124,9 +124,12 @@ def load_index(directory: Path) -> Index:
     if not path.is_file():
         raise IndexError_(f"{path}: no index (it maps each scenario file to the truth rows it predicts)")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        # simperf's loader: a scenario listed twice kept its second list of rows without a word
+        data = safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise IndexError_(f"{path}: not valid YAML: {error_line(err)}") from None
+    except (OSError, UnicodeDecodeError) as err:  # Python's 'utf-8' codec message named no file
+        raise IndexError_(f"{path}: cannot read the index: {getattr(err, 'strerror', None) or err}") from None
     sections = {"scenarios": dict, "flagged": dict, "unpredictable": dict, "kernels": list}
     if not isinstance(data, dict):
         raise IndexError_(f"{path}: must be a mapping with sections {', '.join(sections)}")

@@ -79,35 +79,53 @@ class _Parser(argparse.ArgumentParser):
         raise CalibrateError(f"{message} (see `simperf calibrate --help`)")
 
 
+class _Once(argparse.Action):
+    """A single-valued option refuses a second, different value: argparse kept the last (`--gpu h100 --gpu h200`
+    planned for h200) without a word, where simperf's other commands refuse the repeat."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        if getattr(self, "given", None) not in (None, values):
+            parser.error(f"{'/'.join(self.option_strings)}: given twice with different values; give it once")
+        self.given = values
+        setattr(namespace, self.dest, values)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m simperf.calibrate", description=calibrate_command.__doc__)
     p.add_argument("--ops", action="append", help="attention,gemm,moe,elementwise,comm or op names")
     p.add_argument("--models", action="append", help="MoE models to include (default: all)")
-    p.add_argument("--grid", type=Path, help="YAML grid overrides (see calibration/grids/)")
-    p.add_argument("--out", type=Path, help="output directory (default calibration/<gpu>/)")
-    p.add_argument("--heldout", type=int, default=0, help="random off-grid points per op")
-    p.add_argument("--ragged", type=int, default=0, help="ragged decode batches per decode backend")
+    p.add_argument("--grid", action=_Once, type=Path, help="YAML grid overrides (see calibration/grids/)")
+    p.add_argument("--out", action=_Once, type=Path, help="output directory (default calibration/<gpu>/)")
+    p.add_argument("--heldout", action=_Once, type=int, default=0, help="random off-grid points per op")
+    p.add_argument(
+        "--ragged", action=_Once, type=int, default=0, help="ragged decode batches per decode backend"
+    )
     p.add_argument("--no-resume", dest="resume", action="store_false", help="re-measure recorded points")
     p.add_argument("--retry-failed", action="store_true", help="re-measure points recorded as failed")
     p.add_argument("--retry-unsupported", action="store_true", help="re-measure points recorded unsupported")
     p.add_argument("--backends", action="append", help="table backend labels or worker groups")
     p.add_argument("--dry-run", action="store_true", help="list what would be measured, run nothing")
-    p.add_argument("--time-budget-s", type=float, help="stop starting points after this many seconds")
-    p.add_argument("--gpu", help="catalogue key to use instead of the detected one")
-    p.add_argument("--limit", type=int, help="measure at most this many points (smoke runs)")
+    p.add_argument(
+        "--time-budget-s", action=_Once, type=float, help="stop starting points after this many seconds"
+    )
+    p.add_argument("--gpu", action=_Once, help="catalogue key to use instead of the detected one")
+    p.add_argument("--limit", action=_Once, type=int, help="measure at most this many points (smoke runs)")
     p.add_argument(
         "--retime",
+        action=_Once,
         type=Path,
         metavar="DIR",
         help="measure again the points DIR's tables hold (with --ops/--backends), into another --out",
     )
     p.add_argument(
         "--replay-target-ms",
+        action=_Once,
         type=float,
         help="GPU time of graph replays per point (default 60; dense sweeps of cheap kernels: 15)",
     )
     p.add_argument(
         "--merge-from",
+        action=_Once,
         type=Path,
         metavar="SRC",
         help="no GPU: fold SRC's tables into --out's (a row replaces its point's, never an ok one by a failure)",

@@ -28,6 +28,7 @@ import yaml
 from simperf.calibrate import shapes
 from simperf.calibrate.points import Point, dedupe, make_point, op_key_tuple, point_key
 from simperf.perfdb.schema import OP_SPECS
+from simperf.strictyaml import error_line, safe_load
 
 POW2_M = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
 
@@ -188,7 +189,13 @@ def load_grid(path: Path | None) -> dict[str, dict[str, Any]]:
     grid = copy.deepcopy(DEFAULT_GRID)
     if path is None:
         return grid
-    overrides = yaml.safe_load(Path(path).read_text()) or {}
+    try:
+        # simperf's loader: a family given twice kept its second axes without a word
+        overrides = safe_load(Path(path).read_text()) or {}
+    except (
+        yaml.YAMLError
+    ) as err:  # PyYAML's first line ("while parsing a flow sequence") named no file or line
+        raise ValueError(f"not valid YAML: {error_line(err)}") from None
     if not isinstance(overrides, dict):  # a list or scalar ended in an AttributeError (an internal error)
         raise ValueError(
             f"a grid file maps op families to their axes, e.g. gemm: {{m: [1, 64]}}; got {overrides!r}"

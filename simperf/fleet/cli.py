@@ -29,6 +29,8 @@ def _fail(message: str, code: int = 2) -> None:
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:
     """`a.b.c=VALUE` (VALUE read as YAML) set in the scenario mapping before it is validated."""
+    from simperf.sweep.paths import scenario_field_paths, unknown_path_message
+
     seen: set[str] = set()
     for item in overrides:
         key, sep, text = item.partition("=")
@@ -36,6 +38,10 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             raise ValueError(f"--set {item!r}: write KEY.PATH=VALUE, e.g. fleet.router.policy=round_robin")
         if key.strip() in seen:  # the later one was used without a word
             raise ValueError(f"--set {key.strip()}: given twice; give each field once")
+        if key.strip() not in scenario_field_paths():
+            # predict's check: a misspelt path was blamed on the scenario file ('f.yaml: fleet.nosuch: unknown
+            # key'), and one into a list ('fleet.replicas[0].count') was added as a key of its own
+            raise ValueError(f"--set {key.strip()}: {unknown_path_message(key.strip())}")
         seen.add(key.strip())
         parts = key.strip().split(".")
         node = data
@@ -82,6 +88,15 @@ def load_fleet_scenario(path: Path, overrides: list[str], policies: list[str] | 
     return scenario
 
 
+# predict's option: the size check names it when a fleet's run would not fit
+MaxMemoryOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0, help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)"
+    ),
+]
+
+
 def compare_command(
     scenario: Annotated[Path, typer.Argument(help="fleet scenario YAML")],
     policy: Annotated[
@@ -95,10 +110,12 @@ def compare_command(
     ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")] = False,
+    max_memory_gb: MaxMemoryOption = None,
 ) -> None:
     """Simulate the same fleet and traffic under each router policy; print TTFT, TPOT, cache hits and imbalance."""
     from simperf.fleet.predict import predict_fleet
     from simperf.progress import bar
+    from simperf.runsize import memory_limit_bytes
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
@@ -121,7 +138,7 @@ def compare_command(
         for name in names:
             sc = base.model_copy(update={"fleet": base.fleet.model_copy(update={"router": routers[name]})})
             try:
-                prediction = predict_fleet(sc)
+                prediction = predict_fleet(sc, memory_limit=memory_limit_bytes(max_memory_gb))
             except (ValueError, FileNotFoundError) as e:
                 _fail(f"{scenario}: {e}")
             predictions[name] = prediction
@@ -210,9 +227,11 @@ def plan_fleet_command(
     ] = None,
     charts: Annotated[Path | None, typer.Option(help="write the SLA-attainment chart here")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text | json")] = "text",
+    max_memory_gb: MaxMemoryOption = None,
 ) -> None:
     """Fewest replicas that serve RATE within the SLA under each router policy, found by simulating the fleet."""
     from simperf.fleet.plan import PLAN_POLICIES, FleetPlanError, plan_fleet
+    from simperf.runsize import memory_limit_bytes
     from simperf.sweep.sla import SlaError, parse_sla
 
     if output not in ("text", "json"):
@@ -232,7 +251,9 @@ def plan_fleet_command(
     except SlaError as e:
         _fail(f"--sla: {e}")
     try:
-        plan = plan_fleet(base, rate, parsed, policies, max_replicas, on_trial=_show_trial)
+        plan = plan_fleet(
+            base, rate, parsed, policies, max_replicas, _show_trial, memory_limit_bytes(max_memory_gb)
+        )
     except (FleetPlanError, ValueError) as e:
         _fail(str(e))
     if output == "json":
@@ -303,8 +324,8 @@ def is_fleet_scenario(path: Path) -> bool:
         return False
     try:
         data = safe_load(path.read_text())
-    except yaml.YAMLError:
-        return False
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return False  # not a fleet: the sweep file's reader then names the problem
     return isinstance(data, dict) and "fleet" in data and "model" in data
 
 

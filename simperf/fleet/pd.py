@@ -33,7 +33,6 @@ from simperf.scenario.models import Scenario
 from simperf.scenario.pd import check_kv_compatible
 from simperf.sim.disagg import tail_tokens
 from simperf.sim.engine import _cyclic_gc_paused
-from simperf.workload.requests import build_requests
 
 
 class _PdFleet:
@@ -184,8 +183,10 @@ def _close(
     return outcomes
 
 
-def predict_pd_fleet(scenario: Scenario, calibration_dir: Path | None, observer: DecisionObserver | None):
-    from simperf.fleet.predict import _check_groups, assemble, run_settings
+def predict_pd_fleet(
+    scenario: Scenario, calibration_dir: Path | None, observer: DecisionObserver | None, memory_limit: float
+):
+    from simperf.fleet.predict import _check_groups, assemble, checked_requests, run_settings
 
     spec = scenario.fleet
     prefill_groups = build_groups(scenario, "prefill", spec.prefill, calibration_dir)
@@ -196,7 +197,7 @@ def predict_pd_fleet(scenario: Scenario, calibration_dir: Path | None, observer:
         [(f"fleet.decode[{g.index}].serving", g.serving) for g in decode_groups],
     )
     prefill, decode = expand(prefill_groups), expand(decode_groups)
-    requests = build_requests(scenario.workload, context_len=prefill_groups[0].arch.context_len)
+    requests = checked_requests(scenario, prefill_groups[0].arch.context_len, memory_limit)
     stream = RouteStream(requests)
     router = spec.router
     seed = router.seed if router.seed is not None else scenario.workload.seed

@@ -132,7 +132,9 @@ def plan_fleet(
     policies: tuple[str, ...] = PLAN_POLICIES,
     max_replicas: int = 64,
     on_trial: Callable[[Trial], None] | None = None,
+    memory_limit: float | None = None,
 ) -> FleetPlan:
+    """memory_limit: bytes each trial's run may be estimated to need (predict_fleet's default when None)."""
     check_plannable(scenario)
     if target_rate <= 0:
         raise FleetPlanError(f"--rate: must be positive, got {target_rate}")
@@ -150,7 +152,7 @@ def plan_fleet(
 
         def trial(n: int, policy: str = policy, trials: dict[int, Trial] = trials) -> Trial:
             if n not in trials:
-                prediction = predict_fleet(with_replicas(offered, policy, n))
+                prediction = predict_fleet(with_replicas(offered, policy, n), memory_limit=memory_limit)
                 trials[n] = Trial(
                     policy, n, prediction.num_gpus, meets(prediction, sla), attainment(prediction, sla),
                     prediction.result, prediction.extra()["fleet"]["prefix_hit_rate"],

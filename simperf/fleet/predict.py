@@ -27,6 +27,7 @@ from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
 from simperf.records import RequestRecords
 from simperf.report.arguments import bench_arguments
+from simperf.runsize import RunSize, check_size, expected_size, memory_limit_bytes
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.engine import SimStats
@@ -135,18 +136,28 @@ def check_fleet_supported(scenario: Scenario) -> None:
 
 
 def predict_fleet(
-    scenario: Scenario, calibration_dir: Path | None = None, observer: DecisionObserver | None = None
+    scenario: Scenario,
+    calibration_dir: Path | None = None,
+    observer: DecisionObserver | None = None,
+    memory_limit: float | None = None,
 ) -> FleetPrediction:
+    """memory_limit: bytes a run may be estimated to need (runsize.py; default: the documented limit)."""
     check_fleet_supported(scenario)
+    limit = memory_limit_bytes() if memory_limit is None else memory_limit
+    expected = expected_size(scenario.workload)
+    if expected is not None:
+        # one server's run is held to the limit; a fleet's was not: num_prompts 1e9 ran until the machine ran out
+        # of memory, and predict's --max-memory-gb was accepted and read by nothing
+        check_size(expected, limit)
     fleet = scenario.fleet
     if fleet.is_pd:
         from simperf.fleet.pd import predict_pd_fleet
 
-        return predict_pd_fleet(scenario, calibration_dir, observer)
+        return predict_pd_fleet(scenario, calibration_dir, observer, limit)
     groups = build_groups(scenario, "replicas", fleet.replicas, calibration_dir)
     _check_groups(groups)
     slots = expand(groups)
-    requests = build_requests(scenario.workload, context_len=groups[0].arch.context_len)
+    requests = checked_requests(scenario, groups[0].arch.context_len, limit)
     if fleet.autoscale is not None:
         check_schedule_reached(fleet.autoscale, requests.arrival_s)
     stream = RouteStream(requests)
@@ -162,6 +173,14 @@ def predict_fleet(
     if scaling is not None:
         add_autoscaling(prediction, scaling, len(slots))
     return prediction
+
+
+def checked_requests(scenario: Scenario, context_len: int, memory_limit: float) -> RequestSet:
+    """The workload's requests, refused when their streamed tokens would not fit the memory limit (a trace's size is
+    known only once it is read)."""
+    requests = build_requests(scenario.workload, context_len=context_len)
+    check_size(RunSize(len(requests), float(requests.output_len.sum())), memory_limit, "workload")
+    return requests
 
 
 def run_settings(scenario: Scenario, calibration_dir: Path | None, requests: RequestSet) -> RunSettings:

@@ -119,6 +119,7 @@ def modeldir_command(
         _fail(f"--prompts {prompts}: is a directory; give the prompt file's name")
     if directory.exists() and not directory.is_dir():
         _fail(f"{directory}: exists and is not a directory; give the model directory to write")
+    _check_prompts_path(prompts, directory)
     own = (
         {prompts.name} if prompts is not None and prompts.absolute().parent == directory.absolute() else set()
     )
@@ -137,6 +138,25 @@ def modeldir_command(
     except modeldir.ModelDirError as e:
         _fail(str(e))
     err.print(f"model directory written to {directory}", highlight=False)
+
+
+def _check_prompts_path(prompts: Path | None, directory: Path) -> None:
+    """An existing --prompts file is kept as the prompt source: a scenario, or the directory's own config.json
+    (written first, then kept), was accepted as bench_serving's prompts without a word."""
+    from simperf.groundtruth import modeldir
+
+    if prompts is None:
+        return
+    inside = prompts.absolute().parent == directory.absolute()
+    if inside and prompts.name in modeldir.MODEL_DIR_FILES:
+        _fail(
+            f"--prompts {prompts}: is the model directory's own {prompts.name}; give the prompt file another name"
+        )
+    if prompts.is_file() and not modeldir.is_prompt_source(prompts):
+        _fail(
+            f"--prompts {prompts}: exists and is not a ShareGPT prompt file (a JSON list of "
+            "{conversations: [...]}), which would be kept as the prompt source; give a new file name"
+        )
 
 
 @groundtruth_app.command("overheads")

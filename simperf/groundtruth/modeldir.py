@@ -150,6 +150,16 @@ def write_word_tokenizer(vocab_size: int, out_dir: Path) -> None:
     (out_dir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=1), encoding="utf-8")
 
 
+def is_prompt_source(path: Path) -> bool:
+    """Whether an existing file is a ShareGPT-format prompt source (a JSON list of {conversations: [...]}), which
+    write_prompt_source keeps as it is."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, list) and all(isinstance(d, dict) and "conversations" in d for d in data[:10])
+
+
 def write_prompt_source(path: Path, vocab_size: int, conversations: int = 2000, seed: int = 0) -> Path:
     """A ShareGPT-format file of independent random word sequences (200-600 words each) for bench_serving's
     `random` dataset, which cuts or repeats them to the sampled input lengths."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 import statistics
 from collections import defaultdict
@@ -193,6 +194,19 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise ValueError("not a chrome trace: expected a list of events or an object with 'traceEvents'")
     for i, e in enumerate(events):  # a negative or NaN span was summed into busy time and kernel totals
-        if e.get("ph") == "X" and "dur" in e and not float(e["dur"]) >= 0:
-            raise ValueError(f"event {i} ({e.get('name')!r}): dur {e['dur']}; a duration is a number >= 0")
+        if e.get("ph") == "X":
+            _check_span(i, e)
     return events
+
+
+def _check_span(i: int, event: dict[str, Any]) -> None:
+    """A complete event's ts and dur are numbers (a text ts failed as "could not convert string to float: 'a'",
+    naming no event), dur >= 0 and finite."""
+    for key in ("ts", "dur"):
+        value = event.get(key)
+        if key == "dur" and value is None:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or (key == "dur" and value < 0):
+            what = "a duration is a number >= 0" if key == "dur" else "a timestamp is a finite number"
+            raise ValueError(f"event {i} ({event.get('name')!r}): {key} {value!r}; {what}")

@@ -30,6 +30,7 @@ import yaml
 from simperf.hardware.catalog import GpuSpec
 from simperf.perfdb.roofline import COLLECTIVE_OPS, Roofline
 from simperf.perfdb.schema import OP_SPECS, op_family
+from simperf.strictyaml import safe_load
 
 RATIOS_FILE = "scaled_ratios.yaml"
 FORMAT = "simperf-scaled-ratios/1"
@@ -88,17 +89,28 @@ class RatioTable:
     def from_yaml(cls, path: Path) -> RatioTable:
         """The file `to_yaml` writes; anything else is a one-line error naming the file and the field."""
         try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
+            data = safe_load(Path(path).read_text(encoding="utf-8")) or {}  # simperf's: no key given twice
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"{path}: not a measured-ratio file (expected format {FORMAT!r})")
         try:
-            cells = dict(_cell(c) for c in data["cells"])
+            cells = _cells(data["cells"])
             edges = tuple(float(e) for e in data["edges"])
             return cls(str(data["target"]), str(data["reference"]), cells, edges, data.get("provenance", ""))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: malformed measured-ratio file ({type(exc).__name__}: {exc})") from None
+
+
+def _cells(entries: list[dict]) -> dict[tuple[str, str, int], Cell]:
+    """The `cells` list by (family, bound, bucket); a cell listed twice kept its last ratios without a word."""
+    cells: dict[tuple[str, str, int], Cell] = {}
+    for entry in entries:
+        key, cell = _cell(entry)
+        if key in cells:
+            raise ValueError(f"cell {key[0]}/{key[1]}/{key[2]} is listed twice; give each cell once")
+        cells[key] = cell
+    return cells
 
 
 def _cell(c: dict) -> tuple[tuple[str, str, int], Cell]:

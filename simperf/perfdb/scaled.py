@@ -29,6 +29,7 @@ from simperf.hardware.catalog import get_gpu
 from simperf.perfdb.ratios import RatioTable, ratio_for
 from simperf.perfdb.roofline import Roofline
 from simperf.perfdb.schema import SOURCE_INDEX
+from simperf.strictyaml import safe_load
 
 SCALED_FROM_FILE = "scaled_from.yaml"
 _EXTRAPOLATED = SOURCE_INDEX["extrapolated"]
@@ -48,8 +49,8 @@ def read_scaled_from(directory: Path | None) -> str | None:
     if not path.is_file():
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
+        data = safe_load(path.read_text(encoding="utf-8")) or {}  # simperf's: a key given twice is refused
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict) or set(data) != {"reference"} or not isinstance(data["reference"], str):
         raise ValueError(f"{path}: expected exactly one key 'reference: <gpu key>', got {data!r}")

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from simperf.strictyaml import safe_load
+
 
 def read_sidecar(directory: Path | None, name: str, fmt: str) -> tuple[Path, dict[str, Any]] | None:
     """(path, its mapping) of `directory/name`, checked to be YAML with `format: fmt`; None when there is none."""
@@ -18,8 +20,8 @@ def read_sidecar(directory: Path | None, name: str, fmt: str) -> tuple[Path, dic
     if path is None or not path.is_file():
         return None
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
+        data = safe_load(path.read_text(encoding="utf-8"))  # simperf's: a variant given twice is refused
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict) or data.get("format") != fmt:
         raise ValueError(f"{path}: format: expected {fmt!r}")

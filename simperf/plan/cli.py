@@ -26,7 +26,23 @@ def _fail(message: str, code: int = 2) -> None:
     fail(message, code)  # simperf's one error line
 
 
+# the one-shot options a sweep table's plan does not read: (flag, parameter name)
+ONESHOT_ONLY = (
+    ("--gpu", "gpu"), ("--total-gpus", "total_gpus"), ("--isl", "isl"), ("--osl", "osl"),
+    ("--range-ratio", "range_ratio"), ("--save-dir", "save_dir"), ("--mtp-accept-length", "mtp_accept_length"),
+    ("--num-prompts", "num_prompts"), ("--[no-]disaggregation", "disaggregation"), ("--table", "table"),
+    ("--[no-]fresh", "fresh"), ("--ray-address", "ray_address"),
+)  # fmt: skip
+
+
+def _given_on_command_line(ctx: typer.Context, options: tuple[tuple[str, str], ...]) -> list[str]:
+    """The flags of `options` the command line gave, whatever their value."""
+    sources = [(flag, ctx.get_parameter_source(name)) for flag, name in options]
+    return [flag for flag, source in sources if source is not None and source.name == "COMMANDLINE"]
+
+
 def plan_command(
+    ctx: typer.Context,
     results: Annotated[
         Path | None,
         typer.Argument(help="sweep result table (.parquet) or sweep file (.yaml); or use --model"),
@@ -80,14 +96,9 @@ def plan_command(
     if results is not None:
         if model is not None:
             _fail("give either a sweep table/file or --model (one-shot), not both")
-        # the one-shot options have no effect on a table's plan: accepted, they were silently ignored
-        given = [name for name, value, default in (
-            ("--gpu", gpu, None), ("--total-gpus", total_gpus, None), ("--isl", isl, 1024), ("--osl", osl, 1024),
-            ("--range-ratio", range_ratio, 1.0), ("--save-dir", save_dir, None),
-            ("--mtp-accept-length", mtp_accept_length, 2.4), ("--num-prompts", num_prompts, None),
-            ("--no-disaggregation", disaggregation, True), ("--table", table, None), ("--fresh", fresh, False),
-            ("--ray-address", ray_address, None),
-        ) if value != default]  # fmt: skip
+        # the one-shot options have no effect on a table's plan: accepted, they were silently ignored (asked of
+        # click, not compared with the defaults: --isl 1024 or --disaggregation, the default's value, passed too)
+        given = _given_on_command_line(ctx, ONESHOT_ONLY)
         if given:
             _fail(
                 f"{', '.join(given)}: one-shot options (with --model); a sweep table or file plans from its rows"
@@ -112,7 +123,7 @@ def plan_command(
 
 def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, num_prompts, disagg):
     from simperf.hardware.catalog import gpu_keys
-    from simperf.models.zoo import zoo_names
+    from simperf.models.zoo import load_arch, zoo_names
     from simperf.plan.oneshot import PlanRequest
     from simperf.sweep.sla import SlaError, parse_sla
 
@@ -122,6 +133,9 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
         _fail(f"--gpu: got {gpu!r}; allowed values: {', '.join(gpu_keys())}")
     if not 0.0 <= range_ratio <= 1.0:
         _fail(f"--range-ratio: got {range_ratio}; allowed: 0 to 1")
+    context = load_arch(model).context_len
+    if isl >= context:  # every prompt was shortened to fit, and the plan still said "random <isl> in"
+        _fail(f"--isl: {isl:,} tokens do not fit {model}'s context length ({context:,} tokens); give fewer")
     if not (math.isfinite(accept) and accept > 1.0):  # NaN passed `accept <= 1` and planned MTP with it
         _fail(f"--mtp-accept-length: got {accept}; it counts the bonus token, so it is > 1")
     try:

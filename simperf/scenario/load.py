@@ -46,6 +46,8 @@ def _is_union_member(item: Any) -> bool:
 def _expected(e: dict[str, Any]) -> str:
     if e["type"] == "literal_error":
         return str(e.get("ctx", {}).get("expected", ""))
+    if e["type"] == "path_type":  # pydantic's "Input is not a valid path for <class 'pathlib.Path'>"
+        return "a file path"
     return e["msg"].removeprefix("Input should be ").split(",")[0]
 
 
@@ -67,6 +69,8 @@ def problem_message(errors: list[dict[str, Any]]) -> str:
         return (
             f"got kind {e.get('input', {}).get('kind')!r}; allowed: {e.get('ctx', {}).get('expected_tags')}"
         )
+    if kind == "path_type":  # not pydantic's "Input is not a valid path for <class 'pathlib.Path'>"
+        return f"Input should be a file path (got {e.get('input')!r})"
     if kind == "value_error" and isinstance(e.get("input"), dict | list):
         # a check across a block's fields: its message names them; the whole block echoed back is noise
         return e["msg"].removeprefix("Value error, ")
@@ -78,7 +82,11 @@ def format_validation_error(err: ValidationError, source: str) -> str:
     that matches none of a union's members (request_rate: 'fast') is one problem listing what each accepts."""
     by_path: dict[str, list[dict[str, Any]]] = {}
     for e in err.errors():
-        loc = tuple(item for item in e["loc"] if not _is_union_member(item))
+        *parents, last = e["loc"] or ("",)
+        # an unknown key is the user's own, never a union member's name: 'page-size' or 'replicas[0]' was dropped
+        # and the error read 'serving: unknown key', naming no key
+        keep_last = e["type"] == "extra_forbidden" or not _is_union_member(last)
+        loc = tuple(item for item in parents if not _is_union_member(item)) + ((last,) if keep_last else ())
         by_path.setdefault(_field_path(loc), []).append(e)
     lines = [f"{source}: {len(by_path)} problem(s) in the scenario"]
     for path, errors in by_path.items():

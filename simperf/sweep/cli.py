@@ -147,6 +147,8 @@ def _load_table(results: Path, executor: str, workers: int | None, quiet: bool =
         results = run.table_path
     elif workers is not None:
         _fail(f"--workers: {results} is a finished table; --workers applies when given a sweep file")
+    elif executor != "process":  # --executor serial on a table was accepted and ran nothing
+        _fail(f"--executor: {results} is a finished table; --executor applies when given a sweep file")
     if not results.exists():
         _fail(f"{results}: no such result table (run `simperf sweep` first)")
     return read_table(results)

@@ -87,6 +87,8 @@ class SweepSpec(_Strict):
         # the default table is ./<name>.sweep.parquet: 'name: ../x' or '/tmp/x' wrote it outside the directory
         if "/" in v or v in (".", ".."):
             raise ValueError("the default table is ./<name>.sweep.parquet: give a name without /")
+        if not v.strip():  # '' wrote the hidden table ./.sweep.parquet and named every point '-<index>'
+            raise ValueError("the default table is ./<name>.sweep.parquet: give a non-empty name")
         return v
 
     @field_validator("axes")
@@ -207,6 +209,9 @@ def load_sweep_file(path: Path | str) -> tuple[SweepSpec, dict[str, Any], Path]:
         data = safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise SweepError(f"{path}: not valid YAML: {error_line(err)}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        # a directory, a Latin-1 file: Python's message ('Is a directory', 'utf-8' codec ...) named no file
+        raise SweepError(f"{path}: cannot read the sweep: {getattr(err, 'strerror', None) or err}") from None
     spec = parse_sweep(data, str(path))
     base, base_dir = base_mapping(spec, path.parent)
     return spec, base, base_dir
@@ -222,6 +227,10 @@ def base_mapping(spec: SweepSpec, sweep_dir: Path) -> tuple[dict[str, Any], Path
         data = safe_load(base_path.read_text())
     except yaml.YAMLError as err:
         raise SweepError(f"base: {base_path} is not valid YAML: {error_line(err)}") from None
+    except (OSError, UnicodeDecodeError) as err:  # named neither base nor the file
+        raise SweepError(
+            f"base: {base_path}: cannot read the scenario: {getattr(err, 'strerror', None) or err}"
+        ) from None
     if not isinstance(data, dict):
         raise SweepError(f"base: {base_path} must hold a mapping, got {type(data).__name__}")
     return data, base_path.parent.resolve()

@@ -11,6 +11,7 @@ Errors in the input (malformed rows, unknown columns) exit with status 2 and the
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -38,9 +39,15 @@ def _fail(message: str) -> None:
     fail(message)
 
 
+MAX_BINS = 100_000
+
+
 def inspect_command(
     path: Annotated[Path, typer.Argument(help="trace file (simperf, Mooncake, Azure, bench_serving output)")],
-    bins: Annotated[int, typer.Option(min=1, help="time bins for the rate-over-time line")] = 12,
+    # max: --bins 100000000 (a typo's extra zeros) ran for minutes and took gigabytes to print a line of zeros
+    bins: Annotated[
+        int, typer.Option(min=1, max=MAX_BINS, help="time bins for the rate-over-time line")
+    ] = 12,
     cache_tokens: Annotated[
         int | None,
         typer.Option(min=1, help="prefix reuse under an LRU cache of this many tokens (default: unbounded)"),
@@ -185,7 +192,8 @@ def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
         if reuse.ratio_over_time:
             table.add_row(
                 f"reuse per {_seconds(summary.rate_bin_s)}",
-                " ".join(f"{100 * r:.0f}%" for r in reuse.ratio_over_time),
+                # a bin no request arrived in has no ratio (NaN): it printed as "nan%"
+                " ".join("-" if math.isnan(r) else f"{100 * r:.0f}%" for r in reuse.ratio_over_time),
             )
     if summary.accept_len_mean is not None:
         table.add_row("accept length", f"mean {summary.accept_len_mean:.2f} tokens per verify step")
