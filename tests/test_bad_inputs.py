@@ -2548,6 +2548,11 @@ CARELESS_CASES = [
     # every prompt was shortened to the context, while the plan said "traffic: random 1000000000 in"
     Case("oneshot-isl-past-context", (*ONESHOT, "--isl", "1000000000"),
          "--isl: 1,000,000,000 tokens do not fit qwen3-8b's context length (40,960 tokens)"),
+    # a prompt that fits with an output that does not: every output was cut to the context, while the plan said
+    # "<osl> out"
+    Case("oneshot-isl-osl-past-context", (*ONESHOT, "--isl", "40000", "--osl", "2000"),
+         "--osl: 40,000 prompt + 2,000 output tokens do not fit qwen3-8b's context length (40,960 tokens); "
+         "give at most 960"),
     # a fleet's run was held to no memory limit: a billion requests ran until the machine ran out of memory, and
     # predict's --max-memory-gb was accepted and read by nothing
     scenario_case("fleet-prompts-billion", "workload.num_prompts: 1,000,000,000 requests",

@@ -136,6 +136,11 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
     context = load_arch(model).context_len
     if isl >= context:  # every prompt was shortened to fit, and the plan still said "random <isl> in"
         _fail(f"--isl: {isl:,} tokens do not fit {model}'s context length ({context:,} tokens); give fewer")
+    if isl + osl > context:  # every output was cut to fit, and the plan still said "<osl> out"
+        _fail(
+            f"--osl: {isl:,} prompt + {osl:,} output tokens do not fit {model}'s context length "
+            f"({context:,} tokens); give at most {context - isl:,}"
+        )
     if not (math.isfinite(accept) and accept > 1.0):  # NaN passed `accept <= 1` and planned MTP with it
         _fail(f"--mtp-accept-length: got {accept}; it counts the bonus token, so it is > 1")
     try:
