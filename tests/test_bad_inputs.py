@@ -1046,7 +1046,7 @@ IGNORED_OR_NONSENSE_CASES = [
     Case(  # the default table ./<name>.sweep.parquet landed in the parent directory
         "sweep-name-a-path",
         ("sweep", "{ws}/a.yaml"),
-        "name: Value error, the default table is ./<name>.sweep.parquet",
+        "name: the default table is ./<name>.sweep.parquet",
         {"a.yaml": yaml.safe_dump({**sweep_dict({"serving.page_size": [1]}), "name": "../up"})},
     ),
     Case("sweep-workers-0", (*SWEEP, "--workers", "0"), "--workers: got 0"),
@@ -2486,7 +2486,7 @@ CARELESS_CASES = [
         {"name": "x", "base": "empty", "axes": {"serving.page_size": [1]}})}),
     Case("sweep-directory", ("sweep", "{ws}/empty"), "empty: cannot read the sweep: Is a directory"),
     # the default table was the hidden ./.sweep.parquet, its points named -0, -1, ...
-    Case("sweep-name-empty", ("sweep", "{ws}/a.yaml"), "name: Value error, the default table is ./<name>.sweep"
+    Case("sweep-name-empty", ("sweep", "{ws}/a.yaml"), "name: the default table is ./<name>.sweep"
          ".parquet: give a non-empty name", {"a.yaml": yaml.safe_dump({**sweep_dict({"serving.page_size": [1]}),
                                                                       "name": ""})}),
     # a one-shot option given its default value (--isl 1024, --disaggregation) passed the table plan's check
@@ -2548,6 +2548,12 @@ CARELESS_CASES = [
     # every prompt was shortened to the context, while the plan said "traffic: random 1000000000 in"
     Case("oneshot-isl-past-context", (*ONESHOT, "--isl", "1000000000"),
          "--isl: 1,000,000,000 tokens do not fit qwen3-8b's context length (40,960 tokens)"),
+    # Path("") is the scenario's own directory: an empty path read it, and the error named the directory, not the
+    # field left empty
+    scenario_case("trace-path-empty", "workload.dataset.path: empty; give a path (got '')",
+                  **{"workload.dataset": {"kind": "trace", "path": "", "use_timestamps": False}}),
+    scenario_case("calibration-dir-empty", "calibration_dir: empty; give a path (got '')", calibration_dir=""),
+    scenario_case("model-config-blank", "model.config: empty; give a path (got ' ')", **{"model.config": " "}),
     # a prompt that fits with an output that does not: every output was cut to the context, while the plan said
     # "<osl> out"
     Case("oneshot-isl-osl-past-context", (*ONESHOT, "--isl", "40000", "--osl", "2000"),

@@ -74,7 +74,8 @@ def problem_message(errors: list[dict[str, Any]]) -> str:
     if kind == "value_error" and isinstance(e.get("input"), dict | list):
         # a check across a block's fields: its message names them; the whole block echoed back is noise
         return e["msg"].removeprefix("Value error, ")
-    return f"{e['msg']} (got {e.get('input')!r})"
+    # a validator's own message, without pydantic's "Value error, " in front of it
+    return f"{e['msg'].removeprefix('Value error, ')} (got {e.get('input')!r})"
 
 
 def format_validation_error(err: ValidationError, source: str) -> str:

@@ -11,7 +11,15 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from simperf.capabilities import BACKENDS, SCHEDULE_POLICIES
 from simperf.hardware.catalog import gpu_keys
@@ -59,11 +67,23 @@ SGLANG_VERSION = re.compile(r"\d+\.\d+\.\d+(\.post\d+)?")
 SchedulePolicyName = Literal[SCHEDULE_POLICIES]  # type: ignore[valid-type]
 
 
+def _given_path(value: Any) -> Any:
+    # Path("") is ".", the scenario's own directory: an empty value read that directory, and the error named it,
+    # not the field the user left empty
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("empty; give a path")
+    return value
+
+
+# a path the user writes in a scenario (relative to the scenario file), never empty
+GivenPath = Annotated[Path, BeforeValidator(_given_path)]
+
+
 class ModelSpec(_Strict):
     name: str = Field(
         description="model zoo entry (see `simperf models`), e.g. deepseek-v3, llama-3.1-8b, or a label when config is given"
     )
-    config: Path | None = Field(
+    config: GivenPath | None = Field(
         default=None, description="path to a HuggingFace config.json; overrides the zoo entry's architecture"
     )
     weight_dtype: Literal["bf16", "fp8"] | None = Field(
@@ -352,7 +372,7 @@ class TraceDataset(_Strict):
     """
 
     kind: Literal["trace"] = "trace"
-    path: Path = Field(
+    path: GivenPath = Field(
         description="simperf JSONL/CSV/Parquet, Mooncake JSONL, Azure CSV or sglang.bench_serving output JSONL"
     )
     use_timestamps: bool = Field(
@@ -1043,7 +1063,7 @@ class Scenario(_Strict):
         description="many servers behind SGLang's router (docs/fleet.md); `hardware` and `serving` are then "
         "each replica group's defaults (`hardware` is left out where every group gives its own)",
     )
-    calibration_dir: Path | None = Field(
+    calibration_dir: GivenPath | None = Field(
         default=None, description="calibration tables; default: the shipped calibration/<gpu>/"
     )
 
