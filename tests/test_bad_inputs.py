@@ -639,6 +639,13 @@ TRACE_CASES = [
     Case("export-bad-suffix", ("trace", "export", "{ws}/s.yaml", "{ws}/o.xlsx"), ".jsonl"),
     Case("export-onto-scenario", ("trace", "export", "{ws}/s.yaml", "{ws}/s.yaml"), ".jsonl"),
     Case("export-readonly", ("trace", "export", "{ws}/s.yaml", "/proc/o.jsonl"), "DST /proc"),
+    # a billion prompts were drawn for minutes (and gigabytes) before anything was written
+    Case(
+        "export-prompts-billion",
+        ("trace", "export", "{ws}/big.yaml", "{ws}/o.jsonl"),
+        "big.yaml: workload.num_prompts: 1,000,000,000 requests",
+        {"big.yaml": scenario_text(**{"workload.num_prompts": 10**9})},
+    ),
 ]
 
 VALIDATE_CASES = [

@@ -116,9 +116,17 @@ def convert_command(
 def export_command(
     scenario: Annotated[Path, typer.Argument(help="scenario YAML whose workload to write")],
     dst: Annotated[Path, typer.Argument(help="simperf trace to write: .jsonl, .parquet or .csv")],
+    max_memory_gb: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            help="refuse workloads estimated to need more memory (default 8 GB or half the RAM; 0: none)",
+        ),
+    ] = None,
 ) -> None:
     """Write the requests a scenario's workload sends (any dataset kind) as a simperf trace."""
     from simperf.models.zoo import load_arch
+    from simperf.runsize import RunTooLarge, check_size, expected_size, memory_limit_bytes
     from simperf.scenario.load import ScenarioError, load_scenario
     from simperf.workload.requests import build_requests
 
@@ -130,6 +138,10 @@ def export_command(
             check_output_file(
                 dst, "DST", suffixes=TRACE_SUFFIXES, inputs=(scenario, dataset.path), what="trace"
             )
+        # the same size guard as predict's, before any request is drawn: a billion prompts drew for minutes
+        expected = expected_size(sc.workload)
+        if expected is not None:
+            check_size(expected, memory_limit_bytes(max_memory_gb))
         context_len = load_arch(sc.model.name, sc.model.config).context_len
         requests = build_requests(sc.workload, context_len=context_len)
         trace = Trace(
@@ -142,8 +154,8 @@ def export_command(
             accept_len=requests.accept_len,
         )
         write_trace(trace, dst)
-    except (ScenarioError, TraceError, ValueError) as e:
-        _fail(str(e))
+    except (ScenarioError, TraceError, ValueError, RunTooLarge) as e:
+        _fail(f"{scenario}: {e}" if isinstance(e, RunTooLarge) else str(e))
     Console().print(f"{len(trace)} requests ({requests.source}) written to {dst}", highlight=False)
     held = 0 if requests.follows is None else int((requests.follows >= 0).sum())
     if held:  # a trace has no column for it: a replay sent every turn at its planned time without a word
