@@ -2576,6 +2576,10 @@ CARELESS_CASES = [
          {"f.yaml": FLEET}),
     Case("fleet-plan-memory-too-small", ("fleet", "plan", "{ws}/f.yaml", "--rate", "5", "--sla", "ttft.p90 <= 2s",
                                          "--max-memory-gb", "0.01"), "limit 0.0 GB", {"f.yaml": FLEET}),
+    # the size error of fleet plan named no file (fleet compare's did)
+    Case("fleet-plan-prompts-billion", ("fleet", "plan", "{ws}/f.yaml", "--rate", "5", "--sla", "ttft.p90 <= 2s"),
+         "f.yaml: workload.num_prompts: 1,000,000,000 requests",
+         {"f.yaml": scenario_text(**{"workload.num_prompts": 10**9}, fleet={"replicas": [{"count": 2}]})}),
     # a directory diffed with itself printed 1.00 on every key, tables that looked identical to another GPU's
     Case("diff-with-itself", ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/../calibration/h100"),
          "is also A; give the directory to compare with it"),

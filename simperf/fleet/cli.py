@@ -231,7 +231,7 @@ def plan_fleet_command(
 ) -> None:
     """Fewest replicas that serve RATE within the SLA under each router policy, found by simulating the fleet."""
     from simperf.fleet.plan import PLAN_POLICIES, FleetPlanError, plan_fleet
-    from simperf.runsize import memory_limit_bytes
+    from simperf.runsize import RunTooLarge, memory_limit_bytes
     from simperf.sweep.sla import SlaError, parse_sla
 
     if output not in ("text", "json"):
@@ -254,6 +254,8 @@ def plan_fleet_command(
         plan = plan_fleet(
             base, rate, parsed, policies, max_replicas, _show_trial, memory_limit_bytes(max_memory_gb)
         )
+    except RunTooLarge as e:  # a scenario field's problem: name the file it is in, as compare does
+        _fail(f"{scenario}: {e}")
     except (FleetPlanError, ValueError) as e:
         _fail(str(e))
     if output == "json":
