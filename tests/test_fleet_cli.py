@@ -218,6 +218,34 @@ def test_plan_on_a_fleet_scenario_simulates_the_fleet(fleet_file):
             assert by_n[found] and (found == 1 or not by_n[found - 1])
 
 
+BURST_FLEET = """
+name: burst-fleet
+model: {name: qwen3-8b}
+hardware: {gpu: h100, count: 1}
+fleet:
+  replicas: [{count: 1}]
+workload:
+  dataset: {kind: random, input_len: 256, output_len: 32}
+  num_prompts: 4
+  request_rate: 1
+"""
+
+
+def test_a_plan_whose_requests_all_arrive_in_a_burst_says_so(tmp_path):
+    """Four prompts at 1e9 req/s arrive in 4 ns: one replica 'served 1e9 req/s' within the SLA, without a word.
+    The plan still stands for that burst; the note says it is not a sustained load, and a plan over a long enough
+    window says nothing."""
+    path = tmp_path / "burst.yaml"
+    path.write_text(BURST_FLEET)
+    args = ["fleet", "plan", str(path), "--sla", "ttft.p90 <= 5s", "--policy", "round_robin"]
+    burst = runner.invoke(app, [*args, "--rate", "1e9"])
+    assert burst.exit_code == 0, burst.output
+    assert "this plans one burst, not a sustained load" in burst.stderr
+    sustained = runner.invoke(app, [*args, "--rate", "0.5"])
+    assert sustained.exit_code == 0, sustained.output
+    assert "burst" not in sustained.stderr
+
+
 def _trials(meets_from: int | None, attainment=lambda n: min(n / 10, 1.0)):
     calls = []  # distinct replica counts simulated, in order (plan_fleet memoises trials the same way)
 

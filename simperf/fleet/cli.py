@@ -230,7 +230,7 @@ def plan_fleet_command(
     max_memory_gb: MaxMemoryOption = None,
 ) -> None:
     """Fewest replicas that serve RATE within the SLA under each router policy, found by simulating the fleet."""
-    from simperf.fleet.plan import PLAN_POLICIES, FleetPlanError, plan_fleet
+    from simperf.fleet.plan import PLAN_POLICIES, FleetPlanError, burst_note, plan_fleet
     from simperf.runsize import RunTooLarge, memory_limit_bytes
     from simperf.sweep.sla import SlaError, parse_sla
 
@@ -262,6 +262,9 @@ def plan_fleet_command(
         sys.stdout.write(json.dumps(plan_json(plan), indent=2, default=str) + "\n")
     else:
         _print_plan(plan)
+    note = burst_note(plan, base)
+    if note is not None:
+        err.print(note, highlight=False, soft_wrap=True)
     if charts is not None:
         from simperf.fleet.charts import attainment_chart
         from simperf.report.charts import save_chart

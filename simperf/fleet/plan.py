@@ -125,6 +125,26 @@ def meets(prediction: FleetPrediction, sla: Sla) -> bool:
     return True
 
 
+def burst_note(plan: FleetPlan, scenario: Scenario) -> str | None:
+    """A note when the planned rate was a burst, not a sustained load: the winner's requests all arrived within
+    less than a request's median end-to-end latency (completed / rate), so no queue could build up and the plan
+    holds for that burst only. Four prompts at 1e12 req/s planned one replica for 1e12 req/s without a word.
+    Not for multi-turn workloads, whose later turns wait for the answers rather than the rate."""
+    winner = plan.winner
+    if winner is None or winner.chosen is None or scenario.workload.dataset.kind == "multi_turn":
+        return None
+    metrics = winner.chosen.metrics
+    completed, e2e_ms = metrics.get("completed") or 0, metrics.get("median_e2e_latency_ms") or 0.0
+    window_s = completed / plan.target_rate
+    if window_s * 1e3 >= e2e_ms:
+        return None
+    return (
+        f"note: the {completed:,} requests arrive within {window_s:.3g} s at {plan.target_rate:g} req/s, less than "
+        f"a request's median end-to-end latency ({e2e_ms / 1e3:.3g} s): this plans one burst, not a sustained "
+        "load at that rate; give more prompts (workload.num_prompts)"
+    )
+
+
 def plan_fleet(
     scenario: Scenario,
     target_rate: float,
