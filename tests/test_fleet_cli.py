@@ -218,17 +218,10 @@ def test_plan_on_a_fleet_scenario_simulates_the_fleet(fleet_file):
             assert by_n[found] and (found == 1 or not by_n[found - 1])
 
 
-BURST_FLEET = """
-name: burst-fleet
-model: {name: qwen3-8b}
-hardware: {gpu: h100, count: 1}
-fleet:
-  replicas: [{count: 1}]
-workload:
-  dataset: {kind: random, input_len: 256, output_len: 32}
-  num_prompts: 4
-  request_rate: 1
-"""
+# the tiny fleet on one replica, with an open-loop workload of four prompts
+BURST_FLEET = FLEET.split("workload:")[0].replace("[{count: 3}]", "[{count: 1}]") + (
+    "workload:\n  dataset: {kind: random, input_len: 256, output_len: 32}\n  num_prompts: 4\n  request_rate: 1\n"
+)
 
 
 def test_a_plan_whose_requests_all_arrive_in_a_burst_says_so(tmp_path):
