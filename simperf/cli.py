@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand, TyperOption
 
-from simperf.cli_errors import SafeGroup, UsageError, debug_option, fail
+from simperf.cli_errors import MaxMemoryOption, SafeGroup, UsageError, debug_option, fail
 
 app = typer.Typer(
     cls=SafeGroup,
@@ -161,12 +161,7 @@ def predict(
     roofline_only: Annotated[
         bool, typer.Option(help="read no calibration tables: every kernel time a datasheet-roofline estimate")
     ] = False,
-    max_memory_gb: Annotated[
-        float | None,
-        typer.Option(
-            min=0, help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)"
-        ),
-    ] = None,
+    max_memory_gb: MaxMemoryOption = None,
     set_values: Annotated[
         list[str] | None,
         typer.Option("--set", help="any scenario field, repeatable: --set serving.tp=4 (value read as YAML)"),

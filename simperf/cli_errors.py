@@ -134,6 +134,16 @@ class SafeGroup(TyperGroup):
             raise typer.Exit(code) from None
 
 
+# the option the size error names (runsize.check_size), one definition for every command that runs or draws a
+# workload: predict, fleet compare|plan, trace export
+MaxMemoryOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0, help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)"
+    ),
+]
+
+
 def debug_option(
     debug: Annotated[
         bool, typer.Option("--debug", help="on an error, show the Python traceback (also SIMPERF_DEBUG=1)")

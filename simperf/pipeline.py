@@ -22,7 +22,7 @@ from simperf.records import RequestRecords
 from simperf.report.arguments import bench_arguments
 from simperf.report.inflight import InFlight, check_closed_loop, records_in_flight
 from simperf.report.metrics import summarize
-from simperf.runsize import RunSize, check_size, expected_size, memory_limit_bytes
+from simperf.runsize import check_requests_size, check_workload_size, memory_limit_bytes
 from simperf.scenario.layout import idle_gpus
 from simperf.scenario.models import ExtendHostTime, Scenario
 from simperf.scenario.overheads_read import check_overheads_read
@@ -255,9 +255,7 @@ def predict(
         return predict_fleet(scenario, calibration_dir, memory_limit=(guards or RunGuards()).limit())
     guards = guards or RunGuards()
     check_supported(scenario)
-    expected = expected_size(scenario.workload)
-    if expected is not None:
-        check_size(expected, guards.limit())
+    check_workload_size(scenario.workload, guards.limit())
     if scenario.disaggregation is not None:
         if step_log is not None:
             raise UnsupportedScenario(
@@ -306,7 +304,7 @@ def _requests(scenario: Scenario, arch: ModelArch, guards: RunGuards, kv_pool_to
     """The workload's requests, capped to what the server would run, refused when their streamed tokens would
     not fit the memory limit."""
     requests = build_requests(scenario.workload, context_len=arch.context_len, kv_pool_tokens=kv_pool_tokens)
-    check_size(RunSize(len(requests), float(requests.output_len.sum())), guards.limit(), "workload")
+    check_requests_size(requests, guards.limit())
     return requests
 
 

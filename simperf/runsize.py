@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from simperf.scenario.models import (
     FixedDataset,
@@ -24,6 +25,9 @@ from simperf.scenario.models import (
     SharedPrefixDataset,
     WorkloadSpec,
 )
+
+if TYPE_CHECKING:
+    from simperf.workload.requests import RequestSet
 
 BASE_BYTES = 200 * 10**6
 BYTES_PER_REQUEST = 1_500
@@ -98,6 +102,20 @@ def check_size(size: RunSize, limit_bytes: float, field: str = "workload.num_pro
         f"{describe_seconds(size.seconds)}; simulate fewer requests, or raise the limit with --max-memory-gb "
         "(docs/scenario.md, 'Size limits')"
     )
+
+
+def check_workload_size(workload: WorkloadSpec, limit_bytes: float) -> None:
+    """Refuse a workload that would not fit `limit_bytes`, before any request is drawn (a trace's size is known only
+    once it is read: check_requests_size)."""
+    expected = expected_size(workload)
+    if expected is not None:
+        check_size(expected, limit_bytes)
+
+
+def check_requests_size(requests: RequestSet, limit_bytes: float) -> None:
+    """Refuse drawn requests whose streamed tokens would not fit `limit_bytes` (a trace's, whose size the scenario
+    did not say)."""
+    check_size(RunSize(len(requests), float(requests.output_len.sum())), limit_bytes, "workload")
 
 
 def describe_seconds(seconds: float) -> str:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from simperf.cli_errors import MaxMemoryOption
 from simperf.output_paths import check_output_dir
 from simperf.scenario.flags import read_set_value
 from simperf.scenario.load import format_validation_error
@@ -86,15 +87,6 @@ def load_fleet_scenario(path: Path, overrides: list[str], policies: list[str] | 
     if scenario.fleet is None:
         _fail(f"{path}: no fleet: section (docs/fleet.md shows one)")
     return scenario
-
-
-# predict's option: the size check names it when a fleet's run would not fit
-MaxMemoryOption = Annotated[
-    float | None,
-    typer.Option(
-        min=0, help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)"
-    ),
-]
 
 
 def compare_command(

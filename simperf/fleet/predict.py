@@ -27,7 +27,7 @@ from simperf.hardware.catalog import GpuSpec
 from simperf.models.arch import ModelArch
 from simperf.records import RequestRecords
 from simperf.report.arguments import bench_arguments
-from simperf.runsize import RunSize, check_size, expected_size, memory_limit_bytes
+from simperf.runsize import check_requests_size, check_workload_size, memory_limit_bytes
 from simperf.scenario.models import Scenario
 from simperf.scenario.resolved import ResolvedServing
 from simperf.sim.engine import SimStats
@@ -144,11 +144,9 @@ def predict_fleet(
     """memory_limit: bytes a run may be estimated to need (runsize.py; default: the documented limit)."""
     check_fleet_supported(scenario)
     limit = memory_limit_bytes() if memory_limit is None else memory_limit
-    expected = expected_size(scenario.workload)
-    if expected is not None:
-        # one server's run is held to the limit; a fleet's was not: num_prompts 1e9 ran until the machine ran out
-        # of memory, and predict's --max-memory-gb was accepted and read by nothing
-        check_size(expected, limit)
+    # one server's run is held to the limit; a fleet's was not: num_prompts 1e9 ran until the machine ran out of
+    # memory, and predict's --max-memory-gb was accepted and read by nothing
+    check_workload_size(scenario.workload, limit)
     fleet = scenario.fleet
     if fleet.is_pd:
         from simperf.fleet.pd import predict_pd_fleet
@@ -179,7 +177,7 @@ def checked_requests(scenario: Scenario, context_len: int, memory_limit: float) 
     """The workload's requests, refused when their streamed tokens would not fit the memory limit (a trace's size is
     known only once it is read)."""
     requests = build_requests(scenario.workload, context_len=context_len)
-    check_size(RunSize(len(requests), float(requests.output_len.sum())), memory_limit, "workload")
+    check_requests_size(requests, memory_limit)
     return requests
 
 

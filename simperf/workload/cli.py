@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from simperf import strictjson
+from simperf.cli_errors import MaxMemoryOption
 from simperf.output_paths import check_output_file
 from simperf.workload.arrivals import poisson_arrivals
 from simperf.workload.summary import TraceSummary, summarize_trace
@@ -116,17 +117,11 @@ def convert_command(
 def export_command(
     scenario: Annotated[Path, typer.Argument(help="scenario YAML whose workload to write")],
     dst: Annotated[Path, typer.Argument(help="simperf trace to write: .jsonl, .parquet or .csv")],
-    max_memory_gb: Annotated[
-        float | None,
-        typer.Option(
-            min=0,
-            help="refuse workloads estimated to need more memory (default 8 GB or half the RAM; 0: none)",
-        ),
-    ] = None,
+    max_memory_gb: MaxMemoryOption = None,
 ) -> None:
     """Write the requests a scenario's workload sends (any dataset kind) as a simperf trace."""
     from simperf.models.zoo import load_arch
-    from simperf.runsize import RunTooLarge, check_size, expected_size, memory_limit_bytes
+    from simperf.runsize import RunTooLarge, check_workload_size, memory_limit_bytes
     from simperf.scenario.load import ScenarioError, load_scenario
     from simperf.workload.requests import build_requests
 
@@ -138,10 +133,8 @@ def export_command(
             check_output_file(
                 dst, "DST", suffixes=TRACE_SUFFIXES, inputs=(scenario, dataset.path), what="trace"
             )
-        # the same size guard as predict's, before any request is drawn: a billion prompts drew for minutes
-        expected = expected_size(sc.workload)
-        if expected is not None:
-            check_size(expected, memory_limit_bytes(max_memory_gb))
+        # predict's size guard, before any request is drawn: a billion prompts drew for minutes
+        check_workload_size(sc.workload, memory_limit_bytes(max_memory_gb))
         context_len = load_arch(sc.model.name, sc.model.config).context_len
         requests = build_requests(sc.workload, context_len=context_len)
         trace = Trace(
@@ -154,8 +147,10 @@ def export_command(
             accept_len=requests.accept_len,
         )
         write_trace(trace, dst)
-    except (ScenarioError, TraceError, ValueError, RunTooLarge) as e:
-        _fail(f"{scenario}: {e}" if isinstance(e, RunTooLarge) else str(e))
+    except RunTooLarge as e:  # a scenario field's problem: name the file it is in
+        _fail(f"{scenario}: {e}")
+    except (ScenarioError, TraceError, ValueError) as e:
+        _fail(str(e))
     Console().print(f"{len(trace)} requests ({requests.source}) written to {dst}", highlight=False)
     held = 0 if requests.follows is None else int((requests.follows >= 0).sum())
     if held:  # a trace has no column for it: a replay sent every turn at its planned time without a word
