@@ -322,8 +322,8 @@ MUTATIONS = (
         "eager-rank-factor",
         "eager extend host time (scenario/models.py): the rank factor +1% where it applies",
         "simperf/scenario/models.py",
-        "        return getattr(self, field), field\n",
-        "        return getattr(self, field) * 1.01, field\n",
+        "        return (1.0, None) if field is None else (getattr(self, field), field)\n",
+        "        return (1.0, None) if field is None else (getattr(self, field) * 1.01, field)\n",
     ),
     Mutation(
         "prefix-path-ratio",

@@ -827,13 +827,8 @@ class Overheads(_Strict):
         """The factor an eager extend's host time per kernel takes at this many tensor-parallel ranks, and its
         field: from EAGER_RANKS_MEASURED ranks up (more ranks take the measured value, an estimate); for an MoE / MLA
         model at EAGER_RANKS_SERVED up to that, the served 2-rank value; 1 below (and for a dense model below 4)."""
-        if tp_ranks >= EAGER_RANKS_MEASURED:
-            field = "eager_extend_rank_factor_dense" if dense_model else "eager_extend_rank_factor"
-        elif tp_ranks >= EAGER_RANKS_SERVED and not dense_model:
-            field = "eager_extend_rank_factor_tp2"
-        else:
-            return 1.0, None
-        return getattr(self, field), field
+        field = eager_rank_field(dense_model, tp_ranks)
+        return (1.0, None) if field is None else (getattr(self, field), field)
 
     def eager_decode_us(self, dense_model: bool = False, tp_ranks: int = 1) -> ExtendHostTime:
         """A decode step's host time per kernel outside CUDA graphs: eager_launch_us_per_kernel where set, else the
@@ -1001,6 +996,17 @@ SHARE_OVERHEADS = frozenset(
 EAGER_RANKS_MEASURED = 4
 # the tensor-parallel size the served MoE / MLA factor (eager_extend_rank_factor_tp2) was measured at: 2 and 3 ranks
 EAGER_RANKS_SERVED = 2
+
+
+def eager_rank_field(dense_model: bool, tp_ranks: int) -> str | None:
+    """The Overheads field of the eager extend's rank factor at this many tensor-parallel ranks (None: no factor),
+    the one place that says which applies where (Overheads.eager_rank_factor, scenario/overheads_read.py)."""
+    if tp_ranks >= EAGER_RANKS_MEASURED:
+        return "eager_extend_rank_factor_dense" if dense_model else "eager_extend_rank_factor"
+    if tp_ranks >= EAGER_RANKS_SERVED and not dense_model:
+        return "eager_extend_rank_factor_tp2"
+    return None
+
 
 # Overheads fields whose defaults were measured on the ground-truth corpus (docs/overheads.md, each recomputed by a
 # test); the others are estimates. Reports label each cost by this (or as the scenario's own value when given).

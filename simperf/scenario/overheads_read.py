@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from simperf.models.arch import ModelArch
-from simperf.scenario.models import EAGER_RANKS_MEASURED, EAGER_RANKS_SERVED, Scenario
+from simperf.scenario.models import EAGER_RANKS_MEASURED, EAGER_RANKS_SERVED, Scenario, eager_rank_field
 from simperf.scenario.resolved import ResolvedServing
 
 Server = tuple[ResolvedServing, ModelArch]
@@ -32,16 +32,19 @@ def _dense(arch: ModelArch) -> bool:
     return not (arch.is_moe or arch.is_mla)
 
 
-def _eager(
-    serving: ResolvedServing, arch: ModelArch, dense: bool, ranks: int = 1, below_ranks: int | None = None
-) -> bool:
+def _eager_forward(serving: ResolvedServing) -> bool:
     """An eager forward's host time is read by extends without a prefill graph, and by decode steps outside CUDA
-    graphs unless eager_launch_us_per_kernel overrides it there (Overheads.eager_decode_us); a rank factor only at
-    ranks..below_ranks tensor-parallel ranks."""
-    eager = not serving.prefill_cuda_graph or _eager_decode(serving)
-    tp = serving.layout.tp
-    in_ranks = tp >= ranks and (below_ranks is None or tp < below_ranks)
-    return eager and _dense(arch) == dense and in_ranks
+    graphs unless eager_launch_us_per_kernel overrides it there (Overheads.eager_decode_us)."""
+    return not serving.prefill_cuda_graph or _eager_decode(serving)
+
+
+def _eager(serving: ResolvedServing, arch: ModelArch, dense: bool) -> bool:
+    return _eager_forward(serving) and _dense(arch) == dense
+
+
+def _rank_factor(field: str) -> Callable[[ResolvedServing, ModelArch], bool]:
+    """Whether an eager forward reads `field`, the rank factor eager_rank_field picks at its ranks."""
+    return lambda s, a: _eager_forward(s) and eager_rank_field(_dense(a), s.layout.tp) == field
 
 
 def _eager_decode(serving: ResolvedServing) -> bool:
@@ -84,17 +87,17 @@ READERS: dict[str, Reader] = {
         _extends,
     ),
     "eager_extend_rank_factor": Reader(
-        lambda s, a: _eager(s, a, dense=False, ranks=EAGER_RANKS_MEASURED),
+        _rank_factor("eager_extend_rank_factor"),
         f"read for eager forwards of an MoE or MLA model at tp {EAGER_RANKS_MEASURED} or more",
         _extends,
     ),
     "eager_extend_rank_factor_tp2": Reader(
-        lambda s, a: _eager(s, a, dense=False, ranks=EAGER_RANKS_SERVED, below_ranks=EAGER_RANKS_MEASURED),
+        _rank_factor("eager_extend_rank_factor_tp2"),
         f"read for eager forwards of an MoE or MLA model at tp {EAGER_RANKS_SERVED} to {EAGER_RANKS_MEASURED - 1}",
         _extends,
     ),
     "eager_extend_rank_factor_dense": Reader(
-        lambda s, a: _eager(s, a, dense=True, ranks=EAGER_RANKS_MEASURED),
+        _rank_factor("eager_extend_rank_factor_dense"),
         f"read for eager forwards of a dense model at tp {EAGER_RANKS_MEASURED} or more",
         _extends,
     ),
