@@ -741,16 +741,6 @@ SERVED_RANK_SERVERS = {1: Path("h200/deepseek-v2-lite-tp1-eager"), 2: Path("h200
 SERVED_RANK_RUNS = {1024: "c1-1k-64", 128: "c1-128-64"}
 
 
-def _served_prefill_ms(run: Path) -> float:
-    """Median time from the scheduler first taking a request into a batch to its prefill finishing (SGLang's
-    per-request timestamps): at one request at a time, the served eager extend of its prompt."""
-    import polars as pl
-
-    requests = pl.read_parquet(run / "requests.parquet")
-    stage = requests["server_prefill_finished_s"] - requests["server_first_scheduled_s"]
-    return float(np.median(stage.to_numpy())) * 1e3
-
-
 def served_eager_rank_factor_tp2(corpus: Path) -> Ratio:
     """A served eager extend's host time per kernel at 2 tensor-parallel ranks over that at 1 on the same host, per
     prompt length (median prefill stage over the kernels simperf counts), the median over the prompt lengths."""
@@ -759,7 +749,8 @@ def served_eager_rank_factor_tp2(corpus: Path) -> Ratio:
     scenario = scenario_of(corpus / V2_LITE_RUN)
     ratios, parts = [], []
     for tokens, run in SERVED_RANK_RUNS.items():
-        one, two = (_served_prefill_ms(corpus / SERVED_RANK_SERVERS[tp] / run) for tp in (1, 2))
+        # the prefill stage (first scheduled -> prefill processed): at one request at a time, its served extend
+        one, two = (_prefill_stage_ms(corpus / SERVED_RANK_SERVERS[tp] / run) for tp in (1, 2))
         k1, k2 = (_eager_kernels(scenario, tp, tokens) for tp in (1, 2))
         ratios.append((two / k2) / (one / k1))
         parts.append(
