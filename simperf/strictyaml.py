@@ -39,6 +39,12 @@ def error_line(err: yaml.YAMLError) -> str:
     return " ".join(str(err).split())
 
 
+def read_error(err: OSError | UnicodeDecodeError) -> str:
+    """Why a YAML file could not be read, for a message that names the file: the OS's reason ('Is a directory', not
+    Python's message repeating the path), or the codec's for a file that is not UTF-8."""
+    return getattr(err, "strerror", None) or str(err)
+
+
 def safe_load(text: str) -> Any:
     """yaml.safe_load that refuses a mapping key given twice (a yaml.YAMLError naming the key and its lines)."""
     return yaml.load(text, Loader=_NoDuplicateKeysLoader)  # noqa: S506 - a SafeLoader subclass

@@ -33,7 +33,7 @@ from simperf.accuracy.truth import (
     read_truth,
     unit_factor,
 )
-from simperf.strictyaml import error_line, safe_load
+from simperf.strictyaml import error_line, read_error, safe_load
 
 INDEX_FILE = "index.yaml"
 TARGET_FAMILIES = ("tpot", "output_throughput", "ttft")
@@ -129,7 +129,7 @@ def load_index(directory: Path) -> Index:
     except yaml.YAMLError as err:
         raise IndexError_(f"{path}: not valid YAML: {error_line(err)}") from None
     except (OSError, UnicodeDecodeError) as err:  # Python's 'utf-8' codec message named no file
-        raise IndexError_(f"{path}: cannot read the index: {getattr(err, 'strerror', None) or err}") from None
+        raise IndexError_(f"{path}: cannot read the index: {read_error(err)}") from None
     sections = {"scenarios": dict, "flagged": dict, "unpredictable": dict, "kernels": list}
     if not isinstance(data, dict):
         raise IndexError_(f"{path}: must be a mapping with sections {', '.join(sections)}")

@@ -192,9 +192,8 @@ def load_grid(path: Path | None) -> dict[str, dict[str, Any]]:
     try:
         # simperf's loader: a family given twice kept its second axes without a word
         overrides = safe_load(Path(path).read_text()) or {}
-    except (
-        yaml.YAMLError
-    ) as err:  # PyYAML's first line ("while parsing a flow sequence") named no file or line
+    except yaml.YAMLError as err:
+        # PyYAML's first line ("while parsing a flow sequence") named no file or line
         raise ValueError(f"not valid YAML: {error_line(err)}") from None
     if not isinstance(overrides, dict):  # a list or scalar ended in an AttributeError (an internal error)
         raise ValueError(

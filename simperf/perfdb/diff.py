@@ -267,9 +267,8 @@ def diff_command(
         raise typer.BadParameter(check_output(output))
     for label, directory in (("A", a), ("B", b)):
         check_table_files(Path(directory), label)
-    if (
-        Path(a).resolve() == Path(b).resolve()
-    ):  # every ratio printed 1.00: tables that looked identical to others
+    # a directory diffed with itself printed 1.00 on every key: tables that looked identical to another GPU's
+    if Path(a).resolve() == Path(b).resolve():
         raise typer.BadParameter(f"{b} is also A; give the directory to compare with it", param_hint="B")
     if points is not None:
         check_output_file(points, "--points", suffixes=(".parquet",), what="Parquet")

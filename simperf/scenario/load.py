@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from simperf.scenario.models import Scenario
-from simperf.strictyaml import error_line, safe_load
+from simperf.strictyaml import error_line, read_error, safe_load
 
 
 class ScenarioError(ValueError):
@@ -130,9 +130,7 @@ def load_scenario_mapping(path: Path | str) -> Any:
     except yaml.YAMLError as err:
         raise ScenarioError(f"{path}: not valid YAML: {error_line(err)}") from None
     except (OSError, UnicodeDecodeError) as err:
-        raise ScenarioError(
-            f"{path}: cannot read the scenario: {getattr(err, 'strerror', None) or err}"
-        ) from None
+        raise ScenarioError(f"{path}: cannot read the scenario: {read_error(err)}") from None
 
 
 def load_scenario(path: Path | str) -> Scenario:

@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 
 from simperf.scenario.load import format_validation_error
 from simperf.scenario.models import _Strict as ScenarioStrict
-from simperf.strictyaml import error_line, safe_load
+from simperf.strictyaml import error_line, read_error, safe_load
 from simperf.sweep.paths import never_valid, scenario_field_paths, unknown_path_message
 from simperf.sweep.sla import SlaError, parse_sla
 
@@ -211,7 +211,7 @@ def load_sweep_file(path: Path | str) -> tuple[SweepSpec, dict[str, Any], Path]:
         raise SweepError(f"{path}: not valid YAML: {error_line(err)}") from None
     except (OSError, UnicodeDecodeError) as err:
         # a directory, a Latin-1 file: Python's message ('Is a directory', 'utf-8' codec ...) named no file
-        raise SweepError(f"{path}: cannot read the sweep: {getattr(err, 'strerror', None) or err}") from None
+        raise SweepError(f"{path}: cannot read the sweep: {read_error(err)}") from None
     spec = parse_sweep(data, str(path))
     base, base_dir = base_mapping(spec, path.parent)
     return spec, base, base_dir
@@ -228,9 +228,7 @@ def base_mapping(spec: SweepSpec, sweep_dir: Path) -> tuple[dict[str, Any], Path
     except yaml.YAMLError as err:
         raise SweepError(f"base: {base_path} is not valid YAML: {error_line(err)}") from None
     except (OSError, UnicodeDecodeError) as err:  # named neither base nor the file
-        raise SweepError(
-            f"base: {base_path}: cannot read the scenario: {getattr(err, 'strerror', None) or err}"
-        ) from None
+        raise SweepError(f"base: {base_path}: cannot read the scenario: {read_error(err)}") from None
     if not isinstance(data, dict):
         raise SweepError(f"base: {base_path} must hold a mapping, got {type(data).__name__}")
     return data, base_path.parent.resolve()
