@@ -2604,6 +2604,22 @@ CARELESS_CASES = [
          "'--bins': Input should be less than or equal to 100000"),
 ]  # fmt: skip
 
+# the third pass: values of the wrong type read as the right one, and values accepted and then ignored
+THIRD_PASS_CASES = [
+    # pydantic's lax mode read a quoted number or true/false as the value: tp: "2" served on two GPUs, "false"
+    # turned a switch off, where YAML holds text
+    scenario_case("tp-quoted", "serving.tp: got '1', text in quotes; expected a valid integer, written without "
+                  "quotes", **{"serving.tp": "1"}),
+    scenario_case("rate-quoted", "workload.request_rate: got '5', text in quotes; expected a valid number or 'inf'",
+                  **{"workload.request_rate": "5"}),
+    scenario_case("switch-quoted", "serving.disable_cuda_graph: got 'true', text in quotes; expected a valid "
+                  "boolean", **{"serving.disable_cuda_graph": "true"}),
+    Case("sweep-axis-value-quoted", ("sweep", "{ws}/a.yaml"), "axes: serving.page_size: got '16', text in quotes",
+         {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": ["16", 32]}))}),
+    Case("predict-set-quoted-number", ("predict", "{ws}/s.yaml", "--set", 'serving.tp="1"'),
+         "serving.tp: got '1', text in quotes; expected a valid integer, written without quotes [from --set"),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -2625,6 +2641,7 @@ CASES = (
     + SECOND_SWEEP_REVIEW_CASES
     + EDGE_SWEEP_CASES
     + CARELESS_CASES
+    + THIRD_PASS_CASES
 )
 
 
