@@ -2618,6 +2618,9 @@ THIRD_PASS_CASES = [
          {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": ["16", 32]}))}),
     Case("predict-set-quoted-number", ("predict", "{ws}/s.yaml", "--set", 'serving.tp="1"'),
          "serving.tp: got '1', text in quotes; expected a valid integer, written without quotes [from --set"),
+    # the one-shot plan tries MTP only on a model with MTP layers: on others the accept length was read by nothing
+    Case("oneshot-mtp-accept-length-without-mtp", (*ONESHOT, "--mtp-accept-length", "3"),
+         "--mtp-accept-length: prices the MTP candidates, and qwen3-8b has no MTP layers"),
 ]  # fmt: skip
 
 CASES = (

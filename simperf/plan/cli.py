@@ -117,6 +117,8 @@ def plan_command(
     check_plan_numbers(rate, top)
     request = _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla or [], mtp_accept_length,
                        num_prompts, disaggregation)  # fmt: skip
+    if _given_on_command_line(ctx, (("--mtp-accept-length", "mtp_accept_length"),)):
+        _check_mtp_candidates(model)
     run_oneshot(request, top if top is not None else 3, save_dir, table, fresh, output, executor, workers,
                 ray_address, quiet)  # fmt: skip
 
@@ -149,6 +151,18 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
         _fail(f"--sla: {e}")
     return PlanRequest(model, gpu, total_gpus, isl, osl, range_ratio, rate, tuple(sla), accept, num_prompts,
                        disaggregation=disagg)  # fmt: skip
+
+
+def _check_mtp_candidates(model: str) -> None:
+    """--mtp-accept-length prices the MTP candidates, which only a model with MTP layers has (plan/candidates.py):
+    on any other it was accepted and read by nothing."""
+    from simperf.models.zoo import load_arch
+
+    if load_arch(model).num_nextn_predict_layers == 0:
+        _fail(
+            f"--mtp-accept-length: prices the MTP candidates, and {model} has no MTP layers "
+            "(num_nextn_predict_layers: 0), so the plan tries none; drop it"
+        )
 
 
 def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers, ray_address, quiet) -> None:
