@@ -2621,6 +2621,12 @@ THIRD_PASS_CASES = [
     # the one-shot plan tries MTP only on a model with MTP layers: on others the accept length was read by nothing
     Case("oneshot-mtp-accept-length-without-mtp", (*ONESHOT, "--mtp-accept-length", "3"),
          "--mtp-accept-length: prices the MTP candidates, and qwen3-8b has no MTP layers"),
+    # nan passed the deadline's `<= 0` check (and wrote NaN into the runner's jobs.json); a port outside TCP's range
+    # was passed to the server, and the runs failed after it started
+    Case("groundtruth-deadline-nan", ("groundtruth", "run", "{repo}/groundtruth/plans/h100.yaml", "--deadline", "nan"),
+         "--deadline: got nan; give a positive number of seconds"),
+    *(Case(f"groundtruth-port-{port}", ("groundtruth", "run", "{repo}/groundtruth/plans/h100.yaml", "--port", port),
+           f"--port: got {port}; give a TCP port, 1 to 65535") for port in ("0", "70000")),
 ]  # fmt: skip
 
 CASES = (
