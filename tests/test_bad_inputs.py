@@ -2627,6 +2627,15 @@ THIRD_PASS_CASES = [
          "--deadline: got nan; give a positive number of seconds"),
     *(Case(f"groundtruth-port-{port}", ("groundtruth", "run", "{repo}/groundtruth/plans/h100.yaml", "--port", port),
            f"--port: got {port}; give a TCP port, 1 to 65535") for port in ("0", "70000")),
+    # --report-only summarises the journal as planned, and --plan-only runs nothing: the plan's options and the run's
+    # layer count were accepted there and read by nothing
+    Case("validate-report-samples", ("validate", "{ws}/s.yaml", "--report-only", "--samples", "8", "--out",
+                                     "{ws}/empty"), "--samples: shapes the plan, and --report-only summarises"),
+    Case("validate-report-seed-and-prompts", ("validate", "{ws}/s.yaml", "--report-only", "--seed", "0",
+                                              "--num-prompts", "5", "--out", "{ws}/empty"),
+         "--seed, --num-prompts: shapes the plan"),
+    Case("validate-plan-replicas", ("validate", "{ws}/s.yaml", "--plan-only", "--replicas", "2", "--out", "{ws}/val"),
+         "--replicas: applies to a run on the GPU, which --plan-only skips"),
 ]  # fmt: skip
 
 CASES = (
