@@ -2604,6 +2604,11 @@ CARELESS_CASES = [
          "'--bins': Input should be less than or equal to 100000"),
 ]  # fmt: skip
 
+# a ground-truth plan of one server and one run
+GT_PLAN = (
+    "servers:\n  - name: a\n    model: qwen3-8b\n    runs:\n      - {name: r1, client: {num-prompts: 5}}\n"
+)
+
 # the third pass: values of the wrong type read as the right one, and values accepted and then ignored
 THIRD_PASS_CASES = [
     # pydantic's lax mode read a quoted number or true/false as the value: tp: "2" served on two GPUs, "false"
@@ -2627,6 +2632,17 @@ THIRD_PASS_CASES = [
          "--deadline: got nan; give a positive number of seconds"),
     *(Case(f"groundtruth-port-{port}", ("groundtruth", "run", "{repo}/groundtruth/plans/h100.yaml", "--port", port),
            f"--port: got {port}; give a TCP port, 1 to 65535") for port in ("0", "70000")),
+    # a ground-truth plan was read by PyYAML's own loader: a flag given twice kept its last value, a Latin-1 file failed
+    # as "'utf-8' codec can't decode ...", naming no file; and a server's start-up timeout took .inf (waited for ever)
+    *(Case(f"groundtruth-plan-{name}", ("groundtruth", "run", "{ws}/p.yaml"), expected, {"p.yaml": text})
+      for name, text, expected in (
+          ("flag-twice", GT_PLAN.replace("{num-prompts: 5}", "{num-prompts: 5, num-prompts: 50}"),
+           "p.yaml: not valid YAML (key 'num-prompts' is given twice in one mapping"),
+          ("not-utf8", GT_PLAN.encode().replace(b"qwen3-8b", b"qwen3-8b\n    env: {X: caf\xe9}"),
+           "p.yaml: cannot read ('utf-8' codec can't decode byte 0xe9"),
+          ("timeout-inf", GT_PLAN.replace("model: qwen3-8b", "model: qwen3-8b\n    startup_timeout_s: .inf"),
+           "p.yaml: servers.0.startup_timeout_s: Input should be a finite number"),
+      )),
     # --report-only summarises the journal as planned, and --plan-only runs nothing: the plan's options and the run's
     # layer count were accepted there and read by nothing
     Case("validate-report-samples", ("validate", "{ws}/s.yaml", "--report-only", "--samples", "8", "--out",
