@@ -2643,6 +2643,11 @@ THIRD_PASS_CASES = [
           ("timeout-inf", GT_PLAN.replace("model: qwen3-8b", "model: qwen3-8b\n    startup_timeout_s: .inf"),
            "p.yaml: servers.0.startup_timeout_s: Input should be a finite number"),
       )),
+    # a sample of more configurations than the axes make ran the whole grid, fewer points than asked, without a word
+    *(Case(f"sweep-sample-{method}-past-the-grid", ("sweep", "{ws}/a.yaml"),
+           "sample.n: 10 configurations asked for, and the axes make 2 (load axes aside); give at most 2",
+           {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, sample={"method": method, "n": 10}))})
+      for method in ("random", "lhs")),
     # --report-only summarises the journal as planned, and --plan-only runs nothing: the plan's options and the run's
     # layer count were accepted there and read by nothing
     Case("validate-report-samples", ("validate", "{ws}/s.yaml", "--report-only", "--samples", "8", "--out",
