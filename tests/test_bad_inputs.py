@@ -2648,6 +2648,14 @@ THIRD_PASS_CASES = [
            "sample.n: 10 configurations asked for, and the axes make 2 (load axes aside); give at most 2",
            {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, sample={"method": method, "n": 10}))})
       for method in ("random", "lhs")),
+    # an empty selector (an unset shell variable) selected everything, as if left out; --models picks MoE shapes, and
+    # with no MoE op selected it was read by nothing
+    *(Case(f"calibrate-{flag[2:]}-empty", ("calibrate", "--dry-run", "--gpu", "h100", flag, "", "--out", "{ws}/cal"),
+           f"{flag}: got '', which names nothing; name some, or leave {flag} out")
+      for flag in ("--ops", "--models", "--backends")),
+    Case("calibrate-models-without-moe", ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "gemm", "--models",
+                                          "deepseek-v3", "--out", "{ws}/cal"),
+         "--models: picks the grid's MoE shapes, and --ops selects no MoE op; drop --models or add --ops moe"),
     # --report-only summarises the journal as planned, and --plan-only runs nothing: the plan's options and the run's
     # layer count were accepted there and read by nothing
     Case("validate-report-samples", ("validate", "{ws}/s.yaml", "--report-only", "--samples", "8", "--out",
