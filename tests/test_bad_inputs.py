@@ -2656,6 +2656,18 @@ THIRD_PASS_CASES = [
     Case("calibrate-models-without-moe", ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "gemm", "--models",
                                           "deepseek-v3", "--out", "{ws}/cal"),
          "--models: picks the grid's MoE shapes, and --ops selects no MoE op; drop --models or add --ops moe"),
+    # a fleet's executor and workers spread the servers of a state-independent policy: under a policy that reads the
+    # servers' load (cache_aware, the default), or in a PD fleet, the servers ran coupled in this process regardless
+    scenario_case("fleet-executor-with-load-policy",
+                  "fleet: executor: spreads the servers of a state-independent policy (round_robin, random, "
+                  "consistent_hashing); the policy cache_aware reads the servers' load",
+                  fleet={"replicas": [{"count": 2}], "executor": "process"}),
+    scenario_case("pd-fleet-workers", "fleet: workers: a PD fleet's servers run coupled in this process",
+                  fleet={**PD_FLEET, "workers": 2}),
+    Case("fleet-compare-executor-of-load-policies", ("fleet", "compare", "{ws}/f.yaml", "--policy", "cache_aware",
+                                                     "--policy", "power_of_two"),
+         "the policies cache_aware, power_of_two read the servers' load",
+         {"f.yaml": scenario_text(fleet={"replicas": [{"count": 2}], "executor": "process"})}),
     # --report-only summarises the journal as planned, and --plan-only runs nothing: the plan's options and the run's
     # layer count were accepted there and read by nothing
     Case("validate-report-samples", ("validate", "{ws}/s.yaml", "--report-only", "--samples", "8", "--out",
