@@ -2668,6 +2668,10 @@ THIRD_PASS_CASES = [
                                                      "--policy", "power_of_two"),
          "the policies cache_aware, power_of_two read the servers' load",
          {"f.yaml": scenario_text(fleet={"replicas": [{"count": 2}], "executor": "process"})}),
+    # --roofline-only passed over the scenario's own calibration_dir without a word (--calibration beside it errs)
+    Case("predict-roofline-and-calibration-dir", ("predict", "{ws}/cal.yaml", "--roofline-only"),
+         "--roofline-only: reads no tables, and the scenario's calibration_dir names",
+         {"cal.yaml": scenario_text(calibration_dir=f"{REPO}/calibration/h100")}),
     # --report-only summarises the journal as planned, and --plan-only runs nothing: the plan's options and the run's
     # layer count were accepted there and read by nothing
     Case("validate-report-samples", ("validate", "{ws}/s.yaml", "--report-only", "--samples", "8", "--out",
