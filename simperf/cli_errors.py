@@ -44,6 +44,13 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+def given_on_command_line(ctx: typer.Context, options: tuple[tuple[str, str], ...]) -> list[str]:
+    """The flags of `options` ((flag, parameter name) pairs) the command line gave, whatever their value: an option
+    given its default's value is given too."""
+    sources = [(flag, ctx.get_parameter_source(name)) for flag, name in options]
+    return [flag for flag, source in sources if source is not None and source.name == "COMMANDLINE"]
+
+
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
     return lines[0] if lines else ""

@@ -184,6 +184,12 @@ def open_perfdb(
     if roofline_only:
         if override is not None:
             raise CalibrationError("--roofline-only: reads no tables; leave out --calibration")
+        if scenario.calibration_dir is not None:
+            # the scenario's tables were passed over without a word, while --calibration beside it is refused
+            raise CalibrationError(
+                f"--roofline-only: reads no tables, and the scenario's calibration_dir names "
+                f"{scenario.calibration_dir}; drop one of them (--set calibration_dir= drops it)"
+            )
         return PerfDB.empty(gpu), None
     choice = choose_directory(override, scenario.calibration_dir, shipped_calibration_dir(gpu.key), gpu)
     check_directory(choice)

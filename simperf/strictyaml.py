@@ -7,6 +7,7 @@ reported like any other YAML mistake, with the key and both lines.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -31,6 +32,15 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
                 )
             seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.2 reads 1e3 and 2.5e-3 as numbers; PyYAML (YAML 1.1) wants a dot and a signed exponent (1.0e+3) and read
+# them as text, which a number field then refused, or took as a quoted number (scenario/models.Quoted)
+_NoDuplicateKeysLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 
 def error_line(err: yaml.YAMLError) -> str:

@@ -2604,6 +2604,85 @@ CARELESS_CASES = [
          "'--bins': Input should be less than or equal to 100000"),
 ]  # fmt: skip
 
+# a ground-truth plan of one server and one run
+GT_PLAN = (
+    "servers:\n  - name: a\n    model: qwen3-8b\n    runs:\n      - {name: r1, client: {num-prompts: 5}}\n"
+)
+
+# the third pass: values of the wrong type read as the right one, and values accepted and then ignored
+THIRD_PASS_CASES = [
+    # pydantic's lax mode read a quoted number or true/false as the value: tp: "2" served on two GPUs, "false"
+    # turned a switch off, where YAML holds text
+    scenario_case("tp-quoted", "serving.tp: got '1', text in quotes; expected a valid integer, written without "
+                  "quotes", **{"serving.tp": "1"}),
+    scenario_case("rate-quoted", "workload.request_rate: got '5', text in quotes; expected a valid number or 'inf'",
+                  **{"workload.request_rate": "5"}),
+    scenario_case("switch-quoted", "serving.disable_cuda_graph: got 'true', text in quotes; expected a valid "
+                  "boolean", **{"serving.disable_cuda_graph": "true"}),
+    Case("sweep-axis-value-quoted", ("sweep", "{ws}/a.yaml"), "axes: serving.page_size: got '16', text in quotes",
+         {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": ["16", 32]}))}),
+    Case("predict-set-quoted-number", ("predict", "{ws}/s.yaml", "--set", 'serving.tp="1"'),
+         "serving.tp: got '1', text in quotes; expected a valid integer, written without quotes [from --set"),
+    # the one-shot plan tries MTP only on a model with MTP layers: on others the accept length was read by nothing
+    Case("oneshot-mtp-accept-length-without-mtp", (*ONESHOT, "--mtp-accept-length", "3"),
+         "--mtp-accept-length: prices the MTP candidates, and qwen3-8b has no MTP layers"),
+    # nan passed the deadline's `<= 0` check (and wrote NaN into the runner's jobs.json); a port outside TCP's range
+    # was passed to the server, and the runs failed after it started
+    Case("groundtruth-deadline-nan", ("groundtruth", "run", "{repo}/groundtruth/plans/h100.yaml", "--deadline", "nan"),
+         "--deadline: got nan; give a positive number of seconds"),
+    *(Case(f"groundtruth-port-{port}", ("groundtruth", "run", "{repo}/groundtruth/plans/h100.yaml", "--port", port),
+           f"--port: got {port}; give a TCP port, 1 to 65535") for port in ("0", "70000")),
+    # a ground-truth plan was read by PyYAML's own loader: a flag given twice kept its last value, a Latin-1 file failed
+    # as "'utf-8' codec can't decode ...", naming no file; and a server's start-up timeout took .inf (waited for ever)
+    *(Case(f"groundtruth-plan-{name}", ("groundtruth", "run", "{ws}/p.yaml"), expected, {"p.yaml": text})
+      for name, text, expected in (
+          ("flag-twice", GT_PLAN.replace("{num-prompts: 5}", "{num-prompts: 5, num-prompts: 50}"),
+           "p.yaml: not valid YAML (key 'num-prompts' is given twice in one mapping"),
+          ("not-utf8", GT_PLAN.encode().replace(b"qwen3-8b", b"qwen3-8b\n    env: {X: caf\xe9}"),
+           "p.yaml: cannot read ('utf-8' codec can't decode byte 0xe9"),
+          ("timeout-inf", GT_PLAN.replace("model: qwen3-8b", "model: qwen3-8b\n    startup_timeout_s: .inf"),
+           "p.yaml: servers.0.startup_timeout_s: Input should be a finite number"),
+      )),
+    # a sample of more configurations than the axes make ran the whole grid, fewer points than asked, without a word
+    *(Case(f"sweep-sample-{method}-past-the-grid", ("sweep", "{ws}/a.yaml"),
+           "sample.n: 10 configurations asked for, and the axes make 2 (load axes aside); give at most 2",
+           {"a.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, sample={"method": method, "n": 10}))})
+      for method in ("random", "lhs")),
+    # an empty selector (an unset shell variable) selected everything, as if left out; --models picks MoE shapes, and
+    # with no MoE op selected it was read by nothing
+    *(Case(f"calibrate-{flag[2:]}-empty", ("calibrate", "--dry-run", "--gpu", "h100", flag, "", "--out", "{ws}/cal"),
+           f"{flag}: got '', which names nothing; name some, or leave {flag} out")
+      for flag in ("--ops", "--models", "--backends")),
+    Case("calibrate-models-without-moe", ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "gemm", "--models",
+                                          "deepseek-v3", "--out", "{ws}/cal"),
+         "--models: picks the grid's MoE shapes, and --ops selects no MoE op; drop --models or add --ops moe"),
+    # a fleet's executor and workers spread the servers of a state-independent policy: under a policy that reads the
+    # servers' load (cache_aware, the default), or in a PD fleet, the servers ran coupled in this process regardless
+    scenario_case("fleet-executor-with-load-policy",
+                  "fleet: executor: spreads the servers of a state-independent policy (round_robin, random, "
+                  "consistent_hashing); the policy cache_aware reads the servers' load",
+                  fleet={"replicas": [{"count": 2}], "executor": "process"}),
+    scenario_case("pd-fleet-workers", "fleet: workers: a PD fleet's servers run coupled in this process",
+                  fleet={**PD_FLEET, "workers": 2}),
+    Case("fleet-compare-executor-of-load-policies", ("fleet", "compare", "{ws}/f.yaml", "--policy", "cache_aware",
+                                                     "--policy", "power_of_two"),
+         "the policies cache_aware, power_of_two read the servers' load",
+         {"f.yaml": scenario_text(fleet={"replicas": [{"count": 2}], "executor": "process"})}),
+    # --roofline-only passed over the scenario's own calibration_dir without a word (--calibration beside it errs)
+    Case("predict-roofline-and-calibration-dir", ("predict", "{ws}/cal.yaml", "--roofline-only"),
+         "--roofline-only: reads no tables, and the scenario's calibration_dir names",
+         {"cal.yaml": scenario_text(calibration_dir=f"{REPO}/calibration/h100")}),
+    # --report-only summarises the journal as planned, and --plan-only runs nothing: the plan's options and the run's
+    # layer count were accepted there and read by nothing
+    Case("validate-report-samples", ("validate", "{ws}/s.yaml", "--report-only", "--samples", "8", "--out",
+                                     "{ws}/empty"), "--samples: shapes the plan, and --report-only summarises"),
+    Case("validate-report-seed-and-prompts", ("validate", "{ws}/s.yaml", "--report-only", "--seed", "0",
+                                              "--num-prompts", "5", "--out", "{ws}/empty"),
+         "--seed, --num-prompts: shapes the plan"),
+    Case("validate-plan-replicas", ("validate", "{ws}/s.yaml", "--plan-only", "--replicas", "2", "--out", "{ws}/val"),
+         "--replicas: applies to a run on the GPU, which --plan-only skips"),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -2625,6 +2704,7 @@ CASES = (
     + SECOND_SWEEP_REVIEW_CASES
     + EDGE_SWEEP_CASES
     + CARELESS_CASES
+    + THIRD_PASS_CASES
 )
 
 

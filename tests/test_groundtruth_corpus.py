@@ -217,7 +217,7 @@ def test_a_launch_flag_simperf_does_not_model_refuses_the_run_with_the_reason():
     with pytest.raises(corpus_accuracy.Unmodelled, match="--enable-lora"):
         corpus_accuracy.serving_from_flags({"enable-lora": True, "attention-backend": "flashinfer"}, "0.5.17")
     assert corpus_accuracy.serving_from_flags({"tp-size": "2", "port": "1"}, "0.5.17") == {
-        "tp": "2",
+        "tp": 2,
         "sglang_version": "0.5.17",
     }
 

@@ -72,12 +72,18 @@ def test_subsets_draw_at_most_n_distinct_configurations_and_cross_every_load(siz
         )
     }
     axes["workload.request_rate"] = [1.0, 2.0]
-    points = points_of(axes, sample={"method": method, "n": n, "seed": seed})
-    configs = {p.config_id for p in points}
     total = 1
     for k in sizes:
         total *= k
-    assert len(configs) == min(n, total) if method == "random" else len(configs) <= min(n, total)
+    if n > total:  # more configurations than the axes make: refused (the whole grid ran without a word)
+        with pytest.raises(
+            SweepError, match=f"sample.n: {n} configurations asked for, and the axes make {total}"
+        ):
+            points_of(axes, sample={"method": method, "n": n, "seed": seed})
+        return
+    points = points_of(axes, sample={"method": method, "n": n, "seed": seed})
+    configs = {p.config_id for p in points}
+    assert len(configs) == n if method == "random" else len(configs) <= n
     assert len(points) == 2 * len(configs)
     assert len({p.point_id for p in points}) == len(points)
     if method == "lhs" and n >= max(sizes):

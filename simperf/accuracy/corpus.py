@@ -190,6 +190,18 @@ def server_flags(server_cmd: Path) -> dict[str, str | bool]:
     return flags
 
 
+def _typed(value: str | bool) -> Any:
+    """A flag's value as the scenario takes it: a number for a number ('2' -> 2; the scenario refuses a quoted
+    number), else the text (a backend's name)."""
+    if isinstance(value, str):
+        for convert in (int, float):
+            try:
+                return convert(value)
+            except ValueError:
+                pass
+    return value
+
+
 def serving_from_flags(flags: dict[str, str | bool], sglang_version: str | None) -> dict[str, Any]:
     serving: dict[str, Any] = {}
     for name, value in flags.items():
@@ -198,7 +210,7 @@ def serving_from_flags(flags: dict[str, str | bool], sglang_version: str | None)
         key = _SERVING_FLAGS.get(name)
         if key is None:
             raise Unmodelled(f"launch_server flag --{name} is not modelled by simperf")
-        serving[key] = value
+        serving[key] = _typed(value)
     if sglang_version:
         serving["sglang_version"] = sglang_version
     return serving

@@ -11,12 +11,17 @@ from simperf.calibrate.preflight import CalibrateError
 from simperf.calibrate.runner import RunOptions, run
 
 
-def _split(values: list[str] | None) -> list[str] | None:
-    """Accept both repeated options and comma-separated lists."""
+def _split(values: list[str] | None, flag: str) -> list[str] | None:
+    """Accept both repeated options and comma-separated lists. Given, it names something: `--ops ""` (an empty shell
+    variable) selected every op, as if left out."""
     if not values:
         return None
     out = [v.strip() for value in values for v in value.split(",") if v.strip()]
-    return out or None
+    if not out:
+        raise CalibrateError(
+            f"{flag}: got {','.join(values)!r}, which names nothing; name some, or leave {flag} out"
+        )
+    return out
 
 
 def calibrate_command(
@@ -52,8 +57,8 @@ def calibrate_command(
     options = RunOptions(
         out=out,
         grid_path=grid_path,
-        ops=_split(ops),
-        backends=_split(backends),
+        ops=_split(ops, "--ops"),
+        backends=_split(backends, "--backends"),
         heldout=heldout,
         ragged=ragged,
         resume=resume,
@@ -66,7 +71,7 @@ def calibrate_command(
         retime_from=retime_from,
         replay_target_ms=replay_target_ms,
     )
-    model_list = _split(models)
+    model_list = _split(models, "--models")
     if model_list:
         options.models = model_list
     return run(options)

@@ -209,6 +209,7 @@ def select_points(options: RunOptions, probe: dict[str, Any]) -> list[Point]:
     except ValueError as e:
         raise CalibrateError(f"--ops: {e}") from None
     _check_backend_selectors(options.backends)
+    _check_models_select_moe(options, ops)
     if options.retime_from is not None:
         points = [p for p in recorded_points(options.retime_from) if p["op"] in ops]
         return _filter_backends(points, options.backends, probe)
@@ -241,6 +242,15 @@ def _check_backend_selectors(selectors: list[str] | None) -> None:
         raise CalibrateError(
             f"--backends: got {', '.join(unknown)}; allowed: the table backend labels {', '.join(labels)}, "
             f"or the worker groups {', '.join(groups)}"
+        )
+
+
+def _check_models_select_moe(options: RunOptions, ops: set[str]) -> None:
+    """--models picks the grid's MoE shapes: with no MoE op selected it was read by nothing, and the run listed the
+    same points as without it."""
+    if options.models and not ops & set(gridmod.OP_CATEGORIES["moe"]):
+        raise CalibrateError(
+            "--models: picks the grid's MoE shapes, and --ops selects no MoE op; drop --models or add --ops moe"
         )
 
 

@@ -58,8 +58,11 @@ def run_command(
         spec = load_plan(plan)
     except PlanError as e:
         _fail(str(e))
-    if deadline is not None and deadline <= 0:
+    if deadline is not None and not deadline > 0:  # nan passed `<= 0`, and every later comparison with it
         _fail(f"--deadline: got {deadline}; give a positive number of seconds")
+    # the server could not bind a port outside TCP's range, or (0) bound a random one bench_serving never found
+    if not 1 <= port <= 65535:
+        _fail(f"--port: got {port}; give a TCP port, 1 to 65535")
     names = {s.name for s in spec.servers} | {f"{s.name}/{r.name}" for s in spec.servers for r in s.runs}
     unknown = [o for o in only or [] if o not in names]
     if unknown:

@@ -32,6 +32,8 @@ from typing import Annotated, Any
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from simperf.strictyaml import error_line, read_error, safe_load
+
 FlagValue = str | int | float | bool | list[str | int | float] | None
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _FLAG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -59,7 +61,8 @@ class PlanError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # startup_timeout_s: .inf waited for a server that never came up for ever (the scenario's models refuse it too)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _check_flags(flags: dict[str, FlagValue], reserved: frozenset[str]) -> dict[str, FlagValue]:
@@ -195,12 +198,14 @@ def server_fingerprint(server: ServerSpec, flags: dict[str, FlagValue]) -> str:
 
 
 def load_plan(path: Path) -> GroundTruthPlan:
+    # read as the scenario's YAML is: a flag given twice in one mapping kept the last without a word, a file that is
+    # not UTF-8 failed naming no file, and PyYAML's report spanned several lines
     try:
-        raw: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise PlanError(f"{path}: cannot read ({e.strerror})") from None
+        raw: Any = safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise PlanError(f"{path}: cannot read ({read_error(e)})") from None
     except yaml.YAMLError as e:
-        raise PlanError(f"{path}: not valid YAML ({e})") from None
+        raise PlanError(f"{path}: not valid YAML ({error_line(e)})") from None
     if not isinstance(raw, dict):
         raise PlanError(f"{path}: expected a mapping with 'servers:'")
     try:

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from simperf import strictjson
+from simperf.cli_errors import given_on_command_line
 
 err = Console(stderr=True)
 
@@ -33,12 +34,6 @@ ONESHOT_ONLY = (
     ("--num-prompts", "num_prompts"), ("--[no-]disaggregation", "disaggregation"), ("--table", "table"),
     ("--[no-]fresh", "fresh"), ("--ray-address", "ray_address"),
 )  # fmt: skip
-
-
-def _given_on_command_line(ctx: typer.Context, options: tuple[tuple[str, str], ...]) -> list[str]:
-    """The flags of `options` the command line gave, whatever their value."""
-    sources = [(flag, ctx.get_parameter_source(name)) for flag, name in options]
-    return [flag for flag, source in sources if source is not None and source.name == "COMMANDLINE"]
 
 
 def plan_command(
@@ -98,7 +93,7 @@ def plan_command(
             _fail("give either a sweep table/file or --model (one-shot), not both")
         # the one-shot options have no effect on a table's plan: accepted, they were silently ignored (asked of
         # click, not compared with the defaults: --isl 1024 or --disaggregation, the default's value, passed too)
-        given = _given_on_command_line(ctx, ONESHOT_ONLY)
+        given = given_on_command_line(ctx, ONESHOT_ONLY)
         if given:
             _fail(
                 f"{', '.join(given)}: one-shot options (with --model); a sweep table or file plans from its rows"
@@ -117,6 +112,8 @@ def plan_command(
     check_plan_numbers(rate, top)
     request = _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla or [], mtp_accept_length,
                        num_prompts, disaggregation)  # fmt: skip
+    if given_on_command_line(ctx, (("--mtp-accept-length", "mtp_accept_length"),)):
+        _check_mtp_candidates(model)
     run_oneshot(request, top if top is not None else 3, save_dir, table, fresh, output, executor, workers,
                 ray_address, quiet)  # fmt: skip
 
@@ -149,6 +146,18 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
         _fail(f"--sla: {e}")
     return PlanRequest(model, gpu, total_gpus, isl, osl, range_ratio, rate, tuple(sla), accept, num_prompts,
                        disaggregation=disagg)  # fmt: skip
+
+
+def _check_mtp_candidates(model: str) -> None:
+    """--mtp-accept-length prices the MTP candidates, which only a model with MTP layers has (plan/candidates.py):
+    on any other it was accepted and read by nothing."""
+    from simperf.models.zoo import load_arch
+
+    if load_arch(model).num_nextn_predict_layers == 0:
+        _fail(
+            f"--mtp-accept-length: prices the MTP candidates, and {model} has no MTP layers "
+            "(num_nextn_predict_layers: 0), so the plan tries none; drop it"
+        )
 
 
 def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers, ray_address, quiet) -> None:

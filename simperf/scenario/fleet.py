@@ -7,7 +7,7 @@ regular one (every replica serves whole requests); with them it is a PD fleet (`
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, ValidationInfo, model_validator
 
@@ -266,7 +266,7 @@ class FleetSpec(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _no_setting_without_effect(self) -> FleetSpec:
+    def _no_setting_without_effect(self, info: ValidationInfo) -> FleetSpec:
         # each of these was accepted and changed nothing: a regular fleet ships no KV, a serial run starts no
         # worker, and only the ray executor connects to a cluster
         link = [f for f in ("kv_link_gbytes_per_s", "kv_link_latency_us") if f in self.model_fields_set]
@@ -276,7 +276,34 @@ class FleetSpec(_Strict):
             raise ValueError("workers: executor serial runs every replica in this process; drop one of them")
         if self.ray_address is not None and self.executor != "ray":
             raise ValueError(f"ray_address: applies to executor ray (got executor {self.executor})")
+        self._parallel_replicas_possible(info)
         return self
+
+    def _parallel_replicas_possible(self, info: ValidationInfo) -> None:
+        """executor (process, ray) and workers spread the servers of a state-independent policy (the router decides
+        the whole stream first: docs/fleet.md); a PD fleet or a policy that reads the servers' load runs them
+        coupled in this process (fleet/regular.py), so these were accepted and changed nothing."""
+        given = [f for f in ("executor", "workers") if f in self.model_fields_set]
+        if self.executor in ("auto", "serial"):
+            given = [f for f in given if f != "executor"]
+        if not given:
+            return
+        if self.prefill is not None or self.decode is not None:
+            raise ValueError(
+                f"{', '.join(given)}: a PD fleet's servers run coupled in this process; drop {', '.join(given)}"
+            )
+        policies = sorted({self.router.policy} | set((info.context or {}).get(COMPARED_POLICIES, ())))
+        if not set(policies) & STATE_INDEPENDENT:
+            independent = ", ".join(p for p in get_args(Policy) if p in STATE_INDEPENDENT)
+            reading = (
+                f"the policy {policies[0]} reads"
+                if len(policies) == 1
+                else f"the policies {', '.join(policies)} read"
+            )
+            raise ValueError(
+                f"{', '.join(given)}: spreads the servers of a state-independent policy ({independent}); "
+                f"{reading} the servers' load, so they run coupled in this process; drop {', '.join(given)}"
+            )
 
     @property
     def is_pd(self) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from simperf.scenario.models import Scenario
+from simperf.scenario.models import Quoted, Scenario
 from simperf.strictyaml import error_line, read_error, safe_load
 
 
@@ -54,6 +54,11 @@ def _expected(e: dict[str, Any]) -> str:
 def problem_message(errors: list[dict[str, Any]]) -> str:
     """What is wrong with one field, from pydantic's errors at its path (several: a union none of whose members
     took the value)."""
+    quoted = errors[0].get("input")
+    # models._Strict: a number or true/false in quotes, which YAML reads as text
+    if isinstance(quoted, Quoted):
+        expected = " or ".join(dict.fromkeys(_expected(e) for e in errors))
+        return f"got {quoted!r}, text in quotes; expected {expected}, written without quotes"
     if len(errors) > 1:
         expected = " or ".join(dict.fromkeys(_expected(e) for e in errors))
         return f"got {errors[0].get('input')!r}; expected {expected}"

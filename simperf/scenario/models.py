@@ -36,6 +36,53 @@ def _is_number_not_bool(annotation: Any) -> bool:
     return any(_is_number_not_bool(arg) for arg in args) and not any(arg is bool for arg in args)
 
 
+def _takes_words(annotation: Any) -> set[str] | None:
+    """The words a field's type takes as they stand: its Literal members (request_rate's 'inf'); None where it
+    takes any text (str, a path)."""
+    if annotation in (str, Path):
+        return None
+    if get_origin(annotation) is Literal:
+        return {arg for arg in get_args(annotation) if isinstance(arg, str)}
+    words: set[str] = set()
+    for arg in get_args(annotation):
+        taken = _takes_words(arg)
+        if taken is None:
+            return None
+        words |= taken
+    return words
+
+
+class Quoted:
+    """A number or true/false written in quotes (tp: "4", disable_cuda_graph: "true") where one goes: pydantic's lax
+    mode reads the text as the value. Passed on in its place, it makes the field itself refuse it, so the error names
+    the field (load.problem_message words it)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return repr(self.text)
+
+
+# the texts pydantic's lax mode reads as true or false
+_BOOL_WORDS = frozenset({"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"})
+
+
+def _quoted_number(value: str, annotation: Any) -> bool:
+    words = _takes_words(annotation)
+    if words is None or value in words:
+        return False
+    try:
+        return math.isfinite(float(value))
+    except ValueError:
+        return False  # a word: the field's own error says what it takes
+
+
+def _quoted_bool(value: str, annotation: Any) -> bool:
+    takes_bool = annotation is bool or bool in get_args(annotation)
+    return takes_bool and _takes_words(annotation) is not None and value.strip().lower() in _BOOL_WORDS
+
+
 class _Strict(BaseModel):
     # an infinite or NaN cost, rate or factor is no setting SGLang has: .inf overheads ran the simulator out of
     # memory and .inf conservativeness was used as given (workload.request_rate takes the word 'inf' instead)
@@ -45,16 +92,26 @@ class _Strict(BaseModel):
     @classmethod
     def _no_bool_for_numbers(cls, data: Any) -> Any:
         # pydantic reads true as 1 for a number (hardware.count: true served on one GPU): a YAML slip, not a count.
-        # Passing the word on makes the number field itself refuse it, so the error names the field
+        # Passing the word on makes the number field itself refuse it, so the error names the field. Likewise a
+        # quoted number or true/false (tp: "4"), which pydantic's lax mode read as the value: in YAML it is text
         if not isinstance(data, dict):
             return data
         fields = cls.model_fields
-        return {
-            key: str(value).lower()
-            if isinstance(value, bool) and key in fields and _is_number_not_bool(fields[key].annotation)
-            else value
-            for key, value in data.items()
-        }
+
+        def checked(key: Any, value: Any) -> Any:
+            if key not in fields:
+                return value
+            annotation = fields[key].annotation
+            if isinstance(value, bool) and _is_number_not_bool(annotation):
+                return str(value).lower()
+            if isinstance(value, str):
+                if _is_number_not_bool(annotation) and _quoted_number(value, annotation):
+                    return Quoted(value)
+                if _quoted_bool(value, annotation):
+                    return Quoted(value)
+            return value
+
+        return {key: checked(key, value) for key, value in data.items()}
 
 
 # the GPU kinds of the hardware catalogue (simperf/hardware/gpus.yaml)

@@ -92,6 +92,12 @@ def _column_value(values: list[Any]) -> list[Any]:
 
 def _sample_configs(sizes: list[int], sample: SampleSpec) -> list[tuple[int, ...]]:
     total = int(np.prod(sizes)) if sizes else 1
+    if sample.n is not None and sizes and sample.n > total:
+        # the whole grid ran, fewer configurations than asked for, without a word
+        raise SweepError(
+            f"sample.n: {sample.n} configurations asked for, and the axes make {total:,} (load axes aside); give "
+            f"at most {total:,}, or method: grid"
+        )
     if sample.method == "grid" or not sizes or (sample.n is not None and sample.n >= total):
         return list(itertools.product(*[range(k) for k in sizes]))
     rng = np.random.default_rng(sample.seed)

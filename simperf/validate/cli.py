@@ -9,10 +9,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simperf.cli_errors import given_on_command_line
 from simperf.output_paths import check_output_dir
+
+# the options `_plan` reads: (flag, parameter name)
+PLAN_OPTIONS = (
+    ("--samples", "samples"),
+    ("--seed", "seed"),
+    ("--num-prompts", "num_prompts"),
+    ("--calibration", "calibration"),
+)
 
 
 def validate_command(
+    ctx: typer.Context,
     scenario: Annotated[Path, typer.Argument(help="scenario YAML file")],
     samples: Annotated[
         int, typer.Option(help="scheduler steps to sample (stratified by kind, rows, KV)")
@@ -65,11 +75,23 @@ def validate_command(
         fail(f"--num-prompts: got {num_prompts}; must be at least 1")
     if plan_only and report_only:
         fail("--plan-only and --report-only: give at most one")
-    # these two shape the run on the GPU, which --plan-only and --report-only skip: they were accepted and ignored
-    for given, option in ((retry_failed, "--retry-failed"), (allow_gpu_mismatch, "--allow-gpu-mismatch")):
-        if given and (plan_only or report_only):
-            skipping = "--plan-only" if plan_only else "--report-only"
-            fail(f"{option}: applies to a run on the GPU, which {skipping} skips; drop one of them")
+    # these shape the run on the GPU, which --plan-only and --report-only skip: they were accepted and ignored
+    on_gpu = given_on_command_line(ctx, (("--replicas", "replicas"),))
+    on_gpu += [
+        option
+        for given, option in ((retry_failed, "--retry-failed"), (allow_gpu_mismatch, "--allow-gpu-mismatch"))
+        if given
+    ]
+    if on_gpu and (plan_only or report_only):
+        skipping = "--plan-only" if plan_only else "--report-only"
+        fail(f"{', '.join(on_gpu)}: applies to a run on the GPU, which {skipping} skips; drop one of them")
+    # and these the plan (the simulation and its sampled steps), which --report-only reads as it was written
+    planning = given_on_command_line(ctx, PLAN_OPTIONS)
+    if planning and report_only:
+        fail(
+            f"{', '.join(planning)}: shapes the plan, and --report-only summarises the existing run as it was "
+            "planned; drop it, or plan again without --report-only"
+        )
     out_dir = out or Path("validation") / scenario.stem
     if report_only and not out_dir.is_dir():
         fail(f"--out {out_dir}: no such directory (nothing to report)")
