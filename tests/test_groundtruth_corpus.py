@@ -401,12 +401,22 @@ def test_the_metrics_share_of_the_time_per_chunk_is_the_two_hosts_measurement():
     stalled = json.loads((experiments / METRICS_PAIRS[0][1] / "bench.json").read_text())
     assert stalled["mean_ttft_ms"] > 5 * stalled["median_ttft_ms"]
 
-    frontend, metrics, per_token = frontend_split(CORPUS, CORPUS / "experiments" / "metrics-cost-h200")
+    frontend, metrics, per_token, per_output = frontend_split(
+        CORPUS, CORPUS / "experiments" / "metrics-cost-h200"
+    )
     defaults = Overheads()
     assert defaults.frontend_us_per_chunk == pytest.approx(frontend.value_us, abs=0.05), frontend.detail
     assert defaults.metrics_us_per_chunk == pytest.approx(metrics.value_us, abs=0.05), metrics.detail
     assert defaults.frontend_us_per_streamed_token == pytest.approx(per_token.value_us, abs=5e-4), (
         per_token.detail
+    )
+    assert defaults.frontend_us_per_output_token == pytest.approx(per_output.value_us, abs=5e-4), (
+        per_output.detail
+    )
+    # at the saturated run's load (512 outputs: 256.5 tokens so far, metrics on) the parts add up to what it measured
+    at_load = defaults.frontend_us_per_chunk_for(True) + 256.5 * defaults.frontend_us_per_token_for(False)
+    assert at_load == pytest.approx(
+        frontend.value_us + metrics.value_us + 256.5 * (per_token.value_us + per_output.value_us), rel=2e-3
     )
     assert defaults.frontend_us_per_chunk_for(enable_metrics=False) < defaults.frontend_us_per_chunk_for(True)
 
@@ -453,7 +463,12 @@ def test_cumulative_streaming_costs_per_carried_token_as_the_paired_servers_meas
     --incremental-streaming-output (groundtruth/experiments/streaming-h100): cumulative chunks cost more on every
     run, by more where outputs are longer, and the per-token share taken from them is what the defaults carry."""
     from simperf.accuracy.corpus import scenario_of
-    from simperf.accuracy.hostcosts import STREAMING_RUNS, STREAMING_SERVERS, streamed_token_share
+    from simperf.accuracy.hostcosts import (
+        STREAMING_RUNS,
+        STREAMING_SERVERS,
+        output_token_share,
+        streamed_token_share,
+    )
 
     host = CORPUS / "experiments" / "streaming-h100" / "h100"
     tpot = {
@@ -464,13 +479,15 @@ def test_cumulative_streaming_costs_per_carried_token_as_the_paired_servers_meas
     gain = {run: tpot[STREAMING_SERVERS[0], run] / tpot[STREAMING_SERVERS[1], run] for run in STREAMING_RUNS}
     assert all(1.1 < g < 1.4 for g in gain.values()), gain
     assert gain["c256-128-1024"] > gain["c256-128-512"]  # twice the output: chunks carry twice as much
-    share, detail = streamed_token_share(host.parent)
-    assert 5e-4 < share < 9e-4, detail
+    output_share, output_detail = output_token_share(host.parent)
+    # the incremental server's chunks too grow with the output
+    assert 1e-3 < output_share < 2e-3, output_detail
+    share, detail = streamed_token_share(host.parent, output_share)
+    assert 8e-4 < share < 1.4e-3, detail
     o = Overheads()
-    # the share is the defaults' per-token time over their per-chunk time without it (metrics on, as measured)
-    assert o.frontend_us_per_streamed_token / o.frontend_us_per_chunk_for(True) == pytest.approx(
-        share, rel=1e-2
-    )
+    # the shares are the defaults' per-token times over their per-chunk time at no output, metrics off
+    assert o.frontend_us_per_streamed_token / o.frontend_us_per_chunk == pytest.approx(share, rel=1e-2)
+    assert o.frontend_us_per_output_token / o.frontend_us_per_chunk == pytest.approx(output_share, rel=1e-2)
     on = scenario_of(host / STREAMING_SERVERS[1] / "c256-128-512")
     off = scenario_of(host / STREAMING_SERVERS[0] / "c256-128-512")
     assert on.serving.incremental_streaming_output and not off.serving.incremental_streaming_output
