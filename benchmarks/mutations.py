@@ -277,14 +277,6 @@ MUTATIONS = (
         "        default=1.512,\n",
     ),
     Mutation(
-        "frontend-output-token",
-        "API server queue (scenario/models.py Overheads.frontend_us_per_output_token): a chunk's growth per token of "
-        "its request's output so far +1%",
-        "simperf/scenario/models.py",
-        "        default=0.0303,\n",
-        "        default=0.0306,\n",
-    ),
-    Mutation(
         "client-burst",
         "bench_serving burst (sim/client.py _send_until): the time before a burst reaches the API server +1%",
         "simperf/sim/client.py",

@@ -22,7 +22,6 @@ REPO = Path(__file__).resolve().parents[1]
 SOME_OVERHEAD = Overheads(
     frontend_us_per_chunk=0,
     frontend_us_per_streamed_token=0,
-    frontend_us_per_output_token=0,
     scheduler_us_per_iteration=300,
     process_us_per_iteration=150,
     process_us_per_running_request=0,

@@ -16,7 +16,6 @@ from simperf.sim.request import RequestTable
 QUIET = Overheads(
     frontend_us_per_chunk=0,
     frontend_us_per_streamed_token=0,
-    frontend_us_per_output_token=0,
     scheduler_us_per_iteration=0,
     process_us_per_iteration=0,
     process_us_per_running_request=0,

@@ -13,7 +13,6 @@ from simperf.sim.trace import RequestTrace, format_trace
 QUIET = Overheads(
     frontend_us_per_chunk=0,
     frontend_us_per_streamed_token=0,
-    frontend_us_per_output_token=0,
     scheduler_us_per_iteration=0,
     process_us_per_iteration=0,
     process_us_per_running_request=0,

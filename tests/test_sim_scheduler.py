@@ -14,7 +14,6 @@ from simperf.sim.engine import Simulator
 NO_OVERHEAD = Overheads(
     frontend_us_per_chunk=0,
     frontend_us_per_streamed_token=0,
-    frontend_us_per_output_token=0,
     scheduler_us_per_iteration=0,
     process_us_per_iteration=0,
     process_us_per_running_request=0,

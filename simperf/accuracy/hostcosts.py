@@ -34,21 +34,16 @@ first wave only: its second stalled while flashinfer compiled a kernel on first 
 
 and its split by what a chunk carries (`streamed_token_share`): SGLang 0.5.17 streams `/generate` cumulatively
 unless the server runs `--incremental-streaming-output`, so a chunk carries its request's whole output so far.
-One host ran the same paced Qwen3-0.6B loads on two servers that differ only in that flag
-(groundtruth/experiments/streaming-h100/): per run, the time per chunk (median TPOT / streams) with cumulative
-streaming less the time with incremental, over the tokens a chunk carries on average ((output + 1) / 2), is the
-cost per carried token; over the incremental time per chunk it is a share per token, which is what is carried over
-to the H200 host (as the metrics' share, for the hosts' speeds differ). `frontend_us_per_streamed_token` is that
-share of the H200 host's time per chunk without what its chunks carried (the saturated run's output is 512 tokens),
-and `frontend_us_per_chunk` loses the part it carried.
-
-and its growth with the request's output so far in either streaming mode (`output_token_share`): on the same host's
-incremental server a chunk costs more where the outputs are longer (72.5 -> 91.2 us per chunk from 512 to 1,024
-output tokens at 256 streams and 128-token prompts) although it carries only its new token: the API server's
-per-request state and its streaming generator grow with the output (docs/overheads.md, "Measured per process at
-1,024 outputs"). The difference over the difference in output so far ((output + 1) / 2 on average), over the time
-per chunk at no output, is a share per output token; `frontend_us_per_output_token` is that share of the H200
-host's time per chunk without what its chunks carried, and the cumulative share is taken over the same base.
+One host ran the same paced Qwen3-0.6B loads on a cumulative server at 512 and 1,024 outputs
+(groundtruth/experiments/streaming-h100/): the growth of the time per chunk (median TPOT / streams) over the growth
+of the tokens a chunk carries on average ((output + 1) / 2) is the cost per carried token; over the time per chunk
+at none it is a share per token, which is what is carried over to the H200 host (as the metrics' share, for the
+hosts' speeds differ). `frontend_us_per_streamed_token` is that share of the H200 host's time per chunk without
+what its chunks carried (the saturated run's output is 512 tokens), and `frontend_us_per_chunk` loses the part it
+carried. (Until 2026-11-28 the share was the cumulative server's time less the incremental one's at the same
+load; the incremental server's chunks grew with the output too on that host, 72.5 -> 91.2 us, but not on an H200
+host's, groundtruth/experiments/output-growth-check-h200/, so the growth a cumulative chunk adds is measured on the
+cumulative server alone and an incremental chunk costs the same at any output length.)
 
 and its growth with the requests the API server holds open (`frontend_open_request_share`): one host ran the same
 paced Qwen3-0.6B load at 64, 128 and 512 streams while every process' CPU time was sampled
@@ -353,51 +348,29 @@ STREAMING_RUNS = ("c256-128-512", "c256-128-1024", "c256-1k-512", "c512-128-512"
 
 
 def _carried(bench: dict) -> float:
-    """Output tokens so far a chunk of the run holds on average: (output + 1) / 2."""
+    """Output tokens so far a chunk of the run carries on average: (output + 1) / 2."""
     return (float(bench["total_output_tokens"]) / float(bench["completed"]) + 1) / 2
 
 
-# the incremental server's two runs that differ only in output length (256 streams, 128-token prompts)
+# the cumulative server's two runs that differ only in output length (256 streams, 128-token prompts)
 OUTPUT_GROWTH_RUNS = ("c256-128-512", "c256-128-1024")
 
 
-def output_token_share(experiment: Path) -> tuple[float, str]:
-    """(growth of the incremental time per chunk per output token so far, as a share of its time at none, and
-    what it came from): the incremental server's runs at 512 and 1,024 outputs."""
+def streamed_token_share(experiment: Path) -> tuple[float, str]:
+    """(growth of a cumulative chunk's time per token of output so far it carries, as a share of its time at none,
+    on one host, and what it came from): the cumulative server's runs at 512 and 1,024 outputs."""
     host = next(p for p in sorted(experiment.iterdir()) if p.is_dir())
-    benches = [_bench(host / STREAMING_SERVERS[1] / run) for run in OUTPUT_GROWTH_RUNS]
-    (short, long), (at_short, at_long) = (
-        (_tpot_per_chunk_us(b) for b in benches),
-        (_carried(b) for b in benches),
-    )
+    benches = [_bench(host / STREAMING_SERVERS[0] / run) for run in OUTPUT_GROWTH_RUNS]
+    short, long = (_tpot_per_chunk_us(b) for b in benches)
+    at_short, at_long = (_carried(b) for b in benches)
     slope = (long - short) / (at_long - at_short)
     at_none = short - slope * at_short
     share = slope / at_none
     return share, (
-        f"{share * 1e4:.2f}e-4 per output token so far (incremental {short:.1f} -> {long:.1f} us per chunk at "
-        f"{at_short:.1f} -> {at_long:.1f} tokens so far: {slope:.4f} us per token over {at_none:.1f}; {host.name} "
-        "host)"
+        f"{share * 1e4:.2f}e-4 per carried token (cumulative {short:.1f} -> {long:.1f} us per chunk at "
+        f"{at_short:.1f} -> {at_long:.1f} tokens carried: {slope:.4f} us per token over {at_none:.1f}; "
+        f"{host.name} host)"
     )
-
-
-def streamed_token_share(experiment: Path, output_share: float = 0.0) -> tuple[float, str]:
-    """(cost per token a cumulative chunk carries / the incremental time per chunk without its growth with the
-    output so far (`output_share`, output_token_share), on one host, and what it came from): median over the
-    paired paced runs."""
-    host = next(p for p in sorted(experiment.iterdir()) if p.is_dir())
-    shares: list[float] = []
-    points: list[str] = []
-    for run in STREAMING_RUNS:
-        cumulative, incremental = (_bench(host / server / run) for server in STREAMING_SERVERS)
-        per_chunk = [_tpot_per_chunk_us(b) for b in (cumulative, incremental)]
-        carried = _carried(cumulative)
-        per_token = (per_chunk[0] - per_chunk[1]) / carried
-        shares.append(per_token / (per_chunk[1] / (1 + output_share * _carried(incremental))))
-        points.append(
-            f"{run}: {per_chunk[0]:.1f} vs {per_chunk[1]:.1f} us per chunk, {per_token:.4f} us per token"
-        )
-    share = float(np.median(shares))
-    return share, f"{share * 1e4:.2f}e-4 per carried token ({'; '.join(points)}; {host.name} host)"
 
 
 # The clean runs of the CPU-sampled experiment (one server, no profiler attached): streams -> run. Its 256-stream run
@@ -432,13 +405,13 @@ def frontend_open_request_share(experiment: Path) -> tuple[float, str]:
 
 def frontend_split(
     corpus: Path, experiment: Path, streaming: Path | None = None, cpu: Path | None = None
-) -> tuple[HostCost, HostCost, HostCost, HostCost]:
-    """(frontend_us_per_chunk, metrics_us_per_chunk, frontend_us_per_streamed_token, frontend_us_per_output_token)
-    at no open request: the H200 host's time per chunk, metrics on, at its saturated run's streams, taken back to
-    none by the share per open request (`cpu`: groundtruth/experiments/api-server-cpu-h100 next to `experiment`),
-    then split in the shares measured with and without the metrics (median over two hosts, METRICS_PAIRS under
-    `experiment`'s parent) and on one host with and without incremental streaming and at two output lengths
-    (`streaming`: groundtruth/experiments/streaming-h100 next to `experiment`)."""
+) -> tuple[HostCost, HostCost, HostCost]:
+    """(frontend_us_per_chunk, metrics_us_per_chunk, frontend_us_per_streamed_token) at no open request: the H200
+    host's time per chunk, metrics on, at its saturated run's streams, taken back to none by the share per open
+    request (`cpu`: groundtruth/experiments/api-server-cpu-h100 next to `experiment`), then split in the shares
+    measured with and without the metrics (median over two hosts, METRICS_PAIRS under `experiment`'s parent) and on
+    one host with and without incremental streaming (`streaming`: groundtruth/experiments/streaming-h100 next to
+    `experiment`)."""
     measured = frontend_us_per_chunk(corpus)
     open_share, open_detail = frontend_open_request_share(cpu or experiment.parent / "api-server-cpu-h100")
     streams = int(_bench(corpus / FRONTEND_SATURATED_RUN)["max_concurrency"])
@@ -447,18 +420,19 @@ def frontend_split(
         f"{measured.detail}, / (1 + {streams} open x {open_share * 1e4:.2f}e-4; {open_detail})",
     )
     share, detail = metrics_share(experiment.parent)
-    streaming = streaming or experiment.parent / "streaming-h100"
-    output_share, output_detail = output_token_share(streaming)
-    token_share, token_detail = streamed_token_share(streaming, output_share)
+    token_share, token_detail = streamed_token_share(streaming or experiment.parent / "streaming-h100")
     carried = (_median_of(corpus / FRONTEND_SATURATED_RUN, "output_len") + 1) / 2
-    # the saturated run's chunks (metrics on, cumulative) held `carried` output tokens on average
-    base = total.value_us * share / (1 + (output_share + token_share) * carried)
-    where = f"{total.detail}; x {share:.3f} ({detail}), / (1 + {carried:.1f} tokens so far x both shares)"
+    per_chunk_incremental = total.value_us / (1 + token_share * carried)
+    per_token = token_share * per_chunk_incremental
     return (
-        HostCost(base, where),
+        HostCost(
+            total.value_us * share - per_token * carried,
+            f"{total.detail}; x {share:.3f} ({detail}), less {carried:.1f} carried tokens x {per_token:.4f} us",
+        ),
         HostCost(total.value_us * (1 - share), f"{total.detail}; x {1 - share:.3f} ({detail})"),
-        HostCost(token_share * base, f"{where}; x cumulative share {token_detail}"),
-        HostCost(output_share * base, f"{where}; x output share {output_detail}"),
+        HostCost(
+            per_token, f"{total.detail} / (1 + {carried:.1f} carried tokens x share); share {token_detail}"
+        ),
     )
 
 

@@ -101,13 +101,9 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
     )
     # a decode batch's chunks carry half of the mean output each, on average over the requests' lives
     mean_output = float(np.mean(prediction.records.output_len)) if len(prediction.records) else 0.0
-    so_far = bs * (mean_output + 1) / 2  # output tokens so far, over the batch's chunks
-    carried_here = 0.0 if incremental else o.frontend_us_per_streamed_token * so_far
-    output_here = o.frontend_us_per_output_token * so_far
+    carried_here = 0.0 if incremental else o.frontend_us_per_streamed_token * bs * (mean_output + 1) / 2
     # the chunk time above grows by a share per request open on the API server (~ the batch here)
-    chunk_here_us = o.frontend_us_per_chunk_for(serving.enable_metrics) + (
-        (carried_here + output_here) / bs if bs else 0.0
-    )
+    chunk_here_us = o.frontend_us_per_chunk_for(serving.enable_metrics) + (carried_here / bs if bs else 0.0)
     growth_here_us = o.frontend_share_per_open_request * chunk_here_us * bs
     rows = [
         ("ingress_us", "per request, client send -> scheduler (a lone request's)", o.ingress_us, o.ingress_us),
@@ -126,8 +122,6 @@ def host_cost_table(prediction, tokens: int, bs: int, extend_kernels: int) -> Ta
          o.frontend_us_per_chunk * bs),
         ("metrics_us_per_chunk", metrics, o.metrics_us_per_chunk,
          o.metrics_us_per_chunk * bs if serving.enable_metrics else 0.0),
-        ("frontend_us_per_output_token", "per output token so far of a chunk's request, either streaming mode",
-         o.frontend_us_per_output_token, output_here),
         ("frontend_us_per_streamed_token", carried, o.frontend_us_per_streamed_token, carried_here),
         ("frontend_share_per_open_request", "per streamed chunk, its time above x "
          f"{o.frontend_share_per_open_request:.3g} per request open on the API server (its garbage collector; "

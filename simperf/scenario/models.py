@@ -850,8 +850,7 @@ class Overheads(_Strict):
     def frontend_us_per_token_for(self, incremental_streaming: bool) -> float:
         """The API server's time per output token a streamed chunk carries: a cumulative chunk carries the
         request's whole output so far, an incremental one (--incremental-streaming-output) only what is new."""
-        carried = 0.0 if incremental_streaming else self.frontend_us_per_streamed_token
-        return self.frontend_us_per_output_token + carried
+        return 0.0 if incremental_streaming else self.frontend_us_per_streamed_token
 
     def for_pd_prefill(self) -> Overheads:
         """A PD prefill server's costs: its first token is not streamed to the client (the client reads the decode
@@ -862,7 +861,6 @@ class Overheads(_Strict):
                 "frontend_us_per_chunk": 0.0,
                 "metrics_us_per_chunk": 0.0,
                 "frontend_us_per_streamed_token": 0.0,
-                "frontend_us_per_output_token": 0.0,
             }
         )
 
@@ -975,37 +973,29 @@ class Overheads(_Strict):
         "scaled to the scenario's hardware.host_speed)",
     )
     frontend_us_per_chunk: float = Field(
-        default=22.34,
+        default=19.02,
         ge=0,
         description="the API server's time to write one streamed chunk (one request's output of one iteration), "
-        "SGLang's metrics off, before its growth with the request's output so far (frontend_us_per_output_token, "
-        "frontend_us_per_streamed_token): chunks queue on its one event loop, so TPOT cannot drop below the streams "
-        "being served x the time per chunk, and a request's first chunk waits behind the chunks queued before it "
-        "(sim/frontend.py). The H200 host's 56.1 us with metrics on (Qwen3-0.6B, 128 streams, 512 output tokens, "
-        "where SGLang 0.5.17's API server saturated at the fewest streams in the corpus: 1 / output tokens per "
-        "second), taken back to no open request (/ (1 + 128 x frontend_share_per_open_request)), times the share "
-        "without metrics measured on two hosts' servers with and without --enable-metrics (0.716, median of 0.586 "
-        "and 0.847), over (1 + its chunks' 256.5 output tokens so far x the two per-token shares) "
-        "(docs/overheads.md); 0 with the per-token costs 0 turns the queue off",
-    )
-    frontend_us_per_output_token: float = Field(
-        default=0.0303,
-        ge=0,
-        description="what the API server's time per chunk grows by per token of its request's output so far, in "
-        "either streaming mode: its per-request state and streaming generator grow with the output. Measured on "
-        "one host's --incremental-streaming-output server at 256 streams (Qwen3-0.6B, 128-token prompts: 72.5 -> "
-        "91.2 us per chunk from 512 to 1,024 outputs, 1.355e-3 of its time per chunk at none per token), that "
-        "share of the H200 host's time per chunk (docs/overheads.md)",
+        "SGLang's metrics off, before what the chunk carries (frontend_us_per_streamed_token): chunks queue on its "
+        "one event loop, so TPOT cannot drop below the streams being served x the time per chunk, and a request's "
+        "first chunk waits behind the chunks queued before it (sim/frontend.py). The H200 host's 56.1 us with metrics on "
+        "(Qwen3-0.6B, 128 streams, 512 output tokens, where SGLang 0.5.17's API server saturated at the fewest "
+        "streams in the corpus: 1 / output tokens per second), taken back to no open request (/ (1 + 128 x "
+        "frontend_share_per_open_request)), times the share without metrics measured on two hosts' servers with and "
+        "without --enable-metrics (0.716, median of 0.586 and 0.847), less its chunks' 256.5 carried tokens x frontend_us_per_streamed_token "
+        "(docs/overheads.md); 0 with that 0 turns the queue off",
     )
     frontend_us_per_streamed_token: float = Field(
-        default=0.0238,
+        default=0.0670,
         ge=0,
         description="the API server's (and client's) time per output token a streamed chunk carries: SGLang "
         "0.5.17 streams /generate cumulatively unless the server runs --incremental-streaming-output (serving."
         "incremental_streaming_output), so each chunk re-sends its request's whole text and output_ids, rebuilt, "
-        "serialised and parsed again. Measured on one host running the same paced loads with and without that "
-        "flag (1.07e-3 of the incremental time per chunk at no output per carried token, median of four loads), "
-        "applied to the H200 host's time per chunk (docs/overheads.md); on top of frontend_us_per_output_token",
+        "serialised and parsed again, and the API server's per-request state grows with them. Measured on one "
+        "host's cumulative server at 256 streams (Qwen3-0.6B, 128-token prompts: 88.5 -> 118.6 us per chunk from "
+        "512 to 1,024 outputs, 2.01e-3 of its time per chunk at none per carried token), that share of the H200 "
+        "host's time per chunk (docs/overheads.md). An incremental chunk is priced flat: an H200 host's "
+        "incremental server did not grow with the output (groundtruth/experiments/output-growth-check-h200)",
     )
     frontend_share_per_open_request: float = Field(
         default=8.67e-4,
@@ -1096,7 +1086,6 @@ MEASURED_OVERHEADS = frozenset(
         "frontend_us_per_chunk",
         "metrics_us_per_chunk",
         "frontend_us_per_streamed_token",
-        "frontend_us_per_output_token",
         "frontend_share_per_open_request",
         "tokenize_us_per_prompt_token",
         "decode_graph_gap_us_per_kernel",  # on a profiled served decode, not on the corpus' runs

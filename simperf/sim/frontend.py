@@ -31,11 +31,8 @@ runs' throughput, is steeper (56 us a chunk at 128 streams, 94 at 512): the shar
 SGLang streams `/generate` cumulatively unless the server runs --incremental-streaming-output: each chunk carries
 the request's whole output so far, which the API server rebuilds and serialises and the client parses again, so a
 chunk costs `us_per_chunk` plus `us_per_streamed_token` for every token it carries (Overheads.
-frontend_us_per_streamed_token, measured with and without the flag on one host; docs/overheads.md). In either mode
-a chunk also costs more the longer its request's output so far (Overheads.frontend_us_per_output_token, measured on
-the incremental server at two output lengths), so the engine passes `us_per_streamed_token` as the sum of the two
-per-token costs that apply (Overheads.frontend_us_per_token_for). A caller passes the output so far of a batch's
-chunks in all.
+frontend_us_per_streamed_token, measured with and without the flag on one host; docs/overheads.md). A caller
+passes the tokens a batch's chunks carry in all; with incremental streaming that cost is 0.
 
 Contract:
 - `stream(emit_s, chunks, streamed_tokens)` is called in non-decreasing `emit_s` order (the order batches are
