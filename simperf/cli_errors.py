@@ -143,10 +143,18 @@ class SafeGroup(TyperGroup):
 
 # the option the size error names (runsize.check_size), one definition for every command that runs or draws a
 # workload: predict, fleet compare|plan, trace export
+def _max_memory_gb(value: float | None) -> float | None:
+    # NaN is no number of GB: a `min=0` range refused it as "should be greater than or equal to 0"
+    if value is not None and not value >= 0:
+        raise typer.BadParameter(f"got {value}; give a number of GB >= 0 (0: no limit)")
+    return value
+
+
 MaxMemoryOption = Annotated[
     float | None,
     typer.Option(
-        min=0, help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)"
+        callback=_max_memory_gb,
+        help="refuse runs estimated to need more memory (default 8 GB or half the RAM; 0: none)",
     ),
 ]
 

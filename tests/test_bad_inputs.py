@@ -2683,6 +2683,13 @@ THIRD_PASS_CASES = [
          "--replicas: applies to a run on the GPU, which --plan-only skips"),
 ]  # fmt: skip
 
+# the fourth pass: fleets, speculative decoding, sweep and plan files, result files, and values read as another
+FOURTH_PASS_CASES = [
+    # nan was refused for the wrong reason ("should be greater than or equal to 0")
+    Case("predict-memory-nan", ("predict", "{ws}/s.yaml", "--max-memory-gb", "nan"),
+         "'--max-memory-gb': got nan; give a number of GB >= 0"),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -2705,6 +2712,7 @@ CASES = (
     + EDGE_SWEEP_CASES
     + CARELESS_CASES
     + THIRD_PASS_CASES
+    + FOURTH_PASS_CASES
 )
 
 

@@ -137,6 +137,21 @@ def test_export_of_multi_turn_says_the_turns_are_no_longer_held(tmp_path):
     assert "open-loop" in result.output
 
 
+def test_export_of_a_concurrency_limited_workload_says_the_limit_is_not_in_the_trace(tmp_path):
+    """A client capped at max_concurrency sends each request when a slot frees; the trace keeps only the planned
+    send times (all 0 s without a rate), so its replay sends them uncapped. The export said nothing of it."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "model: {name: qwen3-8b}\nhardware: {gpu: h100}\nworkload:\n"
+        "  dataset: {kind: random, input_len: 64, output_len: 8}\n  num_prompts: 4\n  max_concurrency: 2\n"
+    )
+    result = runner.invoke(app, ["export", str(scenario), str(tmp_path / "c.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "note: the scenario's client keeps at most 2 requests in flight (workload.max_concurrency)" in (
+        " ".join(result.output.split())
+    )
+
+
 def test_a_reuse_bin_without_requests_prints_a_dash_not_nan(tmp_path: Path):
     """A bin no request arrived in has no hit ratio: the text summary printed it as 'nan%'."""
     path = tmp_path / "gap.jsonl"

@@ -161,6 +161,14 @@ def export_command(
             highlight=False,
             soft_wrap=True,
         )
+    if sc.workload.max_concurrency is not None:  # a trace has no column for it either: a replay ran uncapped
+        _err.print(
+            f"note: the scenario's client keeps at most {sc.workload.max_concurrency} requests in flight "
+            "(workload.max_concurrency); the trace keeps only the send times, so replaying it sends them without "
+            "that limit unless the replay sets its own",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
