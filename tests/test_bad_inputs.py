@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 from sweepfixtures import sweep_dict
@@ -2683,11 +2685,47 @@ THIRD_PASS_CASES = [
          "--replicas: applies to a run on the GPU, which --plan-only skips"),
 ]  # fmt: skip
 
+
+def sweep_result_table(drop: tuple[str, ...] = (), rows: int = 1, **changes) -> bytes:
+    """A sweep result table of `rows` ok points holding every column plan and report read, with changes."""
+    from simperf.sweep.table import write_table
+
+    latencies = [f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2e_latency") for s in ("mean", "median", "p90", "p95",
+                                                                                        "p99")]  # fmt: skip
+    row = {"point_index": 0, "point_id": "p0", "config_id": "c0", "config_label": "page_size=1", "status": "ok",
+           "reason": None, "scenario_json": "{}", "request_rate": 1.0, "failed_requests": 0.0, "num_gpus": 1,
+           "output_throughput": 100.0, **dict.fromkeys(latencies, 10.0), **changes}  # fmt: skip
+    frame = pl.DataFrame([row] * rows).drop(list(drop)).head(rows)
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "t.sweep.parquet"
+        write_table(frame, path, {})
+        return path.read_bytes()
+
+
 # the fourth pass: fleets, speculative decoding, sweep and plan files, result files, and values read as another
 FOURTH_PASS_CASES = [
     # nan was refused for the wrong reason ("should be greater than or equal to 0")
     Case("predict-memory-nan", ("predict", "{ws}/s.yaml", "--max-memory-gb", "nan"),
          "'--max-memory-gb': got nan; give a number of GB >= 0"),
+    # a sweep table cut down by hand: without an SLA's column every configuration "cannot meet the SLA", without
+    # status each printed "None: None", without scenario_json report failed as "error: scenario_json", a table of no
+    # rows planned "no swept configuration meets the SLA", and a negative latency met every bound
+    *(Case(f"{command}-sweep-table-{name}", (command, "{ws}/x.sweep.parquet", "--rate", "1", "--sla", "ttft.p90<=2s",
+                                             *(("--out", "{ws}/r.html") if command == "report" else ())),
+           expected, {"x.sweep.parquet": table})
+      for command in ("plan", "report")
+      for name, table, expected in (
+          ("without-sla-column", sweep_result_table(drop=("p90_ttft_ms",)),
+           "x.sweep.parquet: the sweep table has no column p90_ttft_ms, which plan and report read"),
+          ("without-status", sweep_result_table(drop=("status",)), "the sweep table has no column status"),
+          ("without-scenarios", sweep_result_table(drop=("scenario_json",)),
+           "the sweep table has no column scenario_json"),
+          ("no-rows", sweep_result_table(rows=0), "x.sweep.parquet: the sweep table holds no rows"),
+          ("negative-latency", sweep_result_table(p90_ttft_ms=-5.0),
+           "x.sweep.parquet: p90_ttft_ms: got -5 at point p0; a latency is a number of ms >= 0"),
+          ("unknown-status", sweep_result_table(status="done"),
+           "x.sweep.parquet: status: got done; expected one of ok, invalid"),
+      )),
 ]  # fmt: skip
 
 CASES = (

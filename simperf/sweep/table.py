@@ -61,7 +61,47 @@ def read_table(path: Path, option: str = "") -> tuple[pl.DataFrame, dict[str, An
             "`simperf sweep` and `simperf plan --model` write one"
             + ("; choose another --out, it would be resumed from and replaced" if option == "--out" else "")
         )
-    return pl.from_arrow(arrow), json.loads(meta_raw)
+    frame = pl.from_arrow(arrow)
+    _check_rows(frame, f"{option} {path}" if option else str(path))
+    return frame, json.loads(meta_raw)
+
+
+# the columns every row of a sweep table holds, and those a row that ran (status ok) holds too: plan and report read
+# them. A table cut down by hand lost them quietly: without p90_ttft_ms every configuration "cannot meet the SLA",
+# without status each printed "None: None", and without scenario_json report failed as 'error: scenario_json'
+_ROW_COLUMNS = ("point_id", "config_id", "config_label", "status", "scenario_json")
+_LATENCY_COLUMNS = tuple(
+    f"{stat}_{metric}_ms"
+    for metric in ("ttft", "tpot", "itl", "e2e_latency")
+    for stat in ("mean", "median", "p90", "p95", "p99")
+)
+_OK_COLUMNS = ("request_rate", "failed_requests", "num_gpus", "output_throughput", *_LATENCY_COLUMNS)
+_STATUSES = ("ok", "invalid", "does_not_fit", "unsupported", "failed")  # sweep/evaluate.py's
+
+
+def _check_rows(frame: pl.DataFrame, where: str) -> None:
+    if frame.height == 0:  # every plan printed "no swept configuration meets the SLA"
+        raise UserError(f"{where}: the sweep table holds no rows (a sweep writes one per point)")
+    missing = [c for c in _ROW_COLUMNS if c not in frame.columns]
+    if not missing and (frame["status"] == "ok").any():
+        missing = [c for c in _OK_COLUMNS if c not in frame.columns]
+    if missing:
+        raise UserError(
+            f"{where}: the sweep table has no column {', '.join(missing)}, which plan and report read; "
+            "use the table `simperf sweep` wrote"
+        )
+    unknown = sorted(set(frame["status"].cast(pl.Utf8).fill_null("null").to_list()) - set(_STATUSES))
+    if unknown:
+        raise UserError(f"{where}: status: got {', '.join(unknown)}; expected one of {', '.join(_STATUSES)}")
+    ran = frame.filter(pl.col("status") == "ok")
+    for column in _LATENCY_COLUMNS:  # NaN stays: it fails every bound on it (Sla.passes)
+        values = ran[column].cast(pl.Float64, strict=False)
+        if (values < 0).any():
+            point = ran.filter(values < 0)["point_id"][0]
+            raise UserError(
+                f"{where}: {column}: got {float(values.filter(values < 0)[0]):g} at point {point}; a latency "
+                "is a number of ms >= 0"
+            )
 
 
 def table_rows(path: Path) -> dict[str, dict[str, Any]]:
