@@ -2707,6 +2707,10 @@ FOURTH_PASS_CASES = [
     # nan was refused for the wrong reason ("should be greater than or equal to 0")
     Case("predict-memory-nan", ("predict", "{ws}/s.yaml", "--max-memory-gb", "nan"),
          "'--max-memory-gb': got nan; give a number of GB >= 0"),
+    # the two files the other way round: every delta printed with its sign flipped, as the model's error
+    Case("compare-prediction-as-measured", ("compare", "{ws}/result.json", "{ws}/p.json"),
+         "p.json: is a simperf prediction (it has predict's simperf block) and ",
+         {"p.json": json.dumps({"completed": 10, "duration": 2.0, "mean_ttft_ms": 25.0, "simperf": {"notes": {}}})}),
     # a sweep table cut down by hand: without an SLA's column every configuration "cannot meet the SLA", without
     # status each printed "None: None", without scenario_json report failed as "error: scenario_json", a table of no
     # rows planned "no swept configuration meets the SLA", and a negative latency met every bound

@@ -530,6 +530,13 @@ def compare_command(
     if predicted.resolve() == measured.resolve():  # after reading: a file's own fault is named first
         # one file compared with itself printed a 0.0% delta on every metric: a prediction that looked exact
         fail(f"{measured}: is also the PREDICTED file; give the measured bench_serving result")
+    if "simperf" in meas and "simperf" not in pred:
+        # the two files given the other way round: every delta came out with its sign flipped and its percentage
+        # taken of the prediction, and read as the model's error
+        fail(
+            f"{measured}: is a simperf prediction (it has predict's simperf block) and {predicted} is not; give "
+            "the prediction first: simperf compare PREDICTED MEASURED"
+        )
     rows = compare_results(pred, meas)
     if not rows:  # a table with no row, and exit 0, read as a comparison that passed
         have = [
