@@ -55,6 +55,25 @@ def test_servers_holding_more_gpus_than_their_layout_uses_are_reported_idle(tmp_
     assert "Idle GPUs" not in runner.invoke(app, ["predict", str(path)]).output
 
 
+def test_timeline_bins_where_no_timeline_is_shown_says_it_changes_nothing(tmp_path):
+    """fleet.timeline_bins sizes the per-replica timelines of predict's JSON and fleet compare's charts; the text
+    output, fleet compare without --charts and fleet plan show none, and the field was read by nothing there."""
+    path = tmp_path / "bins.yaml"
+    path.write_text(
+        FLEET.replace("router: {policy: cache_aware}", "router: {policy: cache_aware}\n  timeline_bins: 7")
+    )
+    note = "note: fleet.timeline_bins: sizes the per-replica timelines"
+    for args in (["predict", str(path)], ["fleet", "compare", str(path), "--policy", "round_robin"]):
+        result = runner.invoke(app, args, terminal_width=400)
+        assert result.exit_code == 0, result.output
+        assert note in result.output, args
+    result = runner.invoke(app, ["predict", str(path), "-o", "json"])
+    assert (
+        note not in result.output
+        and len(json.loads(result.stdout)["simperf"]["fleet"]["timelines"]["bin_edges_s"]) == 8
+    )
+
+
 def test_predict_json_and_rows_agree(fleet_file, tmp_path):
     rows_path = tmp_path / "rows.parquet"
     result = runner.invoke(app, ["predict", str(fleet_file), "-o", "json", "--requests", str(rows_path)])

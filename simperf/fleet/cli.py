@@ -143,6 +143,10 @@ def compare_command(
         _print_compare(rows, base.name)
     if charts is not None:
         _write_compare_charts(predictions, labels, charts)
+    else:
+        from simperf.fleet.report import timeline_bins_note
+
+        timeline_bins_note(base.fleet, "fleet compare without --charts")
 
 
 def _policy_label(name: str, router, fleet) -> str:
@@ -254,6 +258,9 @@ def plan_fleet_command(
         sys.stdout.write(json.dumps(plan_json(plan), indent=2, default=str) + "\n")
     else:
         _print_plan(plan)
+    from simperf.fleet.report import timeline_bins_note
+
+    timeline_bins_note(base.fleet, "fleet plan")
     note = burst_note(plan, base)
     if note is not None:
         err.print(note, highlight=False, soft_wrap=True)

@@ -78,6 +78,18 @@ def write_fleet_requests(prediction: FleetPrediction, path: Path) -> None:
     pq.write_table(table, path)
 
 
+def timeline_bins_note(fleet, where: str) -> None:
+    """fleet.timeline_bins sizes the per-replica timelines, which only predict's JSON (and --output-file line) and
+    fleet compare's --charts hold: elsewhere it was accepted and read by nothing."""
+    if "timeline_bins" in fleet.model_fields_set:
+        Console(stderr=True).print(
+            f"note: fleet.timeline_bins: sizes the per-replica timelines, which {where} does not show (predict -o "
+            "json or --output-file, and fleet compare --charts, hold them); it changes nothing here",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def emit_fleet(
     prediction: FleetPrediction,
     output: str,
@@ -104,6 +116,8 @@ def emit_fleet(
         return
     console = stdout_console()
     print_fleet(prediction, console)
+    if output_file is None:
+        timeline_bins_note(prediction.scenario.fleet, "predict's text output")
     if breakdown:
         console.print(
             "--breakdown: per-op step times are per server; run the group's scenario without `fleet:`"
