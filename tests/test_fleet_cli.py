@@ -74,6 +74,28 @@ def test_timeline_bins_where_no_timeline_is_shown_says_it_changes_nothing(tmp_pa
     )
 
 
+def test_compare_and_plan_without_policy_say_the_scenarios_own_policy_is_not_run(tmp_path):
+    """Without --policy, fleet compare and fleet plan run their default policies: a scenario's router.policy
+    outside them (random here, with its seed) was left out without a word."""
+    path = tmp_path / "random.yaml"
+    path.write_text(FLEET.replace("{policy: cache_aware}", "{policy: random, seed: 4}"))
+    for args, verb in (
+        (["fleet", "compare", str(path)], "compared"),
+        (["fleet", "plan", str(path), "--rate", "6", "--sla", "ttft.p90 <= 10s", "--max-replicas", "1"], "planned with"),
+        (["fleet", "compare", str(path), "--policy", "round_robin"], None),
+    ):  # fmt: skip
+        result = runner.invoke(app, args, terminal_width=400)
+        assert result.exit_code in (0, 1), result.output
+        assert ("note: fleet.router.policy: random is not" in result.output) == (verb is not None), (
+            result.output
+        )
+        assert (
+            verb is None
+            or f"random is not {verb}" in result.output
+            and "give --policy random" in result.output
+        )
+
+
 def test_predict_json_and_rows_agree(fleet_file, tmp_path):
     rows_path = tmp_path / "rows.parquet"
     result = runner.invoke(app, ["predict", str(fleet_file), "-o", "json", "--requests", str(rows_path)])

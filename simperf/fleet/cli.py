@@ -89,6 +89,20 @@ def load_fleet_scenario(path: Path, overrides: list[str], policies: list[str] | 
     return scenario
 
 
+def _note_scenario_policy_not_run(fleet, given: list[str] | None, names, verb: str) -> None:
+    """Without --policy the command runs its default policies, whatever the scenario's router.policy: a policy the
+    scenario chose (random, bucket, ...) was left out without a word, and the parameters only it reads with it."""
+    own = fleet.router.policy
+    if given or "policy" not in fleet.router.model_fields_set or own in names:
+        return
+    err.print(
+        f"note: fleet.router.policy: {own} is not {verb} (without --policy the command runs "
+        f"{', '.join(names)}); it changes nothing here: give --policy {own} (repeatable, with the others) to run it",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 def compare_command(
     scenario: Annotated[Path, typer.Argument(help="fleet scenario YAML")],
     policy: Annotated[
@@ -116,6 +130,7 @@ def compare_command(
         check_output_dir(charts, "--charts")
     names = policy or ["round_robin", "cache_aware"]
     base = load_fleet_scenario(scenario, set_ or [], names)
+    _note_scenario_policy_not_run(base.fleet, policy, names, "compared")
     rows: list[dict[str, Any]] = []
     predictions = {}
     routers = {}
@@ -242,6 +257,7 @@ def plan_fleet_command(
         check_output_dir(charts, "--charts")
     policies = tuple(policy or PLAN_POLICIES)
     base = load_fleet_scenario(scenario, set_ or [], policies)
+    _note_scenario_policy_not_run(base.fleet, policy, policies, "planned with")
     try:
         parsed = parse_sla(sla or [])
     except SlaError as e:
