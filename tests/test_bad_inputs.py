@@ -2711,6 +2711,10 @@ FOURTH_PASS_CASES = [
     Case("compare-prediction-as-measured", ("compare", "{ws}/result.json", "{ws}/p.json"),
          "p.json: is a simperf prediction (it has predict's simperf block) and ",
          {"p.json": json.dumps({"completed": 10, "duration": 2.0, "mean_ttft_ms": 25.0, "simperf": {"notes": {}}})}),
+    # an op given twice was compared once, as if given once (a typo for another op went unnoticed), as --pair and
+    # --policy given twice are refused
+    Case("diff-op-twice", ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h200", "--op", "gemm",
+                           "--op", "gemm"), "--op: gemm: given twice; give each op once"),
     # a sweep table cut down by hand: without an SLA's column every configuration "cannot meet the SLA", without
     # status each printed "None: None", without scenario_json report failed as "error: scenario_json", a table of no
     # rows planned "no swept configuration meets the SLA", and a negative latency met every bound

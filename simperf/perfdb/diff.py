@@ -273,6 +273,9 @@ def diff_command(
     if points is not None:
         check_output_file(points, "--points", suffixes=(".parquet",), what="Parquet")
         _points_outside(points, a, b)
+    repeated = sorted({name for name in op or () if list(op).count(name) > 1})
+    if repeated:  # compared once, as if given once: a typo for another op went unnoticed
+        raise typer.BadParameter(f"{', '.join(repeated)}: given twice; give each op once", param_hint="--op")
     unknown = sorted(set(op or ()) - set(OP_SPECS))
     if unknown:
         raise typer.BadParameter(
