@@ -2715,6 +2715,9 @@ FOURTH_PASS_CASES = [
     # --policy given twice are refused
     Case("diff-op-twice", ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h200", "--op", "gemm",
                            "--op", "gemm"), "--op: gemm: given twice; give each op once"),
+    # validate -o json with --plan-only printed no JSON at all (the plan's messages went to stderr), and exit 0
+    Case("validate-plan-json", ("validate", "{ws}/s.yaml", "--plan-only", "-o", "json", "--out", "{ws}/val"),
+         "--output json: prints the measured summary, and --plan-only measures nothing"),
     # a sweep table cut down by hand: without an SLA's column every configuration "cannot meet the SLA", without
     # status each printed "None: None", without scenario_json report failed as "error: scenario_json", a table of no
     # rows planned "no swept configuration meets the SLA", and a negative latency met every bound

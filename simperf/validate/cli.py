@@ -75,6 +75,8 @@ def validate_command(
         fail(f"--num-prompts: got {num_prompts}; must be at least 1")
     if plan_only and report_only:
         fail("--plan-only and --report-only: give at most one")
+    if plan_only and output == "json":  # stdout stayed empty (the plan's messages go to stderr): no JSON came
+        fail("--output json: prints the measured summary, and --plan-only measures nothing; drop one of them")
     # these shape the run on the GPU, which --plan-only and --report-only skip: they were accepted and ignored
     on_gpu = given_on_command_line(ctx, (("--replicas", "replicas"),))
     on_gpu += [
