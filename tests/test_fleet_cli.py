@@ -96,6 +96,15 @@ def test_compare_and_plan_without_policy_say_the_scenarios_own_policy_is_not_run
         )
 
 
+def test_predict_json_of_a_fleet_says_breakdown_is_per_server(fleet_file):
+    """--breakdown with a fleet: the text output says per-op step times are per server; -o json left it out of the
+    JSON without a word."""
+    result = runner.invoke(app, ["predict", str(fleet_file), "-o", "json", "--breakdown"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    assert "breakdown" not in json.loads(result.stdout)["simperf"]
+    assert "note: --breakdown: per-op step times are per server" in result.stderr
+
+
 def test_predict_json_and_rows_agree(fleet_file, tmp_path):
     rows_path = tmp_path / "rows.parquet"
     result = runner.invoke(app, ["predict", str(fleet_file), "-o", "json", "--requests", str(rows_path)])

@@ -111,18 +111,25 @@ def emit_fleet(
     if output_file is not None:
         details = prediction.records if output_details else None
         append_jsonl(output_file, bench_jsonl_line(prediction.result, extra, details))
+    # what a fleet's output leaves out: after the text, or on stderr beside the JSON (they were left out of it
+    # without a word, while the text said them)
+    left_out = []
+    if breakdown:
+        left_out.append(
+            "--breakdown: per-op step times are per server; run the group's scenario without `fleet:`"
+        )
+    if output_details and prediction.records is None:
+        left_out.append("--output-details: per-token arrays were not kept for this large run (digests only)")
     if output == "json":
         sys.stdout.write(result_json(prediction.result, extra) + "\n")
+        for line in left_out:
+            Console(stderr=True).print(f"note: {line}", highlight=False, soft_wrap=True)
         return
     console = stdout_console()
     print_fleet(prediction, console)
     if output_file is None:
         timeline_bins_note(prediction.scenario.fleet, "predict's text output")
-    if breakdown:
-        console.print(
-            "--breakdown: per-op step times are per server; run the group's scenario without `fleet:`"
-        )
-    if output_details and prediction.records is None:
-        console.print("--output-details: per-token arrays were not kept for this large run (digests only)")
+    for line in left_out:
+        console.print(line)
     if requests is not None:
         console.print(f"per-request rows written to {requests}")
