@@ -152,6 +152,21 @@ def test_export_of_a_concurrency_limited_workload_says_the_limit_is_not_in_the_t
     )
 
 
+def test_export_names_the_client_settings_the_trace_does_not_keep(tmp_path):
+    """ignore_eos, tokenize_prompt and warmup_requests shape the run but have no trace column: a scenario replaying
+    the export ran the defaults, and the export said nothing of it (settings at their defaults stay unnamed)."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "model: {name: qwen3-8b}\nhardware: {gpu: h100}\nworkload:\n"
+        "  dataset: {kind: random, input_len: 64, output_len: 8}\n  num_prompts: 4\n  request_rate: 2\n"
+        "  ignore_eos: false\n  tokenize_prompt: true\n  warmup_requests: 1\n"
+    )
+    result = runner.invoke(app, ["export", str(scenario), str(tmp_path / "c.jsonl")])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "not the client's settings (workload.ignore_eos: false, workload.tokenize_prompt: true)" in text
+
+
 def test_a_reuse_bin_without_requests_prints_a_dash_not_nan(tmp_path: Path):
     """A bin no request arrived in has no hit ratio: the text summary printed it as 'nan%'."""
     path = tmp_path / "gap.jsonl"

@@ -169,6 +169,20 @@ def export_command(
             highlight=False,
             soft_wrap=True,
         )
+    # nor for these client settings: a replay scenario runs the defaults unless it sets them again
+    defaults = type(sc.workload).model_fields
+    unkept = [
+        f"workload.{name}: {str(getattr(sc.workload, name)).lower()}"
+        for name in ("ignore_eos", "tokenize_prompt", "warmup_requests")
+        if name in sc.workload.model_fields_set and getattr(sc.workload, name) != defaults[name].default
+    ]
+    if unkept:
+        _err.print(
+            f"note: the trace keeps each request's send time and lengths, not the client's settings "
+            f"({', '.join(unkept)}); a scenario replaying it runs the defaults unless it sets them again",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
