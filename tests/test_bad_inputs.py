@@ -2718,6 +2718,14 @@ FOURTH_PASS_CASES = [
     # validate -o json with --plan-only printed no JSON at all (the plan's messages went to stderr), and exit 0
     Case("validate-plan-json", ("validate", "{ws}/s.yaml", "--plan-only", "-o", "json", "--out", "{ws}/val"),
          "--output json: prints the measured summary, and --plan-only measures nothing"),
+    # a scale-up whose servers finish booting after the last request routed nothing to them: the step changed
+    # nothing, as a step after the last request (refused already) did
+    scenario_case("fleet-autoscale-boots-past-the-run",
+                  "fleet.autoscale.startup_s: the servers schedule[1] adds join the router at 100.5 s (at_s 0.5 + "
+                  "startup_s 100), after the last request arrives",
+                  fleet={"replicas": [{"count": 2}], "autoscale": {"schedule": [{"at_s": 0, "replicas": 1},
+                                                                               {"at_s": 0.5, "replicas": 2}],
+                                                                  "startup_s": 100}}),
     # a sweep table cut down by hand: without an SLA's column every configuration "cannot meet the SLA", without
     # status each printed "None: None", without scenario_json report failed as "error: scenario_json", a table of no
     # rows planned "no swept configuration meets the SLA", and a negative latency met every bound

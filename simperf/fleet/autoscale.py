@@ -65,6 +65,15 @@ def check_schedule_reached(spec: AutoscaleSpec, arrival_s: np.ndarray) -> None:
                 f"({last:.4g} s), so no request is routed under it; drop the steps from there on or send more "
                 "requests (workload.num_prompts)"
             )
+        joins = step.at_s + spec.startup_s
+        if i > 0 and step.replicas > spec.schedule[i - 1].replicas and joins > last:
+            # the added servers boot past the run: the step was priced and routed exactly as if it were absent
+            raise ValueError(
+                f"fleet.autoscale.startup_s: the servers schedule[{i}] adds join the router at {joins:g} s (at_s "
+                f"{step.at_s:g} + startup_s {spec.startup_s:g}), after the last request arrives ({last:.4g} s), so "
+                "no request is routed to them; lower startup_s, drop the step or send more requests "
+                "(workload.num_prompts)"
+            )
 
 
 def _record(out: Membership, t: float, registered: set[int]) -> None:
