@@ -139,3 +139,15 @@ def test_a_tiny_target_still_needs_one_replica():
     # 1e-300 req/s against a configuration sustaining 4 planned "0 replica(s) x 1 h100 = 0 GPUs", headroom -100%
     plan = plan_capacity(table_of(config_rows("a", 1, {2.0: 10, 4.0: 10})), 1e-300, SLA)
     assert plan.winner.replicas == 1 and plan.winner.total_gpus == 1 and plan.winner.headroom > 0
+
+
+def test_a_table_where_no_point_ran_is_read_without_metric_columns(tmp_path):
+    """Rows of points that did not run carry no metrics: the table's own checks need the metric columns only when a
+    point ran (plan then names each configuration's reason)."""
+    from simperf.sweep.table import read_table, write_table
+
+    row = {"point_index": 0, "point_id": "p0", "config_id": "c0", "config_label": "tp=2", "status": "invalid",
+           "reason": "serving.tp (2) needs at least that many GPUs", "scenario_json": "{}"}  # fmt: skip
+    write_table(pl.DataFrame([row]), tmp_path / "t.sweep.parquet", {})
+    frame, _ = read_table(tmp_path / "t.sweep.parquet")
+    assert frame["status"].to_list() == ["invalid"]
