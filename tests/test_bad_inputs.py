@@ -2105,6 +2105,12 @@ CALIBRATION_TABLE_CASES = [
             ),
             ("gpus-0", "T1,src,H100,0,--tp 1,qwen3-8b,ttft_mean,30,ms", "t.csv:2: n_gpu: got 0"),
             ("short-row", "T1,src,H100,1,--tp 1,qwen3-8b,ttft_mean", "t.csv:2: expected 9 fields"),
+            # a row of another model was predicted with the scenario's own and its error counted
+            (
+                "model-of-another-row",
+                "T1,src,H100,1,--tp 1,llama-3.1-8b,ttft_mean,30,ms",
+                "no row could be predicted (T1: s.yaml runs qwen3-8b, the row llama-3.1-8b)",
+            ),
             (
                 "nothing-predicted",
                 "T1,src,H200,1,--tp 1,qwen3-8b,ttft_mean,30,ms",

@@ -8,6 +8,7 @@ not predicted with its reason. Nothing is tuned here: the scenarios carry every 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -181,6 +182,12 @@ def _gpu_matches(row: TruthRow, gpu: str) -> bool:
     return kernels.gpu_key(row.gpu) == gpu
 
 
+def _model_matches(row: TruthRow, model: str) -> bool:
+    """The row's model names the scenario's zoo model ('DeepSeek-R1-0528 (FP8)' names deepseek-r1, 'Qwen3 8B'
+    qwen3-8b), spaces and underscores read as hyphens."""
+    return model.lower() in re.sub(r"[\s_]+", "-", row.model.strip().lower())
+
+
 def _predict_scenario(path: Path):
     """(Prediction, None) or (None, reason). Imports the pipeline lazily: `simperf accuracy --help` stays fast."""
     from simperf.pipeline import predict
@@ -256,6 +263,10 @@ def _add_scenario_row(report, index: Index, name: str, row: TruthRow, prediction
                 f"{row.n_gpu}x {row.gpu}",
             )
         )
+        return
+    if not _model_matches(row, scenario.model.name):
+        # a row of another model was predicted with this scenario's and its error counted in the summary
+        report.unpredicted.append(Unpredicted(row, f"{name} runs {scenario.model.name}, the row {row.model}"))
         return
     predicted = predicted_value(row, prediction.result, scenario.hardware.count)
     if predicted is None:
