@@ -177,7 +177,11 @@ def check_supported(scenario: Scenario, field: str = "serving") -> None:
 
 
 def open_perfdb(
-    scenario: Scenario, gpu: GpuSpec, override: Path | None = None, roofline_only: bool = False
+    scenario: Scenario,
+    gpu: GpuSpec,
+    override: Path | None = None,
+    roofline_only: bool = False,
+    gpu_field: str = "hardware.gpu",
 ) -> tuple[PerfDB, Path | None]:
     """The tables a prediction reads (perfdb/locate.py refuses a missing, empty or other GPU's directory);
     roofline_only: no tables at all, every kernel time a roofline estimate (asked for explicitly)."""
@@ -196,7 +200,7 @@ def open_perfdb(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # PerfDB warns of another GPU's tables; check_rows refuses them
         db = PerfDB.load(choice.directory, gpu, sglang_version=scenario.serving.sglang_version)
-    check_rows(choice, db.table_rows(), gpu)
+    check_rows(choice, db.table_rows(), gpu, gpu_field)
     return db, choice.directory
 
 

@@ -2732,6 +2732,12 @@ FOURTH_PASS_CASES = [
                   fleet={"replicas": [{"count": 2}], "autoscale": {"schedule": [{"at_s": 0, "replicas": 1},
                                                                                {"at_s": 0.5, "replicas": 2}],
                                                                   "startup_s": 100}}),
+    # a fleet group's own GPU against the scenario's tables named the scenario's field ("hardware.gpu is h200"),
+    # which says h100
+    scenario_case("fleet-group-gpu-against-calibration-dir",
+                  "tables measured on h100, but fleet.replicas[1].hardware.gpu is h200",
+                  calibration_dir=f"{REPO}/calibration/h100",
+                  fleet={"replicas": [{"count": 1}, {"count": 1, "hardware": {"gpu": "h200", "count": 1}}]}),
     # a sweep table cut down by hand: without an SLA's column every configuration "cannot meet the SLA", without
     # status each printed "None: None", without scenario_json report failed as "error: scenario_json", a table of no
     # rows planned "no swept configuration meets the SLA", and a negative latency met every bound

@@ -66,7 +66,9 @@ def build_groups(
         directory = calibration_dir or single.calibration_dir or shipped_calibration_dir(gpu.key)
         key = (str(directory), gpu.key, single.serving.sglang_version)
         if key not in databases:
-            databases[key] = open_perfdb(single, gpu, calibration_dir)
+            # a group's own GPU is its field's: "hardware.gpu is h200" named the scenario's h100
+            gpu_field = f"fleet.{kind}[{i}].hardware.gpu" if group.hardware is not None else "hardware.gpu"
+            databases[key] = open_perfdb(single, gpu, calibration_dir, gpu_field=gpu_field)
         db, directory = databases[key]
         cost = SGLangStepCost(arch, serving, db, single.host_overheads)
         label = group.name or (f"{kind}[{i}]" if len(groups) > 1 else kind)

@@ -89,9 +89,12 @@ def check_table_files(directory: Path, label: str = "") -> None:
             raise CalibrationError(f"{path}: not a calibration table (no 'op' column)")
 
 
-def check_rows(choice: CalibrationChoice, rows: pl.DataFrame, gpu: GpuSpec) -> None:
+def check_rows(
+    choice: CalibrationChoice, rows: pl.DataFrame, gpu: GpuSpec, gpu_field: str = "hardware.gpu"
+) -> None:
     """After loading: the files are calibration tables, some rows are usable, all measured on the scenario's GPU
-    (a directory mixing GPUs is refused too: which rows would time which op is then anyone's guess)."""
+    (a directory mixing GPUs is refused too: which rows would time which op is then anyone's guess). gpu_field: where
+    the GPU is set (a fleet group's own hardware), for the message."""
     where = f"{choice.origin} {choice.directory}"
     tables = rows.filter(pl.col("op").is_in(list(OP_SPECS))) if rows.height else rows
     if tables.height == 0:
@@ -110,11 +113,11 @@ def check_rows(choice: CalibrationChoice, rows: pl.DataFrame, gpu: GpuSpec) -> N
         directory_gpu(choice.directory, gpus)  # rows that contradict the directory's device.json are refused
     if gpus and gpus != [gpu.key]:
         raise CalibrationError(
-            f"{where}: tables measured on {', '.join(gpus)}, but hardware.gpu is {gpu.key}; pass that GPU's "
+            f"{where}: tables measured on {', '.join(gpus)}, but {gpu_field} is {gpu.key}; pass that GPU's "
             f"tables with --calibration ({ROOFLINE_HINT})"
         )
     if not gpus and choice.directory is not None:
-        check_unlabelled_gpu(where, choice.directory, gpu)
+        check_unlabelled_gpu(where, choice.directory, gpu, gpu_field)
 
 
 def recorded_gpu(directory: Path) -> tuple[str, str] | None:
@@ -154,7 +157,7 @@ def directory_gpu(directory: Path, row_gpus: list[str]) -> tuple[str, str] | Non
     return recorded
 
 
-def check_unlabelled_gpu(where: str, directory: Path, gpu: GpuSpec) -> None:
+def check_unlabelled_gpu(where: str, directory: Path, gpu: GpuSpec, gpu_field: str = "hardware.gpu") -> None:
     """Tables whose gpu column is empty were read for any scenario's GPU: H200 tables, their gpu blanked, priced an
     H100 scenario without a word though their device.json said h200. The directory's own record decides."""
     found = recorded_gpu(directory)
@@ -167,6 +170,6 @@ def check_unlabelled_gpu(where: str, directory: Path, gpu: GpuSpec) -> None:
     recorded, said = found
     if recorded != gpu.key:
         raise CalibrationError(
-            f"{where}: tables measured on {recorded} ({said}; the rows record no gpu), but hardware.gpu is "
+            f"{where}: tables measured on {recorded} ({said}; the rows record no gpu), but {gpu_field} is "
             f"{gpu.key}; pass that GPU's tables with --calibration ({ROOFLINE_HINT})"
         )
