@@ -2738,6 +2738,11 @@ FOURTH_PASS_CASES = [
                   "tables measured on h100, but fleet.replicas[1].hardware.gpu is h200",
                   calibration_dir=f"{REPO}/calibration/h100",
                   fleet={"replicas": [{"count": 1}, {"count": 1, "hardware": {"gpu": "h200", "count": 1}}]}),
+    # a multi-turn block longer than all a turn re-sends never matched: a 0% prefix hit, where SGLang reuses it
+    scenario_case("multi-turn-block-past-the-history",
+                  "workload.dataset: block_tokens (1000) is longer than the most a turn re-sends (30 tokens",
+                  **{"workload.dataset": {"kind": "multi_turn", "num_conversations": 2, "turns": 3, "input_len": 10,
+                                          "output_len": 5, "block_tokens": 1000}, "workload.num_prompts": DELETE}),
     # a sweep table cut down by hand: without an SLA's column every configuration "cannot meet the SLA", without
     # status each printed "None: None", without scenario_json report failed as "error: scenario_json", a table of no
     # rows planned "no swept configuration meets the SLA", and a negative latency met every bound

@@ -554,6 +554,15 @@ class MultiTurnDataset(_Strict):
                 "turn_interval_s: spaces a conversation's turns, and turns is 1 (each conversation is one "
                 "request); drop it, or give turns >= 2"
             )
+        # prefixes match in whole blocks: a block longer than the most a turn re-sends (the system prompt and every
+        # earlier turn) never matched, and the run reported a 0% prefix hit where SGLang's radix cache reuses it
+        reused = self.system_prompt_len + (self.turns - 1) * (self.input_len + self.output_len)
+        if "block_tokens" in self.model_fields_set and self.block_tokens > reused:
+            fix = f"give block_tokens at most {reused}" if reused else "drop block_tokens"
+            raise ValueError(
+                f"block_tokens ({self.block_tokens}) is longer than the most a turn re-sends ({reused} tokens: "
+                f"system_prompt_len + (turns - 1) x (input_len + output_len)): no prefix could match; {fix}"
+            )
         return self
 
 
