@@ -2743,6 +2743,11 @@ FOURTH_PASS_CASES = [
                   "workload.dataset: block_tokens (1000) is longer than the most a turn re-sends (30 tokens",
                   **{"workload.dataset": {"kind": "multi_turn", "num_conversations": 2, "turns": 3, "input_len": 10,
                                           "output_len": 5, "block_tokens": 1000}, "workload.num_prompts": DELETE}),
+    # an axis over where a fleet's servers run, or how its timelines are binned, repeated one simulation per point
+    *(Case(f"sweep-axis-over-{path.replace('.', '-')}", ("sweep", "{ws}/a.yaml"),
+           f"axes: {path}: sets where a fleet's servers run or how its timelines are binned, which changes nothing "
+           "simulated", {"a.yaml": yaml.safe_dump(sweep_dict({path: values}))})
+      for path, values in (("fleet.timeline_bins", [10, 20]), ("fleet.executor", ["serial", "auto"]))),
     # a sweep table cut down by hand: without an SLA's column every configuration "cannot meet the SLA", without
     # status each printed "None: None", without scenario_json report failed as "error: scenario_json", a table of no
     # rows planned "no swept configuration meets the SLA", and a negative latency met every bound

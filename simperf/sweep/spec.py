@@ -138,6 +138,15 @@ class SweepSpec(_Strict):
                 f"{where}: each point is named <sweep name>-<index>; an axis over the scenario's name changes "
                 "nothing simulated"
             )
+        # where and how a fleet's servers run (identical results by design, docs/fleet.md) and the size of its
+        # timelines (no sweep row holds them): every point of such an axis was the same simulation
+        for path in ("fleet.executor", "fleet.workers", "fleet.ray_address", "fleet.timeline_bins"):
+            for key in setters.pop(path, []):
+                where = path if key == path else f"{key}: {path}"
+                problems.append(
+                    f"{where}: sets where a fleet's servers run or how its timelines are binned, which changes "
+                    "nothing simulated; each point would repeat the same run"
+                )
         problems += [f"{path}: set by axes {' and '.join(keys)}; give it one axis" for path, keys in setters.items()
                      if len(keys) > 1]  # fmt: skip
         if problems:
