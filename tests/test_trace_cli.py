@@ -122,48 +122,46 @@ def test_inspect_labels_short_bins_and_no_rate_for_one_instant(tmp_path, times, 
     assert expected in result.output and "inf" not in result.output and "per 0 s" not in result.output
 
 
+def _export_output(tmp_path: Path, workload: str) -> str:
+    """`trace export` of a Qwen3-8B / H100 scenario with this workload (YAML lines under `workload:`): its output,
+    whitespace folded (a note may wrap)."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("model: {name: qwen3-8b}\nhardware: {gpu: h100}\nworkload:\n" + workload)
+    result = runner.invoke(app, ["export", str(scenario), str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 0, result.output
+    return " ".join(result.output.split())
+
+
 def test_export_of_multi_turn_says_the_turns_are_no_longer_held(tmp_path):
     """A multi_turn client holds each later turn until the previous answer is complete; a trace keeps only the
     planned send times, so its replay sends them open-loop. The export said nothing of it."""
-    scenario = tmp_path / "s.yaml"
-    scenario.write_text(
-        "model: {name: qwen3-8b}\nhardware: {gpu: h100}\nworkload:\n"
+    text = _export_output(
+        tmp_path,
         "  dataset: {kind: multi_turn, num_conversations: 2, turns: 3, input_len: 64, output_len: 8}\n"
-        "  request_rate: 1\n"
+        "  request_rate: 1\n",
     )
-    result = runner.invoke(app, ["export", str(scenario), str(tmp_path / "mt.jsonl")])
-    assert result.exit_code == 0, result.output
-    assert "note: 4 of the requests are later turns" in result.output
-    assert "open-loop" in result.output
+    assert "note: 4 of the requests are later turns" in text
+    assert "open-loop" in text
 
 
 def test_export_of_a_concurrency_limited_workload_says_the_limit_is_not_in_the_trace(tmp_path):
     """A client capped at max_concurrency sends each request when a slot frees; the trace keeps only the planned
     send times (all 0 s without a rate), so its replay sends them uncapped. The export said nothing of it."""
-    scenario = tmp_path / "s.yaml"
-    scenario.write_text(
-        "model: {name: qwen3-8b}\nhardware: {gpu: h100}\nworkload:\n"
-        "  dataset: {kind: random, input_len: 64, output_len: 8}\n  num_prompts: 4\n  max_concurrency: 2\n"
+    text = _export_output(
+        tmp_path,
+        "  dataset: {kind: random, input_len: 64, output_len: 8}\n  num_prompts: 4\n  max_concurrency: 2\n",
     )
-    result = runner.invoke(app, ["export", str(scenario), str(tmp_path / "c.jsonl")])
-    assert result.exit_code == 0, result.output
-    assert "note: the scenario's client keeps at most 2 requests in flight (workload.max_concurrency)" in (
-        " ".join(result.output.split())
-    )
+    assert "note: the scenario's client keeps at most 2 requests in flight (workload.max_concurrency)" in text
 
 
 def test_export_names_the_client_settings_the_trace_does_not_keep(tmp_path):
     """ignore_eos, tokenize_prompt and warmup_requests shape the run but have no trace column: a scenario replaying
     the export ran the defaults, and the export said nothing of it (settings at their defaults stay unnamed)."""
-    scenario = tmp_path / "s.yaml"
-    scenario.write_text(
-        "model: {name: qwen3-8b}\nhardware: {gpu: h100}\nworkload:\n"
+    text = _export_output(
+        tmp_path,
         "  dataset: {kind: random, input_len: 64, output_len: 8}\n  num_prompts: 4\n  request_rate: 2\n"
-        "  ignore_eos: false\n  tokenize_prompt: true\n  warmup_requests: 1\n"
+        "  ignore_eos: false\n  tokenize_prompt: true\n  warmup_requests: 1\n",
     )
-    result = runner.invoke(app, ["export", str(scenario), str(tmp_path / "c.jsonl")])
-    assert result.exit_code == 0, result.output
-    text = " ".join(result.output.split())
     assert "not the client's settings (workload.ignore_eos: false, workload.tokenize_prompt: true)" in text
 
 
