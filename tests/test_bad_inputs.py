@@ -2399,6 +2399,9 @@ QWEN3_CONFIG = {
     "vocab_size": 151936,
     "max_position_embeddings": 40960,
 }
+# QWEN3_CONFIG as a Qwen3 MoE (Qwen3-30B-A3B's expert fields)
+QWEN3_MOE_CHANGE = {"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 128, "num_experts_per_tok": 8,
+                    "moe_intermediate_size": 768}  # fmt: skip
 # A demanding user's edge inputs: each was accepted, or failed without naming what was wrong, before its fix.
 NOT_UTF8_TRACE = b'{"arrival_s": 0.0, "input_len": 100, "output_len": 10, "note": "caf\xe9"}\n'
 EDGE_SWEEP_CASES = [
@@ -2460,6 +2463,39 @@ EDGE_SWEEP_CASES = [
             ("more-kv-heads-than-heads", {"num_key_value_heads": 64}, "num_key_value_heads: 64 does not divide"),
             ("awq", {"quantization_config": {"quant_method": "awq", "bits": 4}},
              "quantization_config.quant_method: 'awq' is not modelled"),
+        )
+    ),
+    # config.json values read wrongly without a word: 0 KV heads (or head_dim 0) taken for null, so priced as
+    # multi-head attention; "false" read as true; "Qwen3ForCausalLM" read letter by letter; a dense architecture's
+    # experts, a top-0 or top-200-of-128 MoE, 0 experts or an expert of size 0 priced as given; a null count, or a
+    # quantization_config that is a string, an internal error; a block size "128" "too many values to unpack"
+    *(
+        Case(f"model-config-{case_id}", ("predict", "{ws}/mc.yaml"), expected,
+             {"mc.yaml": scenario_text(**{"model.name": "x", "model.config": "config.json"}),
+              "config.json": json.dumps({**QWEN3_CONFIG, **change})})
+        for case_id, change, expected in (
+            ("kv-heads-0", {"num_key_value_heads": 0}, "config.json: num_key_value_heads: got 0; a model has at"),
+            ("head-dim-0", {"head_dim": 0}, "config.json: head_dim: got 0; a model has at least 1"),
+            ("hidden-size-null", {"hidden_size": None}, "config.json: hidden_size: got null; a count is a whole"),
+            ("quantization-string", {"quantization_config": "fp8"},
+             "config.json: quantization_config: got 'fp8'; a JSON object"),
+            ("block-size-string", {"quantization_config": {"quant_method": "fp8", "weight_block_size": "128"}},
+             "quantization_config.weight_block_size: got '128'; two whole numbers of at least 1"),
+            ("architectures-string", {"architectures": "Qwen3ForCausalLM"},
+             "config.json: architectures: got 'Qwen3ForCausalLM'; a list of class names"),
+            ("tie-embeddings-string", {"tie_word_embeddings": "false"},
+             "config.json: tie_word_embeddings: got 'false'; allowed values: true, false"),
+            ("dense-with-experts", {"num_experts": 128, "num_experts_per_tok": 8},
+             "config.json: num_experts: 128 routed experts, but Qwen3ForCausalLM is a dense architecture"),
+            ("moe-top-k-0", {**QWEN3_MOE_CHANGE, "num_experts_per_tok": 0},
+             "config.json: num_experts_per_tok: got 0; each token is routed to at least 1 expert"),
+            ("moe-top-k-over-experts", {**QWEN3_MOE_CHANGE, "num_experts_per_tok": 200},
+             "config.json: num_experts_per_tok: 200 is more than the 128 experts (num_experts)"),
+            ("moe-experts-0", {**QWEN3_MOE_CHANGE, "num_experts": 0},
+             "config.json: num_experts: got 0; a MoE model has at least 1"),
+            ("moe-expert-size-0", {**QWEN3_MOE_CHANGE, "moe_intermediate_size": 0},
+             "config.json: moe_intermediate_size: got 0; an expert has at least 1"),
+            ("shared-experts-negative", {"n_shared_experts": -1}, "config.json: n_shared_experts: got -1; a count"),
         )
     ),
     # a request id the run does not have was simulated in full, then "no record: rejected, or not part of the run"

@@ -102,6 +102,11 @@ def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
 
 def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "config") -> ModelArch:
     archs = config.get("architectures") or []
+    # a bare string was read letter by letter: "Qwen3ForCausalLM" became the architecture 'Q'
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise UnknownModelError(
+            f'{source}: architectures: got {archs!r}; a list of class names, such as ["Qwen3ForCausalLM"]'
+        )
     hf_arch = archs[0] if archs else ""
     caps = family_of_architecture(hf_arch)
     if caps is None:
@@ -110,11 +115,14 @@ def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "con
             f"{source}: architecture {hf_arch or '(none)'!r} is not supported; supported: {', '.join(supported)}"
         )
     _check_config_values(config, source)
+    if not caps.moe:
+        _check_no_experts(config, hf_arch, source)
     try:
         arch = _parse(name, hf_arch, caps, config)
     except KeyError as e:
         raise UnknownModelError(f"{source}: {hf_arch} config lacks the field {e.args[0]!r}") from None
     _check_sizes(arch, source)
+    _check_expert_and_latent_sizes(arch, caps, source)
     return arch
 
 
@@ -140,16 +148,51 @@ OTHER_COUNTS = (
 )  # fmt: skip
 
 
+# counts a config.json may leave null, as HF's own configs do: num_key_value_heads null is multi-head attention,
+# head_dim null is hidden_size / num_attention_heads, q_lora_rank null an unfactored query
+NULLABLE_COUNTS = frozenset({"num_key_value_heads", "head_dim", "q_lora_rank", "n_shared_experts"})
+# config.json switches _parse reads as booleans: bool("false") is True
+BOOLEANS = ("tie_word_embeddings", "attention_bias")
+
+
 def _check_config_values(config: Mapping[str, Any], source: str) -> None:
     """Counts that are not whole numbers, and weights in a format simperf does not price, were read anyway:
     num_key_value_heads 8.5 became 8 (int()), and an AWQ / GPTQ checkpoint's quantization_config was dropped, so
-    its 4-bit weights were priced as bf16."""
+    its 4-bit weights were priced as bf16. A count of 0 where HF's configs allow null (num_key_value_heads,
+    head_dim) was taken for null: 0 KV heads priced multi-head attention, a KV cache 4x Qwen3-8B's."""
     for key in (*POSITIVE_SIZES.values(), *OTHER_COUNTS):
+        if key not in config:
+            continue
+        value = config[key]
+        if value is None and key in NULLABLE_COUNTS:
+            continue
+        if value is None or isinstance(value, bool) or not isinstance(value, int):
+            shown = "null" if value is None else repr(value)
+            raise UnknownModelError(f"{source}: {key}: got {shown}; a count is a whole number")
+        if key in POSITIVE_SIZES.values() and value < 1:
+            raise UnknownModelError(f"{source}: {key}: got {value}; a model has at least 1")
+        if value < 0:
+            raise UnknownModelError(f"{source}: {key}: got {value}; a count is at least 0")
+    for key in BOOLEANS:
         value = config.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise UnknownModelError(f"{source}: {key}: got {value!r}; a count is a whole number")
+        if value is not None and not isinstance(value, bool):
+            raise UnknownModelError(f"{source}: {key}: got {value!r}; allowed values: true, false")
     quant = config.get("quantization_config") or {}
-    method = quant.get("quant_method") if isinstance(quant, Mapping) else quant
+    if not isinstance(quant, Mapping):
+        raise UnknownModelError(
+            f'{source}: quantization_config: got {quant!r}; a JSON object, such as {{"quant_method": "fp8"}}'
+        )
+    block = quant.get("weight_block_size")
+    if block is not None and not (
+        isinstance(block, list)
+        and len(block) == 2
+        and all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in block)
+    ):
+        raise UnknownModelError(
+            f"{source}: quantization_config.weight_block_size: got {block!r}; two whole numbers of at least 1, "
+            "such as [128, 128]"
+        )
+    method = quant.get("quant_method")
     if method not in (None, "fp8"):
         raise UnknownModelError(
             f"{source}: quantization_config.quant_method: {method!r} is not modelled; simperf prices bf16 weights "
@@ -171,6 +214,54 @@ def _check_sizes(arch: ModelArch, source: str) -> None:
         raise UnknownModelError(
             f"{source}: num_key_value_heads: {arch.num_kv_heads} does not divide num_attention_heads "
             f"{arch.num_heads}; each KV head serves a whole group of query heads"
+        )
+
+
+# config.json keys that give a model routed experts, read only by a MoE architecture
+EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
+
+
+def _check_no_experts(config: Mapping[str, Any], hf_arch: str, source: str) -> None:
+    """A dense architecture's parser reads no expert field: a config naming Qwen3ForCausalLM with 128 experts was
+    priced as a dense model of intermediate_size without a word."""
+    for key in EXPERT_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            moe = sorted(a for f in FAMILIES.values() if f.moe for a in f.hf_architectures)
+            raise UnknownModelError(
+                f"{source}: {key}: {value} routed experts, but {hf_arch} is a dense architecture, read without "
+                f"experts; the MoE architectures simperf models: {', '.join(moe)}"
+            )
+
+
+def _check_expert_and_latent_sizes(arch: ModelArch, caps: FamilyCaps, source: str) -> None:
+    """Expert and MLA latent sizes of 0 were costed as given (a top-0 MoE priced by a bare roofline, 0 experts as
+    a dense model), and a top-k above the experts a token can choose from as if there were that many."""
+    sizes: dict[str, tuple[int, str]] = {}
+    if caps.moe:
+        experts_key = "n_routed_experts" if arch.is_mla else "num_experts"
+        sizes |= {
+            experts_key: (arch.num_routed_experts, "a MoE model has at least 1"),
+            "num_experts_per_tok": (arch.experts_per_token, "each token is routed to at least 1 expert"),
+            "moe_intermediate_size": (arch.moe_intermediate_size, "an expert has at least 1"),
+        }
+    if arch.is_mla:
+        for field, key in (("kv_lora_rank", "kv_lora_rank"), ("qk_nope_head_dim", "qk_nope_head_dim"),
+                           ("qk_rope_head_dim", "qk_rope_head_dim"), ("v_head_dim", "v_head_dim")):  # fmt: skip
+            sizes[key] = (getattr(arch, field), "MLA has at least 1")
+    for key, (value, why) in sizes.items():
+        if value < 1:
+            raise UnknownModelError(f"{source}: {key}: got {value}; {why}")
+    if caps.moe and arch.experts_per_token > arch.num_routed_experts:
+        experts_key = "n_routed_experts" if arch.is_mla else "num_experts"
+        raise UnknownModelError(
+            f"{source}: num_experts_per_tok: {arch.experts_per_token} is more than the {arch.num_routed_experts} "
+            f"experts ({experts_key}) a token is routed among"
+        )
+    if arch.is_mla and arch.num_dense_layers >= arch.num_layers:
+        raise UnknownModelError(
+            f"{source}: first_k_dense_replace: {arch.num_dense_layers} leaves no MoE layer of the "
+            f"{arch.num_layers} (num_hidden_layers); give at most {arch.num_layers - 1}"
         )
 
 
