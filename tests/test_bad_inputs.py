@@ -2498,6 +2498,22 @@ EDGE_SWEEP_CASES = [
             ("shared-experts-negative", {"n_shared_experts": -1}, "config.json: n_shared_experts: got -1; a count"),
         )
     ),
+    # groundtruth modeldir of a config.json: a JSON list was an internal error after creating the directory; a
+    # missing or textual vocab_size "error: vocab_size" after config.json was written; vocab_size 0 wrote a 0-word
+    # tokenizer, num_key_value_heads 0 a directory SGLang cannot serve; bad JSON named no file
+    *(
+        Case(f"groundtruth-modeldir-config-{case_id}", ("groundtruth", "modeldir", "{ws}/c.json", "{ws}/m"),
+             expected, {"c.json": text})
+        for case_id, text, expected in (
+            ("list", "[1, 2]", "c.json: a config.json holds one JSON object, got list"),
+            ("not-json", "{bad", "c.json: not valid JSON"),
+            ("no-vocab", '{"architectures": ["MixtralForCausalLM"]}', "c.json: vocab_size: got nothing; the"),
+            ("vocab-text", json.dumps({**QWEN3_CONFIG, "vocab_size": "lots"}), "c.json: vocab_size: got 'lots'"),
+            ("vocab-0", json.dumps({**QWEN3_CONFIG, "vocab_size": 0}), "c.json: vocab_size: got 0; the tokenizer"),
+            ("kv-heads-0", json.dumps({**QWEN3_CONFIG, "num_key_value_heads": 0}),
+             "c.json: num_key_value_heads: got 0; a model has at least 1"),
+        )
+    ),
     # a request id the run does not have was simulated in full, then "no record: rejected, or not part of the run"
     Case("predict-trace-request-outside", ("predict", "{ws}/s.yaml", "--trace-request", "10"),
          "--trace-request 10: this run's requests are numbered 0 to 9"),
