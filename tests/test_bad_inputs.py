@@ -2496,6 +2496,12 @@ EDGE_SWEEP_CASES = [
             ("moe-expert-size-0", {**QWEN3_MOE_CHANGE, "moe_intermediate_size": 0},
              "config.json: moe_intermediate_size: got 0; an expert has at least 1"),
             ("shared-experts-negative", {"n_shared_experts": -1}, "config.json: n_shared_experts: got -1; a count"),
+            # read by nothing: SGLang multiplies max_position_embeddings by the factor (test_models_zoo)
+            ("rope-factor-0", {"rope_scaling": {"type": "yarn", "factor": 0}},
+             "config.json: rope_scaling.factor: got 0; a positive number"),
+            ("rope-factor-text", {"rope_scaling": {"type": "linear", "factor": "4"}},
+             "config.json: rope_scaling.factor: got '4'; a positive number"),
+            ("rope-scaling-string", {"rope_scaling": "yarn"}, "config.json: rope_scaling: got 'yarn'; a JSON object"),
         )
     ),
     # groundtruth modeldir of a config.json: a JSON list was an internal error after creating the directory; a

@@ -177,6 +177,14 @@ def _check_config_values(config: Mapping[str, Any], source: str) -> None:
         value = config.get(key)
         if value is not None and not isinstance(value, bool):
             raise UnknownModelError(f"{source}: {key}: got {value!r}; allowed values: true, false")
+    scaling = config.get("rope_scaling") or {}
+    if not isinstance(scaling, Mapping):
+        raise UnknownModelError(
+            f'{source}: rope_scaling: got {scaling!r}; a JSON object, such as {{"factor": 4.0}}'
+        )
+    factor = scaling.get("factor", 1)
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < float("inf"):
+        raise UnknownModelError(f"{source}: rope_scaling.factor: got {factor!r}; a positive number")
     quant = config.get("quantization_config") or {}
     if not isinstance(quant, Mapping):
         raise UnknownModelError(
@@ -265,6 +273,20 @@ def _check_expert_and_latent_sizes(arch: ModelArch, caps: FamilyCaps, source: st
         )
 
 
+def _context_len(c: Mapping[str, Any]) -> int:
+    """SGLang's context length (hf_transformers_utils.get_context_length): max_position_embeddings times a
+    rope_scaling factor, unless the scaling names its original_max_position_embeddings (then max_position_embeddings
+    already counts it) or is Llama 3's. A config of rope_scaling {"type": "yarn", "factor": 4} was held to a
+    quarter of the context SGLang serves it with, its longer requests cut without a word."""
+    context = int(c["max_position_embeddings"])
+    scaling = c.get("rope_scaling")
+    if not scaling:
+        return context
+    if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
+        return context
+    return int(scaling.get("factor", 1) * context)  # _check_config_values: a mapping, a positive factor
+
+
 def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> ModelArch:
     heads = int(c["num_attention_heads"])
     hidden = int(c["hidden_size"])
@@ -281,7 +303,7 @@ def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> M
         num_kv_heads=int(c.get("num_key_value_heads") or heads),
         intermediate_size=int(c["intermediate_size"]),
         vocab_size=int(c["vocab_size"]),
-        context_len=int(c["max_position_embeddings"]),
+        context_len=_context_len(c),
         default_weight_dtype="fp8" if is_fp8 else "bf16",
         tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         weight_block_size=tuple(int(x) for x in block) if block else None,
