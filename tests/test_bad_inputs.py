@@ -2496,6 +2496,11 @@ EDGE_SWEEP_CASES = [
             ("moe-expert-size-0", {**QWEN3_MOE_CHANGE, "moe_intermediate_size": 0},
              "config.json: moe_intermediate_size: got 0; an expert has at least 1"),
             ("shared-experts-negative", {"n_shared_experts": -1}, "config.json: n_shared_experts: got -1; a count"),
+            # named the model's label ('x: mlp_only_layers ...'), not the file and its value
+            ("moe-mlp-only-layers", {**QWEN3_MOE_CHANGE, "mlp_only_layers": [0]},
+             "config.json: mlp_only_layers: got [0]; mixed dense/MoE Qwen3 is not modelled"),
+            ("moe-sparse-step-2", {**QWEN3_MOE_CHANGE, "decoder_sparse_step": 2},
+             "config.json: decoder_sparse_step: got 2; only 1"),
             # read by nothing: SGLang multiplies max_position_embeddings by the factor (test_models_zoo)
             ("rope-factor-0", {"rope_scaling": {"type": "yarn", "factor": 0}},
              "config.json: rope_scaling.factor: got 0; a positive number"),

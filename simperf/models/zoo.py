@@ -118,7 +118,7 @@ def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "con
     if not caps.moe:
         _check_no_experts(config, hf_arch, source)
     try:
-        arch = _parse(name, hf_arch, caps, config)
+        arch = _parse(name, hf_arch, caps, config, source)
     except KeyError as e:
         raise UnknownModelError(f"{source}: {hf_arch} config lacks the field {e.args[0]!r}") from None
     _check_sizes(arch, source)
@@ -287,7 +287,7 @@ def _context_len(c: Mapping[str, Any]) -> int:
     return int(scaling.get("factor", 1) * context)  # _check_config_values: a mapping, a positive factor
 
 
-def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> ModelArch:
+def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any], source: str) -> ModelArch:
     heads = int(c["num_attention_heads"])
     hidden = int(c["hidden_size"])
     quant = c.get("quantization_config") or {}
@@ -317,9 +317,15 @@ def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> M
         )
         if caps.moe:
             if c.get("mlp_only_layers"):
-                raise UnknownModelError(f"{name}: mlp_only_layers (mixed dense/MoE Qwen3) is not modelled")
+                raise UnknownModelError(
+                    f"{source}: mlp_only_layers: got {c['mlp_only_layers']!r}; mixed dense/MoE Qwen3 is not "
+                    "modelled (allowed: [] or leave it out)"
+                )
             if int(c.get("decoder_sparse_step", 1)) != 1:
-                raise UnknownModelError(f"{name}: decoder_sparse_step != 1 is not modelled")
+                raise UnknownModelError(
+                    f"{source}: decoder_sparse_step: got {c['decoder_sparse_step']}; only 1 (every layer MoE) is "
+                    "modelled"
+                )
             common.update(
                 num_routed_experts=int(c["num_experts"]),
                 experts_per_token=int(c["num_experts_per_tok"]),
@@ -329,7 +335,10 @@ def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> M
 
     # MLA families (DeepSeek V3 / V3.2)
     if int(c.get("moe_layer_freq", 1)) != 1:
-        raise UnknownModelError(f"{name}: moe_layer_freq != 1 is not modelled")
+        raise UnknownModelError(
+            f"{source}: moe_layer_freq: got {c['moe_layer_freq']}; only 1 (every layer past first_k_dense_replace "
+            "MoE) is modelled"
+        )
     nope, rope = int(c["qk_nope_head_dim"]), int(c["qk_rope_head_dim"])
     common.update(
         head_dim=nope + rope,
