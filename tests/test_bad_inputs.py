@@ -2525,6 +2525,11 @@ EDGE_SWEEP_CASES = [
              "c.json: num_key_value_heads: got 0; a model has at least 1"),
         )
     ),
+    # a page with the generated block (docs/scenario.md) was replaced whole by the tables, its prose lost
+    Case("schema-markdown-out-onto-page", ("schema", "--markdown", "--out", "{ws}/page.md"),
+         "/page.md: holds the generated block of a hand-written page, which --out replaces whole; give "
+         "--update", {"page.md": "# Scenarios\n\nprose\n\n<!-- simperf schema --markdown: begin (generated; do not "
+                                 "edit by hand) -->\n\nold\n<!-- simperf schema --markdown: end -->\n"}),
     # a request id the run does not have was simulated in full, then "no record: rejected, or not part of the run"
     Case("predict-trace-request-outside", ("predict", "{ws}/s.yaml", "--trace-request", "10"),
          "--trace-request 10: this run's requests are numbered 0 to 9"),
