@@ -2145,6 +2145,25 @@ CALIBRATION_TABLE_CASES = [
                 "says ok, but its bench.json is missing",
             ),
             ("overheads-run-not-json", "overheads", {"run.json": ""}, "r1/run.json: not valid JSON"),
+            # indexed with status None / 'okay', then skipped by accuracy and overheads without a word
+            (
+                "index-run-without-status",
+                "index",
+                {"run.json": "{}"},
+                "r1/run.json: status: got None; allowed values: ok, failed",
+            ),
+            (
+                "index-run-status-okay",
+                "index",
+                {"run.json": '{"status": "okay"}', "bench.json": '{"completed": 1}'},
+                "r1/run.json: status: got 'okay'; allowed values: ok, failed",
+            ),
+            (
+                "overheads-run-status-ok-capitalised",
+                "overheads",
+                {"run.json": '{"status": "OK"}'},
+                "r1/run.json: status: got 'OK'; allowed values: ok, failed",
+            ),
             (
                 "overheads-ok-without-requests",
                 "overheads",
