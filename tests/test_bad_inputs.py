@@ -2528,6 +2528,25 @@ EDGE_SWEEP_CASES = [
             ("rope-scaling-string", {"rope_scaling": "yarn"}, "config.json: rope_scaling: got 'yarn'; a JSON object"),
         )
     ),
+    # DeepSeek config.json sizes priced as given: a latent rank of 0, a top-0 sparse-attention indexer, every layer
+    # dense (first_k_dense_replace 61 of 61 layers), a top-300 of 256 experts; q_lora_rank 0 read as null
+    *(
+        Case(f"model-config-{case_id}", ("predict", "{ws}/mc.yaml"), expected,
+             {"mc.yaml": scenario_text(**{"model.name": "x", "model.config": "config.json"}),
+              "config.json": json.dumps({**json.loads((REPO / f"simperf/models/zoo/{entry}.json").read_text()),
+                                         **change})})
+        for case_id, entry, change, expected in (
+            ("mla-kv-lora-rank-0", "deepseek-v3", {"kv_lora_rank": 0}, "config.json: kv_lora_rank: got 0; MLA has"),
+            ("mla-q-lora-rank-0", "deepseek-v3", {"q_lora_rank": 0},
+             "config.json: q_lora_rank: got 0; null (no query compression) or at least 1"),
+            ("mla-all-layers-dense", "deepseek-v3", {"first_k_dense_replace": 61},
+             "config.json: first_k_dense_replace: 61 leaves no MoE layer of the 61 (num_hidden_layers); give at most 60"),
+            ("mla-top-k-over-experts", "deepseek-v3", {"num_experts_per_tok": 300},
+             "config.json: num_experts_per_tok: 300 is more than the 256 experts (n_routed_experts)"),
+            ("dsa-index-topk-0", "deepseek-v3.2", {"index_topk": 0},
+             "config.json: index_topk: got 0; the sparse-attention indexer has at least 1"),
+        )
+    ),
     # groundtruth modeldir of a config.json: a JSON list was an internal error after creating the directory; a
     # missing or textual vocab_size "error: vocab_size" after config.json was written; vocab_size 0 wrote a 0-word
     # tokenizer, num_key_value_heads 0 a directory SGLang cannot serve; bad JSON named no file

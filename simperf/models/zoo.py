@@ -169,6 +169,12 @@ def _check_config_values(config: Mapping[str, Any], source: str) -> None:
         if value is None or isinstance(value, bool) or not isinstance(value, int):
             shown = "null" if value is None else repr(value)
             raise UnknownModelError(f"{source}: {key}: got {shown}; a count is a whole number")
+        if (
+            key == "q_lora_rank" and value == 0
+        ):  # read as null (no query compression), which is how HF says it
+            raise UnknownModelError(
+                f"{source}: q_lora_rank: got 0; null (no query compression) or at least 1"
+            )
         if key in POSITIVE_SIZES.values() and value < 1:
             raise UnknownModelError(f"{source}: {key}: got {value}; a model has at least 1")
         if value < 0:
@@ -257,6 +263,11 @@ def _check_expert_and_latent_sizes(arch: ModelArch, caps: FamilyCaps, source: st
         for field, key in (("kv_lora_rank", "kv_lora_rank"), ("qk_nope_head_dim", "qk_nope_head_dim"),
                            ("qk_rope_head_dim", "qk_rope_head_dim"), ("v_head_dim", "v_head_dim")):  # fmt: skip
             sizes[key] = (getattr(arch, field), "MLA has at least 1")
+    if (
+        caps.attention == "dsa"
+    ):  # the sparse-attention indexer: 0 heads or a top-0 selection was priced as given
+        for key in ("index_n_heads", "index_head_dim", "index_topk"):
+            sizes[key] = (getattr(arch, key), "the sparse-attention indexer has at least 1")
     for key, (value, why) in sizes.items():
         if value < 1:
             raise UnknownModelError(f"{source}: {key}: got {value}; {why}")
