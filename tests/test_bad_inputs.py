@@ -2547,6 +2547,14 @@ EDGE_SWEEP_CASES = [
              "config.json: index_topk: got 0; the sparse-attention indexer has at least 1"),
         )
     ),
+    # groundtruth trace: "x.json: Expecting value: line 1 column 1 (char 0)" said not what failed, a missing file
+    # "[Errno 2] No such file or directory: 'x.json'" named the path twice, a Latin-1 file "'utf-8' codec can't..."
+    Case("groundtruth-trace-not-json", ("groundtruth", "trace", "{ws}/tr.json"),
+         "tr.json: not valid JSON: Expecting value", {"tr.json": "garbage"}),
+    Case("groundtruth-trace-missing", ("groundtruth", "trace", "{ws}/nope.json"),
+         "nope.json: No such file or directory"),
+    Case("groundtruth-trace-not-utf8", ("groundtruth", "trace", "{ws}/tr.json"), "tr.json: not UTF-8 text (byte 0xe9)",
+         {"tr.json": b'{"traceEvents": [{"name": "caf\xe9"}]}'}),
     # groundtruth modeldir of a config.json: a JSON list was an internal error after creating the directory; a
     # missing or textual vocab_size "error: vocab_size" after config.json was written; vocab_size 0 wrote a 0-word
     # tokenizer, num_key_value_heads 0 a directory SGLang cannot serve; bad JSON named no file
