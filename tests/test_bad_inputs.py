@@ -2515,6 +2515,10 @@ EDGE_SWEEP_CASES = [
             ("moe-expert-size-0", {**QWEN3_MOE_CHANGE, "moe_intermediate_size": 0},
              "config.json: moe_intermediate_size: got 0; an expert has at least 1"),
             ("shared-experts-negative", {"n_shared_experts": -1}, "config.json: n_shared_experts: got -1; a count"),
+            # predicted as served: SGLang's default 2,048 running requests need a 763 GiB request-to-token table
+            ("context-past-request-table", {"max_position_embeddings": 10**8},
+             "model: x's context length of 100,000,000 tokens needs a 763 GiB request-to-token table for SGLang's "
+             "default 2048 running requests per rank"),
             # named the model's label ('x: mlp_only_layers ...'), not the file and its value
             ("moe-mlp-only-layers", {**QWEN3_MOE_CHANGE, "mlp_only_layers": [0]},
              "config.json: mlp_only_layers: got [0]; mixed dense/MoE Qwen3 is not modelled"),
