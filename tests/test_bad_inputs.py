@@ -2515,6 +2515,9 @@ EDGE_SWEEP_CASES = [
             ("moe-expert-size-0", {**QWEN3_MOE_CHANGE, "moe_intermediate_size": 0},
              "config.json: moe_intermediate_size: got 0; an expert has at least 1"),
             ("shared-experts-negative", {"n_shared_experts": -1}, "config.json: n_shared_experts: got -1; a count"),
+            # a quantization_config naming no quant_method was priced as bf16 weights
+            ("quantization-without-method", {"quantization_config": {"bits": 4, "group_size": 128}},
+             "config.json: quantization_config: has no quant_method"),
             # predicted as served: SGLang's default 2,048 running requests need a 763 GiB request-to-token table
             ("context-past-request-table", {"max_position_embeddings": 10**8},
              "model: x's context length of 100,000,000 tokens needs a 763 GiB request-to-token table for SGLang's "

@@ -207,6 +207,11 @@ def _check_config_values(config: Mapping[str, Any], source: str) -> None:
             "such as [128, 128]"
         )
     method = quant.get("quant_method")
+    if quant and method is None:  # {"bits": 4} was priced as bf16 weights
+        raise UnknownModelError(
+            f"{source}: quantization_config: has no quant_method, so its weights' format is unknown; allowed "
+            "quant_method: fp8 (or remove quantization_config for bf16 weights)"
+        )
     if method not in (None, "fp8"):
         raise UnknownModelError(
             f"{source}: quantization_config.quant_method: {method!r} is not modelled; simperf prices bf16 weights "
