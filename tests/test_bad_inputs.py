@@ -2562,6 +2562,12 @@ EDGE_SWEEP_CASES = [
          "nope.json: No such file or directory"),
     Case("groundtruth-trace-not-utf8", ("groundtruth", "trace", "{ws}/tr.json"), "tr.json: not UTF-8 text (byte 0xe9)",
          {"tr.json": b'{"traceEvents": [{"name": "caf\xe9"}]}'}),
+    # with model.config, model.name is a label: a zoo name over another model's config labelled Qwen3-8B's results
+    # qwen3-32b (and a sweep axis over model.name repeated one model under several names)
+    Case("model-config-under-zoo-name", ("predict", "{ws}/mc.yaml"),
+         "model.name: 'qwen3-32b' is the zoo's model, but model.config",
+         {"mc.yaml": scenario_text(**{"model.name": "qwen3-32b", "model.config": "config.json"}),
+          "config.json": (REPO / "simperf/models/zoo/qwen3-8b.json").read_text()}),
     # groundtruth modeldir of a config.json: a JSON list was an internal error after creating the directory; a
     # missing or textual vocab_size "error: vocab_size" after config.json was written; vocab_size 0 wrote a 0-word
     # tokenizer, num_key_value_heads 0 a directory SGLang cannot serve; bad JSON named no file

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,9 @@ def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
             raise UnknownModelError(f"model.config {config_path}: {e.strerror or e}") from None
         if not isinstance(config, dict):
             raise UnknownModelError(f"model.config {config_path}: a config.json holds one JSON object")
-        return arch_from_hf_config(name, config, source=str(config_path))
+        arch = arch_from_hf_config(name, config, source=str(config_path))
+        _check_label(name, arch, config_path)
+        return arch
     if name not in zoo_names():
         hint = zoo_suggestion(name)
         raise UnknownModelError(
@@ -98,6 +101,31 @@ def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
             f"{', '.join(zoo_names())} (or give model.config: path to a HF config.json)"
         )
     return arch_from_hf_config(name, _zoo_config(name), source=f"zoo/{name}.json")
+
+
+def _check_label(name: str, arch: ModelArch, config_path: Path) -> None:
+    """With model.config, model.name is only a label: a zoo name over another model's config labelled its results
+    with the zoo model (a sweep axis over model.name printed qwen3-8b's numbers as qwen3-32b's)."""
+    if name not in zoo_names():
+        return
+    zoo = arch_from_hf_config(name, _zoo_config(name), source=f"zoo/{name}.json")
+    # the same model with its weights stored otherwise (docs/models.md's bf16 what-if of DeepSeek-V3) keeps its name
+    weights = {"default_weight_dtype", "weight_block_size"}
+    differ = next(
+        (
+            f.name
+            for f in fields(ModelArch)
+            if f.name not in weights and getattr(arch, f.name) != getattr(zoo, f.name)
+        ),
+        None,
+    )
+    if differ is None:
+        return
+    raise UnknownModelError(
+        f"model.name: {name!r} is the zoo's model, but model.config {config_path} is another ({differ} "
+        f"{getattr(arch, differ)!r}, the zoo's {getattr(zoo, differ)!r}), and its results would be labelled {name}; "
+        "give the config's model a name of its own, or leave out model.config"
+    )
 
 
 def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "config") -> ModelArch:
