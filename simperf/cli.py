@@ -364,8 +364,14 @@ def schema(
         suffix, what = (".md", "Markdown") if markdown else (".json", "JSON Schema")
         check_output_file(out, "--out", suffixes=(suffix,), what=what)
     if markdown:
-        from simperf.scenario.docs import reference_markdown, replace_block
+        from simperf.scenario.docs import BEGIN, reference_markdown, replace_block
 
+        if out is not None and out.is_file() and BEGIN in out.read_text(errors="replace"):
+            # the page's hand-written text around the block (docs/scenario.md's) was replaced by the tables alone
+            _fail(
+                f"--out {out}: holds the generated block of a hand-written page, which --out replaces whole; give "
+                "--update to rewrite only the block"
+            )
         text = reference_markdown()
         if update is not None:
             try:

@@ -2145,6 +2145,25 @@ CALIBRATION_TABLE_CASES = [
                 "says ok, but its bench.json is missing",
             ),
             ("overheads-run-not-json", "overheads", {"run.json": ""}, "r1/run.json: not valid JSON"),
+            # indexed with status None / 'okay', then skipped by accuracy and overheads without a word
+            (
+                "index-run-without-status",
+                "index",
+                {"run.json": "{}"},
+                "r1/run.json: status: got None; allowed values: ok, failed",
+            ),
+            (
+                "index-run-status-okay",
+                "index",
+                {"run.json": '{"status": "okay"}', "bench.json": '{"completed": 1}'},
+                "r1/run.json: status: got 'okay'; allowed values: ok, failed",
+            ),
+            (
+                "overheads-run-status-ok-capitalised",
+                "overheads",
+                {"run.json": '{"status": "OK"}'},
+                "r1/run.json: status: got 'OK'; allowed values: ok, failed",
+            ),
             (
                 "overheads-ok-without-requests",
                 "overheads",
@@ -2399,6 +2418,9 @@ QWEN3_CONFIG = {
     "vocab_size": 151936,
     "max_position_embeddings": 40960,
 }
+# QWEN3_CONFIG as a Qwen3 MoE (Qwen3-30B-A3B's expert fields)
+QWEN3_MOE_CHANGE = {"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 128, "num_experts_per_tok": 8,
+                    "moe_intermediate_size": 768}  # fmt: skip
 # A demanding user's edge inputs: each was accepted, or failed without naming what was wrong, before its fix.
 NOT_UTF8_TRACE = b'{"arrival_s": 0.0, "input_len": 100, "output_len": 10, "note": "caf\xe9"}\n'
 EDGE_SWEEP_CASES = [
@@ -2462,6 +2484,111 @@ EDGE_SWEEP_CASES = [
              "quantization_config.quant_method: 'awq' is not modelled"),
         )
     ),
+    # config.json values read wrongly without a word: 0 KV heads (or head_dim 0) taken for null, so priced as
+    # multi-head attention; "false" read as true; "Qwen3ForCausalLM" read letter by letter; a dense architecture's
+    # experts, a top-0 or top-200-of-128 MoE, 0 experts or an expert of size 0 priced as given; a null count, or a
+    # quantization_config that is a string, an internal error; a block size "128" "too many values to unpack"
+    *(
+        Case(f"model-config-{case_id}", ("predict", "{ws}/mc.yaml"), expected,
+             {"mc.yaml": scenario_text(**{"model.name": "x", "model.config": "config.json"}),
+              "config.json": json.dumps({**QWEN3_CONFIG, **change})})
+        for case_id, change, expected in (
+            ("kv-heads-0", {"num_key_value_heads": 0}, "config.json: num_key_value_heads: got 0; a model has at"),
+            ("head-dim-0", {"head_dim": 0}, "config.json: head_dim: got 0; a model has at least 1"),
+            ("hidden-size-null", {"hidden_size": None}, "config.json: hidden_size: got null; a count is a whole"),
+            ("quantization-string", {"quantization_config": "fp8"},
+             "config.json: quantization_config: got 'fp8'; a JSON object"),
+            ("block-size-string", {"quantization_config": {"quant_method": "fp8", "weight_block_size": "128"}},
+             "quantization_config.weight_block_size: got '128'; two whole numbers of at least 1"),
+            ("architectures-string", {"architectures": "Qwen3ForCausalLM"},
+             "config.json: architectures: got 'Qwen3ForCausalLM'; a list of class names"),
+            ("tie-embeddings-string", {"tie_word_embeddings": "false"},
+             "config.json: tie_word_embeddings: got 'false'; allowed values: true, false"),
+            ("dense-with-experts", {"num_experts": 128, "num_experts_per_tok": 8},
+             "config.json: num_experts: 128 routed experts, but Qwen3ForCausalLM is a dense architecture"),
+            ("moe-top-k-0", {**QWEN3_MOE_CHANGE, "num_experts_per_tok": 0},
+             "config.json: num_experts_per_tok: got 0; each token is routed to at least 1 expert"),
+            ("moe-top-k-over-experts", {**QWEN3_MOE_CHANGE, "num_experts_per_tok": 200},
+             "config.json: num_experts_per_tok: 200 is more than the 128 experts (num_experts)"),
+            ("moe-experts-0", {**QWEN3_MOE_CHANGE, "num_experts": 0},
+             "config.json: num_experts: got 0; a MoE model has at least 1"),
+            ("moe-expert-size-0", {**QWEN3_MOE_CHANGE, "moe_intermediate_size": 0},
+             "config.json: moe_intermediate_size: got 0; an expert has at least 1"),
+            ("shared-experts-negative", {"n_shared_experts": -1}, "config.json: n_shared_experts: got -1; a count"),
+            # a quantization_config naming no quant_method was priced as bf16 weights
+            ("quantization-without-method", {"quantization_config": {"bits": 4, "group_size": 128}},
+             "config.json: quantization_config: has no quant_method"),
+            # predicted as served: SGLang's default 2,048 running requests need a 763 GiB request-to-token table
+            ("context-past-request-table", {"max_position_embeddings": 10**8},
+             "model: x's context length of 100,000,000 tokens needs a 763 GiB request-to-token table for SGLang's "
+             "default 2048 running requests per rank"),
+            # named the model's label ('x: mlp_only_layers ...'), not the file and its value
+            ("moe-mlp-only-layers", {**QWEN3_MOE_CHANGE, "mlp_only_layers": [0]},
+             "config.json: mlp_only_layers: got [0]; mixed dense/MoE Qwen3 is not modelled"),
+            ("moe-sparse-step-2", {**QWEN3_MOE_CHANGE, "decoder_sparse_step": 2},
+             "config.json: decoder_sparse_step: got 2; only 1"),
+            # read by nothing: SGLang multiplies max_position_embeddings by the factor (test_models_zoo)
+            ("rope-factor-0", {"rope_scaling": {"type": "yarn", "factor": 0}},
+             "config.json: rope_scaling.factor: got 0; a positive number"),
+            ("rope-factor-text", {"rope_scaling": {"type": "linear", "factor": "4"}},
+             "config.json: rope_scaling.factor: got '4'; a positive number"),
+            ("rope-scaling-string", {"rope_scaling": "yarn"}, "config.json: rope_scaling: got 'yarn'; a JSON object"),
+        )
+    ),
+    # DeepSeek config.json sizes priced as given: a latent rank of 0, a top-0 sparse-attention indexer, every layer
+    # dense (first_k_dense_replace 61 of 61 layers), a top-300 of 256 experts; q_lora_rank 0 read as null
+    *(
+        Case(f"model-config-{case_id}", ("predict", "{ws}/mc.yaml"), expected,
+             {"mc.yaml": scenario_text(**{"model.name": "x", "model.config": "config.json"}),
+              "config.json": json.dumps({**json.loads((REPO / f"simperf/models/zoo/{entry}.json").read_text()),
+                                         **change})})
+        for case_id, entry, change, expected in (
+            ("mla-kv-lora-rank-0", "deepseek-v3", {"kv_lora_rank": 0}, "config.json: kv_lora_rank: got 0; MLA has"),
+            ("mla-q-lora-rank-0", "deepseek-v3", {"q_lora_rank": 0},
+             "config.json: q_lora_rank: got 0; null (no query compression) or at least 1"),
+            ("mla-all-layers-dense", "deepseek-v3", {"first_k_dense_replace": 61},
+             "config.json: first_k_dense_replace: 61 leaves no MoE layer of the 61 (num_hidden_layers); give at most 60"),
+            ("mla-top-k-over-experts", "deepseek-v3", {"num_experts_per_tok": 300},
+             "config.json: num_experts_per_tok: 300 is more than the 256 experts (n_routed_experts)"),
+            ("dsa-index-topk-0", "deepseek-v3.2", {"index_topk": 0},
+             "config.json: index_topk: got 0; the sparse-attention indexer has at least 1"),
+        )
+    ),
+    # groundtruth trace: "x.json: Expecting value: line 1 column 1 (char 0)" said not what failed, a missing file
+    # "[Errno 2] No such file or directory: 'x.json'" named the path twice, a Latin-1 file "'utf-8' codec can't..."
+    Case("groundtruth-trace-not-json", ("groundtruth", "trace", "{ws}/tr.json"),
+         "tr.json: not valid JSON: Expecting value", {"tr.json": "garbage"}),
+    Case("groundtruth-trace-missing", ("groundtruth", "trace", "{ws}/nope.json"),
+         "nope.json: No such file or directory"),
+    Case("groundtruth-trace-not-utf8", ("groundtruth", "trace", "{ws}/tr.json"), "tr.json: not UTF-8 text (byte 0xe9)",
+         {"tr.json": b'{"traceEvents": [{"name": "caf\xe9"}]}'}),
+    # with model.config, model.name is a label: a zoo name over another model's config labelled Qwen3-8B's results
+    # qwen3-32b (and a sweep axis over model.name repeated one model under several names)
+    Case("model-config-under-zoo-name", ("predict", "{ws}/mc.yaml"),
+         "model.name: 'qwen3-32b' is the zoo's model, but model.config",
+         {"mc.yaml": scenario_text(**{"model.name": "qwen3-32b", "model.config": "config.json"}),
+          "config.json": (REPO / "simperf/models/zoo/qwen3-8b.json").read_text()}),
+    # groundtruth modeldir of a config.json: a JSON list was an internal error after creating the directory; a
+    # missing or textual vocab_size "error: vocab_size" after config.json was written; vocab_size 0 wrote a 0-word
+    # tokenizer, num_key_value_heads 0 a directory SGLang cannot serve; bad JSON named no file
+    *(
+        Case(f"groundtruth-modeldir-config-{case_id}", ("groundtruth", "modeldir", "{ws}/c.json", "{ws}/m"),
+             expected, {"c.json": text})
+        for case_id, text, expected in (
+            ("list", "[1, 2]", "c.json: a config.json holds one JSON object, got list"),
+            ("not-json", "{bad", "c.json: not valid JSON"),
+            ("no-vocab", '{"architectures": ["MixtralForCausalLM"]}', "c.json: vocab_size: got nothing; the"),
+            ("vocab-text", json.dumps({**QWEN3_CONFIG, "vocab_size": "lots"}), "c.json: vocab_size: got 'lots'"),
+            ("vocab-0", json.dumps({**QWEN3_CONFIG, "vocab_size": 0}), "c.json: vocab_size: got 0; the tokenizer"),
+            ("kv-heads-0", json.dumps({**QWEN3_CONFIG, "num_key_value_heads": 0}),
+             "c.json: num_key_value_heads: got 0; a model has at least 1"),
+        )
+    ),
+    # a page with the generated block (docs/scenario.md) was replaced whole by the tables, its prose lost
+    Case("schema-markdown-out-onto-page", ("schema", "--markdown", "--out", "{ws}/page.md"),
+         "/page.md: holds the generated block of a hand-written page, which --out replaces whole; give "
+         "--update", {"page.md": "# Scenarios\n\nprose\n\n<!-- simperf schema --markdown: begin (generated; do not "
+                                 "edit by hand) -->\n\nold\n<!-- simperf schema --markdown: end -->\n"}),
     # a request id the run does not have was simulated in full, then "no record: rejected, or not part of the run"
     Case("predict-trace-request-outside", ("predict", "{ws}/s.yaml", "--trace-request", "10"),
          "--trace-request 10: this run's requests are numbered 0 to 9"),

@@ -160,3 +160,21 @@ def test_missing_field_names_the_field(tmp_path):
     path.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 8}))
     with pytest.raises(UnknownModelError, match="num_attention_heads"):
         load_arch("broken", path)
+
+
+@pytest.mark.parametrize(
+    "rope_scaling, context",
+    [
+        (None, 40960),
+        ({"type": "yarn", "factor": 4.0}, 163840),  # was held to max_position_embeddings, 40,960
+        ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, 40960),
+        ({"rope_type": "llama3", "factor": 8.0}, 40960),
+    ],
+)
+def test_context_length_counts_a_rope_scaling_factor_as_sglang_does(rope_scaling, context):
+    """SGLang's get_context_length: max_position_embeddings x rope_scaling.factor, unless the scaling names its
+    original_max_position_embeddings or is Llama 3's."""
+    from simperf.models.zoo import _zoo_config, arch_from_hf_config
+
+    config = {**_zoo_config("qwen3-8b"), "rope_scaling": rope_scaling}
+    assert arch_from_hf_config("x", config).context_len == context

@@ -234,6 +234,8 @@ def trace_command(
                 if decode_replays
                 else summarize(events, top=25 if top is None else top).as_dict()
             )
-        except (OSError, ValueError, KeyError) as e:
+        except OSError as e:  # "[Errno 2] No such file or directory: 'x.json'" named the path twice
+            _fail(f"{path}: {e.strerror or e}")
+        except (ValueError, KeyError) as e:
             _fail(f"{path}: {e}")
         print(json.dumps({"trace": path.name, **row}))

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simperf.groundtruth.hosts import feeds_defaults, host_speed_of
+from simperf.groundtruth.index import run_status
 from simperf.jsonl import read_json_object
 
 STAGES = ("http_in", "api_server", "to_scheduler", "queue", "prefill", "out", "to_client")
@@ -115,7 +116,7 @@ def _attention_backend(server_dir: Path) -> str:
 def corpus_stages(corpus: Path) -> list[RunStages]:
     out = []
     for status in sorted(corpus.glob("*/*/*/run.json")):
-        if read_json_object(status).get("status") != "ok":
+        if run_status(status.parent).get("status") != "ok":
             continue
         if not (status.parent / "requests.parquet").exists():  # an ok run is recorded with its requests
             raise ValueError(f"{status.parent}: run.json says ok, but its requests.parquet is missing")

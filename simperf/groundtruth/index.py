@@ -52,9 +52,24 @@ def _json(path: Path) -> dict[str, Any]:
     return read_json_object(path) if path.exists() else {}
 
 
+# what the runner writes in run.json's status (runner.py write_status)
+RUN_STATES = ("ok", "failed")
+
+
+def run_status(run_dir: Path) -> dict[str, Any]:
+    """run.json, whose status is one the runner writes: a hand-edited 'OK' or a missing status was indexed as
+    neither, and accuracy and overheads then skipped the run without a word."""
+    status = read_json_object(run_dir / "run.json")
+    if status.get("status") not in RUN_STATES:
+        raise ValueError(
+            f"{run_dir / 'run.json'}: status: got {status.get('status')!r}; allowed values: {', '.join(RUN_STATES)}"
+        )
+    return status
+
+
 def index_row(run_dir: Path) -> dict[str, Any]:
     server_dir, gpu_dir = run_dir.parent, run_dir.parent.parent
-    status = _json(run_dir / "run.json")
+    status = run_status(run_dir)
     bench = _json(run_dir / "bench.json")
     if (
         status.get("status") == "ok" and not bench

@@ -72,12 +72,42 @@ def source_config(model: str, zoo_dir: Path) -> dict[str, Any]:
     if path.is_dir():
         path = path / "config.json"
     if path.suffix == ".json" and path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
+        return _checked_config(path)
     if model in zoo_names():
         return json.loads((zoo_dir / f"{model}.json").read_text(encoding="utf-8"))
     raise ModelDirError(
         f"model {model!r}: neither a zoo name ({', '.join(zoo_names())}) nor a directory/config.json that exists"
     )
+
+
+def _checked_config(path: Path) -> dict[str, Any]:
+    """A user's config.json, read as predict reads model.config: a JSON list ended in an internal error, a missing
+    or textual vocab_size in "error: vocab_size" after config.json was written, vocab_size 0 in a 0-word tokenizer,
+    and malformed counts (num_key_value_heads 0) in a directory SGLang cannot serve."""
+    from simperf.capabilities import family_of_architecture
+    from simperf.models.zoo import UnknownModelError, arch_from_hf_config
+
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelDirError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    except json.JSONDecodeError as e:
+        raise ModelDirError(f"{path}: not valid JSON: {e}") from None
+    if not isinstance(config, dict):
+        raise ModelDirError(f"{path}: a config.json holds one JSON object, got {type(config).__name__}")
+    vocab = config.get("vocab_size")
+    if isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 1:
+        raise ModelDirError(
+            f"{path}: vocab_size: got {'nothing' if vocab is None else repr(vocab)}; the tokenizer's word count, "
+            "a whole number of at least 1"
+        )
+    archs = config.get("architectures")
+    if isinstance(archs, list) and archs and isinstance(archs[0], str) and family_of_architecture(archs[0]):
+        try:
+            arch_from_hf_config(path.parent.name or str(path), config, source=str(path))
+        except UnknownModelError as e:
+            raise ModelDirError(str(e)) from None
+    return config
 
 
 def checkpoint_config(config: dict[str, Any]) -> dict[str, Any]:

@@ -190,6 +190,10 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
             data = json.load(f)
     except EOFError as e:  # a truncated .gz
         raise ValueError(f"not a complete trace file ({e})") from None
+    except json.JSONDecodeError as e:  # json's words alone ("Expecting value ...") said not what
+        raise ValueError(f"not valid JSON: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 text (byte 0x{e.object[e.start]:02x})") from None
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise ValueError("not a chrome trace: expected a list of events or an object with 'traceEvents'")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,9 @@ def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
             raise UnknownModelError(f"model.config {config_path}: {e.strerror or e}") from None
         if not isinstance(config, dict):
             raise UnknownModelError(f"model.config {config_path}: a config.json holds one JSON object")
-        return arch_from_hf_config(name, config, source=str(config_path))
+        arch = arch_from_hf_config(name, config, source=str(config_path))
+        _check_label(name, arch, config_path)
+        return arch
     if name not in zoo_names():
         hint = zoo_suggestion(name)
         raise UnknownModelError(
@@ -100,8 +103,38 @@ def load_arch(name: str, config_path: Path | None = None) -> ModelArch:
     return arch_from_hf_config(name, _zoo_config(name), source=f"zoo/{name}.json")
 
 
+def _check_label(name: str, arch: ModelArch, config_path: Path) -> None:
+    """With model.config, model.name is only a label: a zoo name over another model's config labelled its results
+    with the zoo model (a sweep axis over model.name printed qwen3-8b's numbers as qwen3-32b's)."""
+    if name not in zoo_names():
+        return
+    zoo = arch_from_hf_config(name, _zoo_config(name), source=f"zoo/{name}.json")
+    # the same model with its weights stored otherwise (docs/models.md's bf16 what-if of DeepSeek-V3) keeps its name
+    weights = {"default_weight_dtype", "weight_block_size"}
+    differ = next(
+        (
+            f.name
+            for f in fields(ModelArch)
+            if f.name not in weights and getattr(arch, f.name) != getattr(zoo, f.name)
+        ),
+        None,
+    )
+    if differ is None:
+        return
+    raise UnknownModelError(
+        f"model.name: {name!r} is the zoo's model, but model.config {config_path} is another ({differ} "
+        f"{getattr(arch, differ)!r}, the zoo's {getattr(zoo, differ)!r}), and its results would be labelled {name}; "
+        "give the config's model a name of its own, or leave out model.config"
+    )
+
+
 def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "config") -> ModelArch:
     archs = config.get("architectures") or []
+    # a bare string was read letter by letter: "Qwen3ForCausalLM" became the architecture 'Q'
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise UnknownModelError(
+            f'{source}: architectures: got {archs!r}; a list of class names, such as ["Qwen3ForCausalLM"]'
+        )
     hf_arch = archs[0] if archs else ""
     caps = family_of_architecture(hf_arch)
     if caps is None:
@@ -110,11 +143,14 @@ def arch_from_hf_config(name: str, config: Mapping[str, Any], source: str = "con
             f"{source}: architecture {hf_arch or '(none)'!r} is not supported; supported: {', '.join(supported)}"
         )
     _check_config_values(config, source)
+    if not caps.moe:
+        _check_no_experts(config, hf_arch, source)
     try:
-        arch = _parse(name, hf_arch, caps, config)
+        arch = _parse(name, hf_arch, caps, config, source)
     except KeyError as e:
         raise UnknownModelError(f"{source}: {hf_arch} config lacks the field {e.args[0]!r}") from None
     _check_sizes(arch, source)
+    _check_expert_and_latent_sizes(arch, caps, source)
     return arch
 
 
@@ -140,16 +176,70 @@ OTHER_COUNTS = (
 )  # fmt: skip
 
 
+# counts a config.json may leave null, as HF's own configs do: num_key_value_heads null is multi-head attention,
+# head_dim null is hidden_size / num_attention_heads, q_lora_rank null an unfactored query
+NULLABLE_COUNTS = frozenset({"num_key_value_heads", "head_dim", "q_lora_rank", "n_shared_experts"})
+# config.json switches _parse reads as booleans: bool("false") is True
+BOOLEANS = ("tie_word_embeddings", "attention_bias")
+
+
 def _check_config_values(config: Mapping[str, Any], source: str) -> None:
     """Counts that are not whole numbers, and weights in a format simperf does not price, were read anyway:
     num_key_value_heads 8.5 became 8 (int()), and an AWQ / GPTQ checkpoint's quantization_config was dropped, so
-    its 4-bit weights were priced as bf16."""
+    its 4-bit weights were priced as bf16. A count of 0 where HF's configs allow null (num_key_value_heads,
+    head_dim) was taken for null: 0 KV heads priced multi-head attention, a KV cache 4x Qwen3-8B's."""
     for key in (*POSITIVE_SIZES.values(), *OTHER_COUNTS):
+        if key not in config:
+            continue
+        value = config[key]
+        if value is None and key in NULLABLE_COUNTS:
+            continue
+        if value is None or isinstance(value, bool) or not isinstance(value, int):
+            shown = "null" if value is None else repr(value)
+            raise UnknownModelError(f"{source}: {key}: got {shown}; a count is a whole number")
+        if (
+            key == "q_lora_rank" and value == 0
+        ):  # read as null (no query compression), which is how HF says it
+            raise UnknownModelError(
+                f"{source}: q_lora_rank: got 0; null (no query compression) or at least 1"
+            )
+        if key in POSITIVE_SIZES.values() and value < 1:
+            raise UnknownModelError(f"{source}: {key}: got {value}; a model has at least 1")
+        if value < 0:
+            raise UnknownModelError(f"{source}: {key}: got {value}; a count is at least 0")
+    for key in BOOLEANS:
         value = config.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise UnknownModelError(f"{source}: {key}: got {value!r}; a count is a whole number")
+        if value is not None and not isinstance(value, bool):
+            raise UnknownModelError(f"{source}: {key}: got {value!r}; allowed values: true, false")
+    scaling = config.get("rope_scaling") or {}
+    if not isinstance(scaling, Mapping):
+        raise UnknownModelError(
+            f'{source}: rope_scaling: got {scaling!r}; a JSON object, such as {{"factor": 4.0}}'
+        )
+    factor = scaling.get("factor", 1)
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < float("inf"):
+        raise UnknownModelError(f"{source}: rope_scaling.factor: got {factor!r}; a positive number")
     quant = config.get("quantization_config") or {}
-    method = quant.get("quant_method") if isinstance(quant, Mapping) else quant
+    if not isinstance(quant, Mapping):
+        raise UnknownModelError(
+            f'{source}: quantization_config: got {quant!r}; a JSON object, such as {{"quant_method": "fp8"}}'
+        )
+    block = quant.get("weight_block_size")
+    if block is not None and not (
+        isinstance(block, list)
+        and len(block) == 2
+        and all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in block)
+    ):
+        raise UnknownModelError(
+            f"{source}: quantization_config.weight_block_size: got {block!r}; two whole numbers of at least 1, "
+            "such as [128, 128]"
+        )
+    method = quant.get("quant_method")
+    if quant and method is None:  # {"bits": 4} was priced as bf16 weights
+        raise UnknownModelError(
+            f"{source}: quantization_config: has no quant_method, so its weights' format is unknown; allowed "
+            "quant_method: fp8 (or remove quantization_config for bf16 weights)"
+        )
     if method not in (None, "fp8"):
         raise UnknownModelError(
             f"{source}: quantization_config.quant_method: {method!r} is not modelled; simperf prices bf16 weights "
@@ -174,7 +264,74 @@ def _check_sizes(arch: ModelArch, source: str) -> None:
         )
 
 
-def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> ModelArch:
+# config.json keys that give a model routed experts, read only by a MoE architecture
+EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
+
+
+def _check_no_experts(config: Mapping[str, Any], hf_arch: str, source: str) -> None:
+    """A dense architecture's parser reads no expert field: a config naming Qwen3ForCausalLM with 128 experts was
+    priced as a dense model of intermediate_size without a word."""
+    for key in EXPERT_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            moe = sorted(a for f in FAMILIES.values() if f.moe for a in f.hf_architectures)
+            raise UnknownModelError(
+                f"{source}: {key}: {value} routed experts, but {hf_arch} is a dense architecture, read without "
+                f"experts; the MoE architectures simperf models: {', '.join(moe)}"
+            )
+
+
+def _check_expert_and_latent_sizes(arch: ModelArch, caps: FamilyCaps, source: str) -> None:
+    """Expert and MLA latent sizes of 0 were costed as given (a top-0 MoE priced by a bare roofline, 0 experts as
+    a dense model), and a top-k above the experts a token can choose from as if there were that many."""
+    sizes: dict[str, tuple[int, str]] = {}
+    if caps.moe:
+        experts_key = "n_routed_experts" if arch.is_mla else "num_experts"
+        sizes |= {
+            experts_key: (arch.num_routed_experts, "a MoE model has at least 1"),
+            "num_experts_per_tok": (arch.experts_per_token, "each token is routed to at least 1 expert"),
+            "moe_intermediate_size": (arch.moe_intermediate_size, "an expert has at least 1"),
+        }
+    if arch.is_mla:
+        for field, key in (("kv_lora_rank", "kv_lora_rank"), ("qk_nope_head_dim", "qk_nope_head_dim"),
+                           ("qk_rope_head_dim", "qk_rope_head_dim"), ("v_head_dim", "v_head_dim")):  # fmt: skip
+            sizes[key] = (getattr(arch, field), "MLA has at least 1")
+    if (
+        caps.attention == "dsa"
+    ):  # the sparse-attention indexer: 0 heads or a top-0 selection was priced as given
+        for key in ("index_n_heads", "index_head_dim", "index_topk"):
+            sizes[key] = (getattr(arch, key), "the sparse-attention indexer has at least 1")
+    for key, (value, why) in sizes.items():
+        if value < 1:
+            raise UnknownModelError(f"{source}: {key}: got {value}; {why}")
+    if caps.moe and arch.experts_per_token > arch.num_routed_experts:
+        experts_key = "n_routed_experts" if arch.is_mla else "num_experts"
+        raise UnknownModelError(
+            f"{source}: num_experts_per_tok: {arch.experts_per_token} is more than the {arch.num_routed_experts} "
+            f"experts ({experts_key}) a token is routed among"
+        )
+    if arch.is_mla and arch.num_dense_layers >= arch.num_layers:
+        raise UnknownModelError(
+            f"{source}: first_k_dense_replace: {arch.num_dense_layers} leaves no MoE layer of the "
+            f"{arch.num_layers} (num_hidden_layers); give at most {arch.num_layers - 1}"
+        )
+
+
+def _context_len(c: Mapping[str, Any]) -> int:
+    """SGLang's context length (hf_transformers_utils.get_context_length): max_position_embeddings times a
+    rope_scaling factor, unless the scaling names its original_max_position_embeddings (then max_position_embeddings
+    already counts it) or is Llama 3's. A config of rope_scaling {"type": "yarn", "factor": 4} was held to a
+    quarter of the context SGLang serves it with, its longer requests cut without a word."""
+    context = int(c["max_position_embeddings"])
+    scaling = c.get("rope_scaling")
+    if not scaling:
+        return context
+    if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
+        return context
+    return int(scaling.get("factor", 1) * context)  # _check_config_values: a mapping, a positive factor
+
+
+def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any], source: str) -> ModelArch:
     heads = int(c["num_attention_heads"])
     hidden = int(c["hidden_size"])
     quant = c.get("quantization_config") or {}
@@ -190,7 +347,7 @@ def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> M
         num_kv_heads=int(c.get("num_key_value_heads") or heads),
         intermediate_size=int(c["intermediate_size"]),
         vocab_size=int(c["vocab_size"]),
-        context_len=int(c["max_position_embeddings"]),
+        context_len=_context_len(c),
         default_weight_dtype="fp8" if is_fp8 else "bf16",
         tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         weight_block_size=tuple(int(x) for x in block) if block else None,
@@ -204,9 +361,15 @@ def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> M
         )
         if caps.moe:
             if c.get("mlp_only_layers"):
-                raise UnknownModelError(f"{name}: mlp_only_layers (mixed dense/MoE Qwen3) is not modelled")
+                raise UnknownModelError(
+                    f"{source}: mlp_only_layers: got {c['mlp_only_layers']!r}; mixed dense/MoE Qwen3 is not "
+                    "modelled (allowed: [] or leave it out)"
+                )
             if int(c.get("decoder_sparse_step", 1)) != 1:
-                raise UnknownModelError(f"{name}: decoder_sparse_step != 1 is not modelled")
+                raise UnknownModelError(
+                    f"{source}: decoder_sparse_step: got {c['decoder_sparse_step']}; only 1 (every layer MoE) is "
+                    "modelled"
+                )
             common.update(
                 num_routed_experts=int(c["num_experts"]),
                 experts_per_token=int(c["num_experts_per_tok"]),
@@ -216,7 +379,10 @@ def _parse(name: str, hf_arch: str, caps: FamilyCaps, c: Mapping[str, Any]) -> M
 
     # MLA families (DeepSeek V3 / V3.2)
     if int(c.get("moe_layer_freq", 1)) != 1:
-        raise UnknownModelError(f"{name}: moe_layer_freq != 1 is not modelled")
+        raise UnknownModelError(
+            f"{source}: moe_layer_freq: got {c['moe_layer_freq']}; only 1 (every layer past first_k_dense_replace "
+            "MoE) is modelled"
+        )
     nope, rope = int(c["qk_nope_head_dim"]), int(c["qk_rope_head_dim"])
     common.update(
         head_dim=nope + rope,

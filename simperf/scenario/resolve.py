@@ -665,10 +665,34 @@ def _max_running_requests(
         _check_request_pool(max_running, arch.context_len, gpu, field)
         return max_running
     if s.speculative is not None:
-        return SPECULATIVE_MAX_RUNNING_REQUESTS
-    by_context = max_total_tokens / arch.context_len * MAX_RUNNING_REQUESTS_PER_CONTEXT
-    clamped = min(max(by_context, MAX_RUNNING_REQUESTS_FLOOR), MAX_RUNNING_REQUESTS_CEIL)
-    return int(min(clamped, max_total_tokens // 2))
+        max_running = SPECULATIVE_MAX_RUNNING_REQUESTS
+    else:
+        by_context = max_total_tokens / arch.context_len * MAX_RUNNING_REQUESTS_PER_CONTEXT
+        clamped = min(max(by_context, MAX_RUNNING_REQUESTS_FLOOR), MAX_RUNNING_REQUESTS_CEIL)
+        max_running = int(min(clamped, max_total_tokens // 2))
+    _check_default_request_pool(max_running, arch, gpu, field)
+    return max_running
+
+
+def _check_default_request_pool(max_running: int, arch: ModelArch, gpu: GpuSpec, field: str) -> None:
+    """SGLang's default running requests against the model's context: a config.json of max_position_embeddings 1e15
+    was predicted as served, while SGLang's request-to-token table for it cannot be allocated."""
+    row_bytes = (arch.context_len + REQ_TO_TOKEN_EXTRA_SLOTS) * REQ_TO_TOKEN_BYTES
+    table_bytes = (max_running + 1) * row_bytes
+    if table_bytes <= gpu.memory_bytes:
+        return
+    fit = gpu.memory_bytes // row_bytes - 1
+    remedy = (
+        f"give {field}.max_running_requests of at most {fit}"
+        if fit >= 1
+        else "no request fits: the model's context length (max_position_embeddings) is too long for one GPU"
+    )
+    raise ValueError(
+        f"model: {arch.name}'s context length of {arch.context_len:,} tokens needs a {table_bytes / 1024**3:,.0f} GiB "
+        f"request-to-token table for SGLang's default {max_running} running requests per rank ({arch.context_len} + "
+        f"{REQ_TO_TOKEN_EXTRA_SLOTS} int32 slots each, ReqToTokenPool), more than a {gpu.key}'s "
+        f"{gpu.memory_bytes / 1024**3:.0f} GiB; {remedy}"
+    )
 
 
 def _spec_settings(s: ServingSpec) -> SpecSettings | None:
