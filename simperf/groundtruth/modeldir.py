@@ -86,11 +86,12 @@ def _checked_config(path: Path) -> dict[str, Any]:
     and malformed counts (num_key_value_heads 0) in a directory SGLang cannot serve."""
     from simperf.capabilities import family_of_architecture
     from simperf.models.zoo import UnknownModelError, arch_from_hf_config
+    from simperf.strictyaml import read_error
 
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
-        raise ModelDirError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        raise ModelDirError(f"{path}: cannot read ({read_error(e)})") from None
     except json.JSONDecodeError as e:
         raise ModelDirError(f"{path}: not valid JSON: {e}") from None
     if not isinstance(config, dict):
