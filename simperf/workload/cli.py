@@ -15,7 +15,7 @@ import math
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import typer
@@ -29,6 +29,10 @@ from simperf.workload.arrivals import poisson_arrivals
 from simperf.workload.summary import TraceSummary, summarize_trace
 from simperf.workload.trace import Trace, TraceError, read_trace
 from simperf.workload.trace_write import write_trace
+
+if TYPE_CHECKING:
+    from simperf.scenario.models import WorkloadSpec
+    from simperf.workload.requests import RequestSet
 
 _err = Console(stderr=True)
 TRACE_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".csv")  # what trace_write.write_trace writes
@@ -152,37 +156,39 @@ def export_command(
     except (ScenarioError, TraceError, ValueError) as e:
         _fail(str(e))
     Console().print(f"{len(trace)} requests ({requests.source}) written to {dst}", highlight=False)
+    for note in _unkept_by_the_trace(sc.workload, requests):
+        _err.print(f"note: {note}", highlight=False, soft_wrap=True)
+
+
+def _unkept_by_the_trace(workload: WorkloadSpec, requests: RequestSet) -> list[str]:
+    """What the scenario's client does that a trace has no column for: a scenario replaying the export sent every
+    later turn at its planned time, ran uncapped and with the default client settings, without a word."""
+    notes = []
     held = 0 if requests.follows is None else int((requests.follows >= 0).sum())
-    if held:  # a trace has no column for it: a replay sent every turn at its planned time without a word
-        _err.print(
-            f"note: {held} of the requests are later turns the scenario's client holds until the previous turn's "
-            "answer is complete (multi_turn); the trace keeps only their planned send times, so replaying it sends "
-            "them open-loop, whatever the previous answer's latency",
-            highlight=False,
-            soft_wrap=True,
+    if held:
+        notes.append(
+            f"{held} of the requests are later turns the scenario's client holds until the previous turn's answer "
+            "is complete (multi_turn); the trace keeps only their planned send times, so replaying it sends them "
+            "open-loop, whatever the previous answer's latency"
         )
-    if sc.workload.max_concurrency is not None:  # a trace has no column for it either: a replay ran uncapped
-        _err.print(
-            f"note: the scenario's client keeps at most {sc.workload.max_concurrency} requests in flight "
+    if workload.max_concurrency is not None:
+        notes.append(
+            f"the scenario's client keeps at most {workload.max_concurrency} requests in flight "
             "(workload.max_concurrency); the trace keeps only the send times, so replaying it sends them without "
-            "that limit unless the replay sets its own",
-            highlight=False,
-            soft_wrap=True,
+            "that limit unless the replay sets its own"
         )
-    # nor for these client settings: a replay scenario runs the defaults unless it sets them again
-    defaults = type(sc.workload).model_fields
+    defaults = type(workload).model_fields
     unkept = [
-        f"workload.{name}: {str(getattr(sc.workload, name)).lower()}"
+        f"workload.{name}: {str(getattr(workload, name)).lower()}"
         for name in ("ignore_eos", "tokenize_prompt", "warmup_requests")
-        if name in sc.workload.model_fields_set and getattr(sc.workload, name) != defaults[name].default
+        if name in workload.model_fields_set and getattr(workload, name) != defaults[name].default
     ]
     if unkept:
-        _err.print(
-            f"note: the trace keeps each request's send time and lengths, not the client's settings "
-            f"({', '.join(unkept)}); a scenario replaying it runs the defaults unless it sets them again",
-            highlight=False,
-            soft_wrap=True,
+        notes.append(
+            f"the trace keeps each request's send time and lengths, not the client's settings ({', '.join(unkept)}); "
+            "a scenario replaying it runs the defaults unless it sets them again"
         )
+    return notes
 
 
 def print_summary(summary: TraceSummary, title: str, console: Console) -> None:
