@@ -108,7 +108,7 @@ def _check_label(name: str, arch: ModelArch, config_path: Path) -> None:
     with the zoo model (a sweep axis over model.name printed qwen3-8b's numbers as qwen3-32b's)."""
     if name not in zoo_names():
         return
-    zoo = arch_from_hf_config(name, _zoo_config(name), source=f"zoo/{name}.json")
+    zoo = load_arch(name)
     # the same model with its weights stored otherwise (docs/models.md's bf16 what-if of DeepSeek-V3) keeps its name
     weights = {"default_weight_dtype", "weight_block_size"}
     differ = next(
@@ -197,9 +197,8 @@ def _check_config_values(config: Mapping[str, Any], source: str) -> None:
         if value is None or isinstance(value, bool) or not isinstance(value, int):
             shown = "null" if value is None else repr(value)
             raise UnknownModelError(f"{source}: {key}: got {shown}; a count is a whole number")
-        if (
-            key == "q_lora_rank" and value == 0
-        ):  # read as null (no query compression), which is how HF says it
+        # q_lora_rank 0 was read as null (no query compression), which is how HF says it
+        if key == "q_lora_rank" and value == 0:
             raise UnknownModelError(
                 f"{source}: q_lora_rank: got 0; null (no query compression) or at least 1"
             )
@@ -285,27 +284,24 @@ def _check_expert_and_latent_sizes(arch: ModelArch, caps: FamilyCaps, source: st
     """Expert and MLA latent sizes of 0 were costed as given (a top-0 MoE priced by a bare roofline, 0 experts as
     a dense model), and a top-k above the experts a token can choose from as if there were that many."""
     sizes: dict[str, tuple[int, str]] = {}
+    experts_key = "n_routed_experts" if arch.is_mla else "num_experts"
     if caps.moe:
-        experts_key = "n_routed_experts" if arch.is_mla else "num_experts"
         sizes |= {
             experts_key: (arch.num_routed_experts, "a MoE model has at least 1"),
             "num_experts_per_tok": (arch.experts_per_token, "each token is routed to at least 1 expert"),
             "moe_intermediate_size": (arch.moe_intermediate_size, "an expert has at least 1"),
         }
     if arch.is_mla:
-        for field, key in (("kv_lora_rank", "kv_lora_rank"), ("qk_nope_head_dim", "qk_nope_head_dim"),
-                           ("qk_rope_head_dim", "qk_rope_head_dim"), ("v_head_dim", "v_head_dim")):  # fmt: skip
-            sizes[key] = (getattr(arch, field), "MLA has at least 1")
-    if (
-        caps.attention == "dsa"
-    ):  # the sparse-attention indexer: 0 heads or a top-0 selection was priced as given
+        for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            sizes[key] = (getattr(arch, key), "MLA has at least 1")
+    # the sparse-attention indexer: 0 heads or a top-0 selection was priced as given
+    if caps.attention == "dsa":
         for key in ("index_n_heads", "index_head_dim", "index_topk"):
             sizes[key] = (getattr(arch, key), "the sparse-attention indexer has at least 1")
     for key, (value, why) in sizes.items():
         if value < 1:
             raise UnknownModelError(f"{source}: {key}: got {value}; {why}")
     if caps.moe and arch.experts_per_token > arch.num_routed_experts:
-        experts_key = "n_routed_experts" if arch.is_mla else "num_experts"
         raise UnknownModelError(
             f"{source}: num_experts_per_tok: {arch.experts_per_token} is more than the {arch.num_routed_experts} "
             f"experts ({experts_key}) a token is routed among"
