@@ -110,6 +110,12 @@ def print_error(message: str, console: Console | None = None) -> None:
     console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
+def print_note(message: str) -> None:
+    """`note: message` on stderr, unwrapped: a legal value the command reads differently from what its user may
+    expect, or reads not at all (one line, as an error is)."""
+    Console(stderr=True).print(f"note: {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def debug_requested(ctx: typer.Context | None) -> bool:
     if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
         return True

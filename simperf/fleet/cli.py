@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from simperf.cli_errors import MaxMemoryOption
+from simperf.cli_errors import MaxMemoryOption, print_note
 from simperf.output_paths import check_output_dir
 from simperf.scenario.flags import read_set_value
 from simperf.scenario.load import format_validation_error
@@ -95,11 +95,9 @@ def _note_scenario_policy_not_run(fleet, given: list[str] | None, names, verb: s
     own = fleet.router.policy
     if given or "policy" not in fleet.router.model_fields_set or own in names:
         return
-    err.print(
-        f"note: fleet.router.policy: {own} is not {verb} (without --policy the command runs "
-        f"{', '.join(names)}); it changes nothing here: give --policy {own} (repeatable, with the others) to run it",
-        highlight=False,
-        soft_wrap=True,
+    print_note(
+        f"fleet.router.policy: {own} is not {verb} (without --policy the command runs "
+        f"{', '.join(names)}); it changes nothing here: give --policy {own} (repeatable, with the others) to run it"
     )
 
 
@@ -279,7 +277,7 @@ def plan_fleet_command(
     timeline_bins_note(base.fleet, "fleet plan")
     note = burst_note(plan, base)
     if note is not None:
-        err.print(note, highlight=False, soft_wrap=True)
+        print_note(note)
     if charts is not None:
         from simperf.fleet.charts import attainment_chart
         from simperf.report.charts import save_chart

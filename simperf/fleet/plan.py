@@ -139,7 +139,7 @@ def burst_note(plan: FleetPlan, scenario: Scenario) -> str | None:
     if window_s * 1e3 >= e2e_ms:
         return None
     return (
-        f"note: the {completed:,} requests arrive within {window_s:.3g} s at {plan.target_rate:g} req/s, less than "
+        f"the {completed:,} requests arrive within {window_s:.3g} s at {plan.target_rate:g} req/s, less than "
         f"a request's median end-to-end latency ({e2e_ms / 1e3:.3g} s): this plans one burst, not a sustained "
         "load at that rate; give more prompts (workload.num_prompts)"
     )

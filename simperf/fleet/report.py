@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+from simperf.cli_errors import print_note
 from simperf.fleet.predict import FleetPrediction
 from simperf.report.text import print_bench_block
 
@@ -82,11 +83,9 @@ def timeline_bins_note(fleet, where: str) -> None:
     """fleet.timeline_bins sizes the per-replica timelines, which only predict's JSON (and --output-file line) and
     fleet compare's --charts hold: elsewhere it was accepted and read by nothing."""
     if "timeline_bins" in fleet.model_fields_set:
-        Console(stderr=True).print(
-            f"note: fleet.timeline_bins: sizes the per-replica timelines, which {where} does not show (predict -o "
-            "json or --output-file, and fleet compare --charts, hold them); it changes nothing here",
-            highlight=False,
-            soft_wrap=True,
+        print_note(
+            f"fleet.timeline_bins: sizes the per-replica timelines, which {where} does not show (predict -o "
+            "json or --output-file, and fleet compare --charts, hold them); it changes nothing here"
         )
 
 
@@ -123,7 +122,7 @@ def emit_fleet(
     if output == "json":
         sys.stdout.write(result_json(prediction.result, extra) + "\n")
         for line in left_out:
-            Console(stderr=True).print(f"note: {line}", highlight=False, soft_wrap=True)
+            print_note(line)
         return
     console = stdout_console()
     print_fleet(prediction, console)

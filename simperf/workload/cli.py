@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from simperf import strictjson
-from simperf.cli_errors import MaxMemoryOption
+from simperf.cli_errors import MaxMemoryOption, print_note
 from simperf.output_paths import check_output_file
 from simperf.workload.arrivals import poisson_arrivals
 from simperf.workload.summary import TraceSummary, summarize_trace
@@ -157,7 +157,7 @@ def export_command(
         _fail(str(e))
     Console().print(f"{len(trace)} requests ({requests.source}) written to {dst}", highlight=False)
     for note in _unkept_by_the_trace(sc.workload, requests):
-        _err.print(f"note: {note}", highlight=False, soft_wrap=True)
+        print_note(note)
 
 
 def _unkept_by_the_trace(workload: WorkloadSpec, requests: RequestSet) -> list[str]:
