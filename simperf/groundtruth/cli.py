@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from simperf.cli_errors import SafeGroup
+from simperf.strictyaml import read_error
 
 groundtruth_app = typer.Typer(
     cls=SafeGroup,  # `python -m simperf.groundtruth` too: a bad file ends as one error line, not a traceback
@@ -222,9 +223,8 @@ def trace_command(
     from simperf.groundtruth.trace import decode_replays as split_replays
     from simperf.groundtruth.trace import read_trace, summarize
 
-    if (
-        decode_replays and top is not None
-    ):  # the replay split lists no kernel groups: --top was read by nothing
+    # the replay split lists no kernel groups: --top was read by nothing
+    if decode_replays and top is not None:
         _fail("--top: lists the summary's kernel groups; --decode-replays prints no such list")
     for path in traces:
         try:
@@ -235,7 +235,7 @@ def trace_command(
                 else summarize(events, top=25 if top is None else top).as_dict()
             )
         except OSError as e:  # "[Errno 2] No such file or directory: 'x.json'" named the path twice
-            _fail(f"{path}: {e.strerror or e}")
+            _fail(f"{path}: {read_error(e)}")
         except (ValueError, KeyError) as e:
             _fail(f"{path}: {e}")
         print(json.dumps({"trace": path.name, **row}))
