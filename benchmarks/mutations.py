@@ -28,6 +28,7 @@ COPIED = (
     "validation",
     "groundtruth",
     "docs",
+    "benchmarks",
     "pyproject.toml",
 )
 GUARDS = (
@@ -47,6 +48,7 @@ GUARDS = (
     "tests/test_shared_reads.py",
     "tests/test_calibrate_runner.py",
     "tests/test_moe_default_tiles.py",
+    "tests/test_workplan.py",
 )
 
 
@@ -275,6 +277,13 @@ MUTATIONS = (
         "simperf/scenario/models.py",
         "        default=1.497,\n",
         "        default=1.512,\n",
+    ),
+    Mutation(
+        "flashmla-segment-cost",
+        "FlashMLA decode: what a request segment costs its SM part (perfdb/workplan.py FLASHMLA_SEGMENT_BLOCKS): +1%",
+        "simperf/perfdb/workplan.py",
+        "FLASHMLA_SEGMENT_BLOCKS = 3.0\n",
+        "FLASHMLA_SEGMENT_BLOCKS = 3.03\n",
     ),
     Mutation(
         "client-burst",

@@ -19,8 +19,12 @@ computes, exactly as each backend's planner does:
 * **flashinfer GQA decode on tensor cores** (the prefill kernel; `PrefillPlan` / `PrefillBinarySearchKVChunkSize`):
   max_grid = 2 x num_SMs, at most max_grid / kv_heads work units; the same binary search over the chunk size; a
   batch that cannot be split that far runs unsplit, one CTA per request and KV head, in waves.
-* **FlashMLA** (`get_mla_metadata`): num_SMs / ceil(q_len x heads / 64) SM parts; requests in 64-token blocks plus
-  a fixed overhead of 5 blocks each, dealt out so that every part gets ceil(Σ / parts) + 5 blocks.
+* **FlashMLA** (`get_mla_metadata`, sgl-flash-mla's legacy SM90 scheduler): num_SMs / ceil(q_len x heads / 64) SM
+  parts; requests in 64-token blocks plus a fixed overhead of 5 blocks each, dealt out in request order so that
+  every part gets at most ceil(Σ / parts) + 5 blocks, a request cut where a part's budget ends (`flashmla_parts`
+  reproduces the kernel's own tile_scheduler_metadata exactly on all 63 bf16 batches of
+  calibration/offgrid/flashmla-ragged-probe-h200.jsonl). A part's real cost is not the planner's: see
+  `FLASHMLA_SEGMENT_BLOCKS`.
 
 The tables measure uniform batches on a grid; a query between grid points, or a ragged batch, has a critical path
 the grid interpolation does not see (a batch of 150 at 128 heads is two chunks per cluster where 128 was one). The
@@ -28,7 +32,8 @@ pricing (`planned_us`): interpolate the grid at the batch and mean KV as before,
 (W_query / W_grid)^s, where W_grid is the critical path interpolated over the same grid corners with the same
 weights (so the factor is exactly 1 on a grid point of a uniform batch) and s, the time's elasticity in KV length
 read off the key's own grid at that batch (0 where the kernel is latency-bound, ~1 where it streams), says how much
-of the time moves with the work. Every number here is the planner's arithmetic or the table's own measurement.
+of the time moves with the work. Every number here is the planner's arithmetic or the table's own measurement,
+except FlashMLA's segment and split costs, byte counts (FLASHMLA_SEGMENT_BLOCKS).
 
 Tried and not used for flashinfer MLA: the ragged-prefill price of perfdb/prefillplan.py, floor + rate x critical
 path with the rate from the key's own uniform rows near the call's path. (time - fastest row) / critical path is
@@ -53,8 +58,25 @@ from simperf.perfdb.keys import gqa_tensor_cores
 # Applied only where the tables' held-out and ragged rows confirm it (flashinfer MLA: its persistent clusters all
 # stay busy, so the busiest cluster's load is the time). GQA decode's unsplit straggler runs alone on an otherwise
 # idle GPU, faster per token than a loaded slot, and the factor overshoots the tables' ragged rows (median 9.5% ->
-# 18%); FlashMLA's plan balances to within rounding, so its factor is ~1. Both planners stay for the check.
-PLANNED_BACKENDS = {"attn_mla_decode": ("flashinfer_fa2", "flashinfer_fa3")}
+# 18%); that planner stays for the check. FlashMLA: its planner balances the blocks it counts, but a part's real
+# cost counts segments and splits otherwise (FLASHMLA_SEGMENT_BLOCKS), so its plan is priced since the
+# twenty-seventh session (docs/perfdb.md "FlashMLA: the planner's budget is not the kernel's cost").
+PLANNED_BACKENDS = {"attn_mla_decode": ("flashinfer_fa2", "flashinfer_fa3", "flashmla")}
+# FlashMLA's planner (get_mla_metadata) charges every request segment a part holds a fixed 5 blocks
+# (FLASHMLA_PLANNER_FIXED_BLOCKS, its `fixed_overhead_num_blocks`) and balances parts on that budget. What a segment
+# costs the kernel, in 64-token KV blocks of 576 bf16 values (73.7 KB): its query tile (64 rows x 576 bf16, one block's
+# bytes), its output (64 rows x 512 bf16, 0.9 block) and the KV pipeline's start before the first block arrives,
+# about 3 blocks; a segment that holds only part of its request (a split) writes its output as fp32 partials and
+# log-sum-exps for the combine kernel instead, one block more. Byte counts, not a fit; of 2-5 and 0-2 blocks the
+# development set's FlashMLA calls (calibration/offgrid/samples.jsonl) are best at 3 and any of 0-2 (1.5-2.4%
+# median on both GPUs; 2: 2.4-2.7%, 5: 3.1-5.1%). With the planner's own 5 and no split cost, parts that hold few
+# long segments were priced as heavy as parts of many short ones, and the batches where a uniform grid point fits
+# whole requests into every part (no split, no combine) were 17-29% faster than ragged batches at their mean KV
+# (calibration/offgrid/flashmla-ragged-probe-h200.jsonl, benchmarks/flashmla_ragged_probe.py).
+FLASHMLA_PLANNER_FIXED_BLOCKS = 5
+FLASHMLA_SEGMENT_BLOCKS = 3.0
+FLASHMLA_SPLIT_BLOCKS = 1.0
+FLASHMLA_BLOCK = 64
 # flashinfer's CUDA-core decode kernel: CTAs per SM as its planner sizes the grid
 # (cudaOccupancyMaxActiveBlocksPerMultiprocessor for the kernel of this query group size and head dim), read from the
 # planner itself on a lent H200 with the GPU kit's flashinfer 0.7.2 (benchmarks/gqa_decode_occupancy.py; the file is
@@ -237,11 +259,42 @@ def gqa_flashinfer_path(kv: Sequence[int], key: Mapping[str, object], num_sms: i
     return _waves(works, grid)
 
 
+def flashmla_parts(kv: Sequence[int], q_len: int, heads: int, num_sms: int) -> list[tuple[int, int, int]]:
+    """FlashMLA's plan (get_mla_metadata): per SM part, (request segments, KV blocks, segments that are a split of
+    their request). Parts are filled in request order up to a budget of ceil(Σ(blocks + 5) / parts) + 5; a request
+    that does not fit whole is cut where the budget ends (when more than the 5 fixed blocks are left) and goes on in
+    the next part."""
+    fixed = FLASHMLA_PLANNER_FIXED_BLOCKS
+    num_parts = max(num_sms // max(-(-(q_len * heads) // 64), 1), 1)
+    blocks = [-(-max(int(n), 1) // FLASHMLA_BLOCK) for n in kv]
+    budget = -(-sum(b + fixed for b in blocks) // num_parts) + fixed
+    parts: list[tuple[int, int, int]] = []
+    request, done = 0, 0  # the request the next part starts in, and its blocks already dealt out
+    for _ in range(num_parts):
+        left, segments, part_blocks, splits = budget, 0, 0, 0
+        while request < len(blocks):
+            rest = blocks[request] - done
+            if left >= rest + fixed:  # the rest of this request fits
+                segments, part_blocks, splits = segments + 1, part_blocks + rest, splits + (done > 0)
+                left -= rest + fixed
+                request, done = request + 1, 0
+                continue
+            if left > fixed:  # a piece of it does: the request is split here
+                segments, part_blocks, splits = segments + 1, part_blocks + left - fixed, splits + 1
+                done += left - fixed
+            break
+        parts.append((segments, part_blocks, splits))
+    return parts
+
+
 def flashmla_path(kv: Sequence[int], q_len: int, heads: int, num_sms: int) -> float:
-    """FlashMLA get_mla_metadata: blocks (64 tokens) per SM part, including the per-request overhead."""
-    parts = max(num_sms // max(-(-(q_len * heads) // 64), 1), 1)
-    total = sum(-(-int(n) // 64) + 5 for n in kv)
-    return float((-(-total // parts) + 5) * 64)
+    """FlashMLA's busiest SM part in KV tokens: its blocks plus what its segments and splits cost the kernel
+    (FLASHMLA_SEGMENT_BLOCKS, FLASHMLA_SPLIT_BLOCKS), over the planner's parts."""
+    busiest = max(
+        blocks + FLASHMLA_SEGMENT_BLOCKS * segments + FLASHMLA_SPLIT_BLOCKS * splits
+        for segments, blocks, splits in flashmla_parts(kv, q_len, heads, num_sms)
+    )
+    return float(busiest * FLASHMLA_BLOCK)
 
 
 def critical_path(op: str, key: Mapping[str, object], kv: Sequence[int], num_sms: int) -> float:
@@ -305,8 +358,10 @@ def paired_clusters(op: str, key: Mapping[str, object]) -> bool:
     cluster's load sets the time in full, whatever the uniform grid's KV elasticity says (that elasticity is low at
     short KV because of the call's fixed cost). Taken as 1 there: on the development sets the ragged calls went
     8.0% -> 6.5% (H100) and 6.5% -> 5.9% (H200) median |error| (they were -11...-13% signed); one-CTA clusters
-    (8-16 heads, memory-bound) keep the elasticity (+1...+4% signed)."""
-    if op != "attn_mla_decode" or not planned(op, key):
+    (8-16 heads, memory-bound) keep the elasticity (+1...+4% signed). FlashMLA keeps the elasticity at every head
+    count: taking 1 above 64 query rows changed nothing on the development set and put the tables' own off-grid
+    FlashMLA rows' p90 at 14.6% against 12.6% (H200; batches of 2 at 128 heads priced 13-18% low)."""
+    if op != "attn_mla_decode" or str(key.get("backend")) not in ("flashinfer_fa2", "flashinfer_fa3"):
         return False
     return int(key["q_len"]) * int(key["num_heads"]) > 64  # type: ignore[call-overload]
 
