@@ -53,6 +53,7 @@ CHECK_ONLY_PLANS = frozenset(
         "h100-check-straggler-fa3.yaml",
         "h100-check-eager-decode.yaml",
         "h200x2-check-moe-tp2.yaml",
+        "h200x4-check-moe-tp4.yaml",  # twenty-seventh session
     }
 )
 
