@@ -421,9 +421,74 @@ def resolve(
     s = scenario.serving
     gpu = get_gpu(scenario.hardware.gpu)
     arch = load_arch(scenario.model.name, scenario.model.config)
+    attn = _attention_setup(scenario, arch, gpu, field)
+    _check_stream_interval(s, arch, field)
+    notes: list[str] = []
+    decode_server = field.startswith("disaggregation.decode") if pd_decode is None else pd_decode
+    chunk = _chunk_per_rank(s, gpu, attn.page_size, decode_server, field, notes)
+    pd = field.startswith("disaggregation") if disaggregated is None else disaggregated
+    role = ("decode" if decode_server else "prefill") if pd else None  # --disaggregation-mode
+    capacity = _capacity(s, arch, gpu, attn, chunk, role, field, notes)
+    init_ratio, min_ratio = _new_token_ratios(s)
+    balance = _load_balance_method_noted(s, role, notes)
+    if capacity.eager_reason is not None:
+        notes.append(f"extends run eagerly, without SGLang's prefill CUDA graph ({capacity.eager_reason})")
+
+    resolved = ResolvedServing(
+        layout=attn.layout,
+        gpu=gpu.key,
+        weight_dtype=attn.weight_dtype,
+        kv_dtype=attn.kv_dtype,
+        page_size=attn.page_size,
+        prefill_backend=attn.prefill_backend,
+        decode_backend=attn.decode_backend,
+        chunked_prefill_size=chunk,
+        max_prefill_tokens=s.max_prefill_tokens,
+        max_running_requests=capacity.max_running_requests,
+        max_total_tokens=capacity.max_total_tokens,
+        cuda_graph_max_bs=capacity.cuda_graph_max_bs,
+        cuda_graph_bs=capacity.cuda_graph_bs,
+        overlap_schedule=not s.disable_overlap_schedule,
+        # a PD decode server has no prefill chunk to mix into (pd.DECODE_UNREAD; a PD fleet's decode group may share
+        # the scenario's serving with its prefill groups, where the setting does apply)
+        enable_mixed_chunk=s.enable_mixed_chunk and not decode_server,
+        enable_metrics=s.enable_metrics,
+        incremental_streaming_output=s.incremental_streaming_output,
+        stream_interval=s.stream_interval,
+        schedule_policy=s.schedule_policy,
+        init_new_token_ratio=init_ratio,
+        min_new_token_ratio=min_ratio,
+        new_token_ratio_decay=(init_ratio - min_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS,
+        context_len=arch.context_len,
+        speculative=_spec_settings(s),
+        sglang_version=s.sglang_version,
+        disable_radix_cache=s.disable_radix_cache,
+        prefill_cuda_graph=capacity.eager_reason is None,
+        dsa_dense_prefill_threshold=s.dsa_prefill_dense_attn_kv_len_threshold,
+        load_balance_method=balance,
+        notes=tuple(notes),
+    )
+    return resolved, arch, gpu
+
+
+@dataclass(frozen=True)
+class _AttentionSetup:
+    """What the model settings, dtypes, attention backends and page size resolve to, before any memory sizing."""
+
+    layout: ParallelLayout
+    weight_dtype: str
+    kv_dtype: str
+    prefill_backend: str
+    decode_backend: str
+    page_size: int
+
+
+def _attention_setup(scenario: Scenario, arch: ModelArch, gpu: GpuSpec, field: str) -> _AttentionSetup:
+    """The model settings checked, then the KV dtype, the attention backends and the page size (SGLang's defaults
+    where not given), each checked against the model and the GPU in that order."""
+    s = scenario.serving
     weight_dtype = _check_model_settings(scenario, arch, field)
     layout = ParallelLayout(tp=s.tp, dp_attention=s.dp_attention, ep=s.ep)
-    notes: list[str] = []
     kv_dtype = (
         s.kv_cache_dtype if s.kv_cache_dtype != "auto" else capabilities.auto_kv_dtype(arch.family, gpu.sm)
     )
@@ -443,7 +508,11 @@ def resolve(
             f"({arch.context_len:,} tokens); a page size counts tokens (SGLang's default for this backend: "
             f"{default_page_size(arch, prefill_backend, decode_backend, s.attention_backend)})"
         )
+    return _AttentionSetup(layout, weight_dtype, kv_dtype, prefill_backend, decode_backend, page_size)
 
+
+def _check_stream_interval(s: ServingSpec, arch: ModelArch, field: str) -> None:
+    """A stream interval longer than the context length is an error that names the setting."""
     if s.stream_interval > arch.context_len:
         # the simulator keeps a slot per token of the interval: 10**12 ended in "out of memory ... lower
         # workload.num_prompts", naming the wrong field; past the context length no request streams before its end
@@ -453,9 +522,30 @@ def resolve(
             "streams its output in one chunk at its end)"
         )
 
-    decode_server = field.startswith("disaggregation.decode") if pd_decode is None else pd_decode
-    chunk = _chunk_per_rank(s, gpu, page_size, decode_server, field, notes)
 
+@dataclass(frozen=True)
+class _Capacity:
+    """The KV pool, the running-request cap and the CUDA graphs sized for one server."""
+
+    max_total_tokens: int
+    max_running_requests: int
+    cuda_graph_max_bs: int  # 0 with CUDA graphs off
+    cuda_graph_bs: tuple[int, ...]
+    eager_reason: str | None  # why extends run without the prefill CUDA graph; None where they use it
+
+
+def _capacity(
+    s: ServingSpec,
+    arch: ModelArch,
+    gpu: GpuSpec,
+    attn: _AttentionSetup,
+    chunk: int,
+    role: str | None,
+    field: str,
+    notes: list[str],
+) -> _Capacity:
+    """mem_fraction_static (SGLang's reservation rule where not given), then the KV pool it leaves, the running
+    requests that pool takes, and the decode CUDA graph buckets capped by them."""
     graphs_on = not s.disable_cuda_graph
     # the decode graph's max_bs as 0.5.17 server_args.py, _handle_gpu_memory_settings, leaves it when it computes
     # mem_fraction_static (reserve_for_graph_mb: 2 MB per batch, the DP-attention padding terms): --cuda-graph-max-bs
@@ -465,8 +555,6 @@ def resolve(
     max_bs = s.cuda_graph_max_bs or default_cuda_graph_max_bs(gpu, s.tp)
 
     mla = arch.is_mla
-    pd = field.startswith("disaggregation") if disaggregated is None else disaggregated
-    role = ("decode" if decode_server else "prefill") if pd else None  # --disaggregation-mode
     # 0.5.17 server_args.py: _disable_breakable_cudagraph_if_incompatible (MLA non-DSA) and
     # _apply_cuda_graph_disaggregation_roles (PD decode); DP attention and a PD prefill server keep the graph
     # (versions before sglang_defaults.BREAKABLE_PREFILL_RULE_FROM keep the earlier rule)
@@ -482,62 +570,32 @@ def resolve(
         graphs = (max_bs, graphs_on, eager_reason is None)
         mem_fraction = _default_mem_fraction_noted(s, gpu, mla, chunk, graphs, role, field, notes)
 
-    kv_bytes = arch.kv_bytes_per_token_per_rank(layout, kv_dtype, decode_backend)
-    pool = _PoolInputs(layout, weight_dtype, kv_bytes, page_size, mem_fraction)
+    kv_bytes = arch.kv_bytes_per_token_per_rank(attn.layout, attn.kv_dtype, attn.decode_backend)
+    pool = _PoolInputs(attn.layout, attn.weight_dtype, kv_bytes, attn.page_size, mem_fraction)
     max_total_tokens = _kv_pool_tokens(s, arch, gpu, pool, field, notes)
     max_running = _max_running_requests(s, arch, gpu, max_total_tokens, field)
     max_bs = min(max_bs, max_running)
     buckets = decode_graph_buckets(max_bs, s.speculative is not None) if graphs_on else ()
+    return _Capacity(max_total_tokens, max_running, max_bs if graphs_on else 0, buckets, eager_reason)
 
+
+def _new_token_ratios(s: ServingSpec) -> tuple[float, float]:
+    """SGLang's initial and minimum new-token ratios (the share of a running request's remaining max_new_tokens the
+    scheduler reserves), the initial one scaled by DP attention's conservativeness."""
     dp_factor = DP_ATTENTION_CONSERVATIVENESS if s.dp_attention > 1 else 1.0
     init_ratio = min(INIT_NEW_TOKEN_RATIO * s.schedule_conservativeness * dp_factor, 1.0)
-    min_ratio = init_ratio * MIN_NEW_TOKEN_RATIO_FACTOR
-    spec = _spec_settings(s)
+    return init_ratio, init_ratio * MIN_NEW_TOKEN_RATIO_FACTOR
 
+
+def _load_balance_method_noted(s: ServingSpec, role: str | None, notes: list[str]) -> str:
+    """The DP load-balance method this server runs, with a note where SGLang's default replaces the given one."""
     balance = default_load_balance_method(s, role)
     if balance != s.load_balance_method and s.dp_attention > 1:
         notes.append(
             f"load_balance_method={balance} by SGLang's default for a PD prefill server: each request goes to the DP "
             "rank its random bootstrap room names, modulo the ranks (uniformly at random)"
         )
-    if eager_reason is not None:
-        notes.append(f"extends run eagerly, without SGLang's prefill CUDA graph ({eager_reason})")
-
-    resolved = ResolvedServing(
-        layout=layout,
-        gpu=gpu.key,
-        weight_dtype=weight_dtype,
-        kv_dtype=kv_dtype,
-        page_size=page_size,
-        prefill_backend=prefill_backend,
-        decode_backend=decode_backend,
-        chunked_prefill_size=chunk,
-        max_prefill_tokens=s.max_prefill_tokens,
-        max_running_requests=max_running,
-        max_total_tokens=max_total_tokens,
-        cuda_graph_max_bs=max_bs if graphs_on else 0,
-        cuda_graph_bs=buckets,
-        overlap_schedule=not s.disable_overlap_schedule,
-        # a PD decode server has no prefill chunk to mix into (pd.DECODE_UNREAD; a PD fleet's decode group may share
-        # the scenario's serving with its prefill groups, where the setting does apply)
-        enable_mixed_chunk=s.enable_mixed_chunk and not decode_server,
-        enable_metrics=s.enable_metrics,
-        incremental_streaming_output=s.incremental_streaming_output,
-        stream_interval=s.stream_interval,
-        schedule_policy=s.schedule_policy,
-        init_new_token_ratio=init_ratio,
-        min_new_token_ratio=min_ratio,
-        new_token_ratio_decay=(init_ratio - min_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS,
-        context_len=arch.context_len,
-        speculative=spec,
-        sglang_version=s.sglang_version,
-        disable_radix_cache=s.disable_radix_cache,
-        prefill_cuda_graph=eager_reason is None,
-        dsa_dense_prefill_threshold=s.dsa_prefill_dense_attn_kv_len_threshold,
-        load_balance_method=balance,
-        notes=tuple(notes),
-    )
-    return resolved, arch, gpu
+    return balance
 
 
 def _default_mem_fraction_noted(
