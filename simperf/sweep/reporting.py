@@ -240,9 +240,49 @@ def build_report(
     points = ok.with_columns(pl.col("point_id").is_in(list(passing)).alias("meets_sla"))
     plan = plan_capacity(table, target_rate, sla) if target_rate else None
     chosen = plan.winner.row if plan and plan.winner else None
-    sections: list[Section] = []
+    sections: list[Section] = [_summary_section(table, sla, plan)]
+    # chart name -> chart, in the order the page draws them (and the files are saved)
     charts: dict[str, Any] = {}
 
+    done: list[Recheck] = []
+    if plan is not None and plan.ranked:
+        sections.append(_plan_section(plan, top))
+        done = _recheck_planned(plan, meta, sla, rechecks, on_phase)
+        on_phase("drawing charts")
+        sections.append(
+            Section(
+                "Check: the planned configurations simulated at their per-replica load",
+                ["Each replica gets target / replicas req/s; these runs give the CDFs and breakdown below."],
+                table=recheck_table(done),
+            )
+        )
+
+    if points.height:
+        sections += _load_sections(points, plan, chosen, sla, charts)
+    sections += _planned_load_sections(done, charts)
+    if plan is not None and plan.infeasible:
+        sections.append(_infeasible_section(plan))
+    sections.append(
+        Section(
+            "All points",
+            [],
+            table=_results_table(table),
+        )
+    )
+    title = f"simperf sweep report: {meta.get('name', 'sweep')}"
+    out_html.parent.mkdir(parents=True, exist_ok=True)
+    on_phase("writing the page")
+    out_html.write_text(render_page(title, sections, subtitle=_subtitle(meta)))
+    files: list[Path] = []
+    if charts_dir is not None:
+        for name, chart in charts.items():
+            on_phase(f"saving chart {name}")
+            files += save_chart(chart, charts_dir / name)
+    return Report(out_html, plan, files, done)
+
+
+def _summary_section(table: pl.DataFrame, sla: Sla, plan: Plan | None) -> Section:
+    """Points per status, the SLA and what the per-user and per-GPU numbers mean, and the plan in one sentence."""
     counts = table.group_by("status").len().sort("status") if table.height else None
     summary = [
         f"{table.height} points, "
@@ -252,59 +292,65 @@ def build_report(
     ]
     if plan is not None:
         summary.append(_plan_sentence(plan))
-    sections.append(Section("Summary", summary))
+    return Section("Summary", summary)
 
-    if plan is not None and plan.ranked:
-        sections.append(
-            Section(
-                f"Plan for {plan.target_rate:g} req/s",
-                [
-                    "A configuration sustains a rate when the SLA holds at every swept load up to it; replicas = "
-                    "ceil(target / sustained rate), assuming requests are spread evenly over replicas. Ranked by "
-                    "total GPUs, then sustained rate per GPU.",
-                ],
-                table=plan_table(plan, top),
-                table_caption="Metrics at each configuration's sustained load. ≥: the SLA held at every swept "
-                "load, so the sustained rate (marked +) and the headroom are lower bounds.",
-                highlight_first_row=True,
-            )
-        )
-        done = []
-        for i, c in enumerate(plan.ranked[:rechecks], start=1):
-            on_phase(f"re-checking {i} of {min(rechecks, len(plan.ranked))}: {c.config_label}")
-            done.append(recheck(c, meta.get("base_dir", "."), sla))
-        on_phase("drawing charts")
-        sections.append(
-            Section(
-                "Check: the planned configurations simulated at their per-replica load",
-                ["Each replica gets target / replicas req/s; these runs give the CDFs and breakdown below."],
-                table=recheck_table(done),
-            )
-        )
-    else:
-        done = []
 
-    if points.height:
-        front = pareto_front(points)
-        charts["pareto"] = pareto_chart(points, front, chosen)
-        sections.append(
-            Section(
-                "Pareto front: throughput per GPU vs tokens/s per user",
-                [
-                    f"{front.height} of {points.height} points are on the front (dashed). Filled markers meet the "
-                    "SLA; the star is the planner's choice at its sustained rate."
-                ],
-                chart=charts["pareto"],
-            )
-        )
-        order = [c.config_label for c in plan.ranked] if plan else []
-        labels = list(dict.fromkeys(order + points["config_label"].to_list()))[:MAX_CURVES]
-        curves = points.filter(pl.col("config_label").is_in(labels))
-        charts["latency_vs_load"] = latency_load_chart(
-            curves, stats=_curve_stats(sla), thresholds=_thresholds(sla)
-        )
-        note = f" (the first {MAX_CURVES} configurations by plan rank)" if len(labels) == MAX_CURVES else ""
-        sections.append(Section("Latency vs load" + note, [], chart=charts["latency_vs_load"]))
+def _plan_section(plan: Plan, top: int) -> Section:
+    """The ranked configurations for the target rate, the winner first."""
+    return Section(
+        f"Plan for {plan.target_rate:g} req/s",
+        [
+            "A configuration sustains a rate when the SLA holds at every swept load up to it; replicas = "
+            "ceil(target / sustained rate), assuming requests are spread evenly over replicas. Ranked by "
+            "total GPUs, then sustained rate per GPU.",
+        ],
+        table=plan_table(plan, top),
+        table_caption="Metrics at each configuration's sustained load. ≥: the SLA held at every swept "
+        "load, so the sustained rate (marked +) and the headroom are lower bounds.",
+        highlight_first_row=True,
+    )
+
+
+def _recheck_planned(
+    plan: Plan, meta: dict[str, Any], sla: Sla, rechecks: int, on_phase: Callable[[str], None]
+) -> list[Recheck]:
+    """The first `rechecks` planned configurations simulated again at their per-replica load."""
+    done: list[Recheck] = []
+    for i, c in enumerate(plan.ranked[:rechecks], start=1):
+        on_phase(f"re-checking {i} of {min(rechecks, len(plan.ranked))}: {c.config_label}")
+        done.append(recheck(c, meta.get("base_dir", "."), sla))
+    return done
+
+
+def _load_sections(
+    points: pl.DataFrame, plan: Plan | None, chosen: dict | None, sla: Sla, charts: dict[str, Any]
+) -> list[Section]:
+    """The Pareto front and the latency-vs-load curves of the swept points; their charts are added to `charts`."""
+    front = pareto_front(points)
+    charts["pareto"] = pareto_chart(points, front, chosen)
+    pareto = Section(
+        "Pareto front: throughput per GPU vs tokens/s per user",
+        [
+            f"{front.height} of {points.height} points are on the front (dashed). Filled markers meet the "
+            "SLA; the star is the planner's choice at its sustained rate."
+        ],
+        chart=charts["pareto"],
+    )
+    # the planned configurations first, then the rest as swept, up to MAX_CURVES lines
+    order = [c.config_label for c in plan.ranked] if plan else []
+    labels = list(dict.fromkeys(order + points["config_label"].to_list()))[:MAX_CURVES]
+    curves = points.filter(pl.col("config_label").is_in(labels))
+    charts["latency_vs_load"] = latency_load_chart(
+        curves, stats=_curve_stats(sla), thresholds=_thresholds(sla)
+    )
+    note = f" (the first {MAX_CURVES} configurations by plan rank)" if len(labels) == MAX_CURVES else ""
+    return [pareto, Section("Latency vs load" + note, [], chart=charts["latency_vs_load"])]
+
+
+def _planned_load_sections(done: list[Recheck], charts: dict[str, Any]) -> list[Section]:
+    """The latency CDFs and step-time breakdown of the re-checked configurations (none without re-checks); their
+    charts are added to `charts`."""
+    sections: list[Section] = []
     if done:
         charts["latency_cdf"] = cdf_chart(
             {rc.candidate.config_label: {"TTFT": rc.ttft_ms, "TPOT": rc.tpot_ms} for rc in done}
@@ -326,33 +372,18 @@ def build_report(
                 chart=charts["step_breakdown"],
             )
         )
-    if plan is not None and plan.infeasible:
-        sections.append(
-            Section(
-                "Configurations that cannot serve within the SLA",
-                [],
-                table=pl.DataFrame(
-                    {"configuration": [a for a, _ in plan.infeasible], "why": [b for _, b in plan.infeasible]}
-                ),
-            )
-        )
-    sections.append(
-        Section(
-            "All points",
-            [],
-            table=_results_table(table),
-        )
+    return sections
+
+
+def _infeasible_section(plan: Plan) -> Section:
+    """The configurations the planner ruled out, each with its reason."""
+    return Section(
+        "Configurations that cannot serve within the SLA",
+        [],
+        table=pl.DataFrame(
+            {"configuration": [a for a, _ in plan.infeasible], "why": [b for _, b in plan.infeasible]}
+        ),
     )
-    title = f"simperf sweep report: {meta.get('name', 'sweep')}"
-    out_html.parent.mkdir(parents=True, exist_ok=True)
-    on_phase("writing the page")
-    out_html.write_text(render_page(title, sections, subtitle=_subtitle(meta)))
-    files: list[Path] = []
-    if charts_dir is not None:
-        for name, chart in charts.items():
-            on_phase(f"saving chart {name}")
-            files += save_chart(chart, charts_dir / name)
-    return Report(out_html, plan, files, done)
 
 
 def _subtitle(meta: dict[str, Any]) -> str:
