@@ -8,7 +8,7 @@ their transforms and the shared-prefix generators are described in docs/traces.m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -94,108 +94,205 @@ def build_requests(
     (`num_special_tokens_to_add()`, 1 for a BOS tokenizer) from each sampled prompt length; pass that count to
     get bench_serving's prompt_len exactly. The server re-adds them; `prompt_special_tokens` carries the count.
     """
-    dataset = workload.dataset
     rng = np.random.RandomState(workload.seed)
+    drawn = _draw(workload, rng, num_special_tokens)
+    num_dropped = 0
+    if context_len is not None:
+        drawn, num_dropped = _fit_to_context(drawn, context_len, kv_pool_tokens, workload.over_context)
+
+    warmup = None
+    if workload.warmup_requests > 0 and len(drawn.input_len) > 0:
+        warmup = (int(drawn.input_len[0]), int(min(drawn.output_len[0], WARMUP_MAX_OUTPUT_TOKENS)))
+    return RequestSet(
+        input_len=drawn.input_len,
+        output_len=drawn.output_len,
+        arrival_s=drawn.arrival_s,
+        block_hashes=drawn.block_hashes,
+        warmup=warmup,
+        warmup_count=workload.warmup_requests if warmup is not None else 0,
+        hash_block_tokens=drawn.hash_block_tokens,
+        sender_done_s=drawn.sender_done_s,
+        num_capped=drawn.num_capped,
+        prompt_special_tokens=drawn.special,
+        source=drawn.source,
+        accept_len=drawn.accept_len,
+        follows=drawn.follows,
+        num_dropped=num_dropped,
+        notes=drawn.notes,
+    )
+
+
+@dataclass
+class _Drawn:
+    """The requests a dataset yields, before they are fitted to the server's context (RequestSet's fields)."""
+
+    input_len: np.ndarray
+    output_len: np.ndarray
+    arrival_s: np.ndarray
+    sender_done_s: float
+    source: str
     block_hashes: list[np.ndarray] | None = None
     hash_block_tokens: int | None = None
     accept_len: np.ndarray | None = None
     follows: np.ndarray | None = None
     notes: tuple[str, ...] = ()
-    special = 0
-    num_capped = 0
+    special: int = 0  # RequestSet.prompt_special_tokens
+    num_capped: int = 0
 
-    def client(n: int) -> tuple[np.ndarray, float]:
-        arrivals = client_arrivals(rng, n, workload.rate, workload.arrival_process, workload.burstiness)
-        return arrivals.send_s, arrivals.sender_done_s
 
+def _draw(workload: WorkloadSpec, rng: np.random.RandomState, num_special_tokens: int) -> _Drawn:
+    """The requests of the workload's dataset, drawn from `rng` (seeded once per run) in bench_serving's order."""
+    dataset = workload.dataset
     if isinstance(dataset, RandomDataset | FixedDataset):
-        ratio = dataset.range_ratio if isinstance(dataset, RandomDataset) else 1.0
-        n = workload.num_prompts
-        input_len = random_lengths(rng, dataset.input_len, ratio, n)
-        legacy = isinstance(dataset, RandomDataset) and dataset.length_rule == "sample_random_requests"
-        if legacy:
-            output_len = legacy_output_lengths(rng, dataset.output_len, ratio, n)
-            zero = int(np.count_nonzero(output_len == 0))
-            if zero:
-                # max_new_tokens=0: SGLang still returns the token its prefill samples (the request finishes on
-                # its first output token), so the client counts one
-                output_len = np.maximum(output_len, 1)
-                notes = (f"{zero} requests drew output length 0 (sample_random_requests); priced as 1 token",)
-        else:
-            output_len = random_lengths(rng, dataset.output_len, ratio, n)
-            input_len = subtract_special_tokens(input_len, num_special_tokens)
-        special = 0 if legacy else max(num_special_tokens, 0)
-        arrival_s, sender_done_s = client(n)
-        source = f"{dataset.kind} {dataset.input_len}/{dataset.output_len}"
-    elif isinstance(dataset, TraceDataset):
-        trace, num_capped = _trace_requests(dataset, workload)
-        input_len, output_len = trace.input_len, trace.output_len
-        block_hashes, accept_len, notes = trace.block_hashes, trace.accept_len, trace.skipped
-        hash_block_tokens = trace.hash_block_tokens if block_hashes is not None else None
-        if dataset.use_timestamps:
-            arrival_s = trace.arrival_s
-            sender_done_s = float(arrival_s[-1])
-        else:
-            arrival_s, sender_done_s = client(len(trace))
-        source = f"trace {dataset.path.name} ({trace.format})"
-    elif isinstance(dataset, SharedPrefixDataset):
-        made = shared_prefix(dataset, rng, workload.seed)
-        input_len, output_len = made.input_len, made.output_len
-        block_hashes, hash_block_tokens = made.block_hashes, made.block_tokens
-        arrival_s, sender_done_s = client(len(input_len))
-        source = (
+        return _draw_random(dataset, workload, rng, num_special_tokens)
+    if isinstance(dataset, TraceDataset):
+        return _draw_trace(dataset, workload, rng)
+    if isinstance(dataset, SharedPrefixDataset):
+        return _draw_shared_prefix(dataset, workload, rng)
+    if isinstance(dataset, MultiTurnDataset):
+        return _draw_multi_turn(dataset, workload, rng)
+    # the pydantic union admits only the kinds above
+    raise TypeError(f"unsupported dataset {type(dataset).__name__}")  # pragma: no cover
+
+
+def _client_send_times(
+    rng: np.random.RandomState, n: int, workload: WorkloadSpec
+) -> tuple[np.ndarray, float]:
+    """The client's send time of each of n requests and when its generator ends."""
+    arrivals = client_arrivals(rng, n, workload.rate, workload.arrival_process, workload.burstiness)
+    return arrivals.send_s, arrivals.sender_done_s
+
+
+def _draw_random(
+    dataset: RandomDataset | FixedDataset,
+    workload: WorkloadSpec,
+    rng: np.random.RandomState,
+    num_special_tokens: int,
+) -> _Drawn:
+    """bench_serving's random dataset (a fixed one: no spread): input lengths, output lengths, then send times."""
+    ratio = dataset.range_ratio if isinstance(dataset, RandomDataset) else 1.0
+    n = workload.num_prompts
+    input_len = random_lengths(rng, dataset.input_len, ratio, n)
+    legacy = isinstance(dataset, RandomDataset) and dataset.length_rule == "sample_random_requests"
+    notes: tuple[str, ...] = ()
+    if legacy:
+        output_len = legacy_output_lengths(rng, dataset.output_len, ratio, n)
+        zero = int(np.count_nonzero(output_len == 0))
+        if zero:
+            # max_new_tokens=0: SGLang still returns the token its prefill samples (the request finishes on
+            # its first output token), so the client counts one
+            output_len = np.maximum(output_len, 1)
+            notes = (f"{zero} requests drew output length 0 (sample_random_requests); priced as 1 token",)
+    else:
+        output_len = random_lengths(rng, dataset.output_len, ratio, n)
+        input_len = subtract_special_tokens(input_len, num_special_tokens)
+    arrival_s, sender_done_s = _client_send_times(rng, n, workload)
+    return _Drawn(
+        input_len,
+        output_len,
+        arrival_s,
+        sender_done_s,
+        source=f"{dataset.kind} {dataset.input_len}/{dataset.output_len}",
+        notes=notes,
+        special=0 if legacy else max(num_special_tokens, 0),
+    )
+
+
+def _draw_trace(dataset: TraceDataset, workload: WorkloadSpec, rng: np.random.RandomState) -> _Drawn:
+    """A trace's requests after its transforms, sent at its own times or at the client's."""
+    trace, num_capped = _trace_requests(dataset, workload)
+    block_hashes = trace.block_hashes
+    if dataset.use_timestamps:
+        arrival_s = trace.arrival_s
+        sender_done_s = float(arrival_s[-1])
+    else:
+        arrival_s, sender_done_s = _client_send_times(rng, len(trace), workload)
+    return _Drawn(
+        trace.input_len,
+        trace.output_len,
+        arrival_s,
+        sender_done_s,
+        source=f"trace {dataset.path.name} ({trace.format})",
+        block_hashes=block_hashes,
+        hash_block_tokens=trace.hash_block_tokens if block_hashes is not None else None,
+        accept_len=trace.accept_len,
+        notes=trace.skipped,
+        num_capped=num_capped,
+    )
+
+
+def _draw_shared_prefix(
+    dataset: SharedPrefixDataset, workload: WorkloadSpec, rng: np.random.RandomState
+) -> _Drawn:
+    """Groups of prompts that share a system prompt, sent at the client's times."""
+    made = shared_prefix(dataset, rng, workload.seed)
+    arrival_s, sender_done_s = _client_send_times(rng, len(made.input_len), workload)
+    return _Drawn(
+        made.input_len,
+        made.output_len,
+        arrival_s,
+        sender_done_s,
+        source=(
             f"shared_prefix {dataset.num_groups}x{dataset.prompts_per_group} "
             f"{dataset.system_prompt_len}+{dataset.question_len}/{dataset.output_len}"
-        )
-    elif isinstance(dataset, MultiTurnDataset):
-        made = multi_turn(dataset, rng, workload.rate, workload.arrival_process, workload.burstiness)
-        input_len, output_len = made.input_len, made.output_len
-        block_hashes, hash_block_tokens, follows = made.block_hashes, made.block_tokens, made.follows
-        assert made.arrival_s is not None
-        arrival_s, sender_done_s = made.arrival_s, made.sender_done_s
-        source = f"multi_turn {dataset.num_conversations}x{dataset.turns} +{dataset.input_len}/{dataset.output_len}"
-    else:  # pragma: no cover - the pydantic union admits only the kinds above
-        raise TypeError(f"unsupported dataset {type(dataset).__name__}")
-
-    num_dropped = 0
-    if context_len is not None:
-        capped = cap_to_context(input_len, output_len, context_len, kv_pool_tokens)
-        if workload.over_context == "drop" and capped.num_capped:
-            keep = (capped.input_len == input_len) & (capped.output_len == output_len)
-            num_dropped = int(np.count_nonzero(~keep))
-            if num_dropped == len(input_len):
-                raise TraceError(f"every request exceeds the context length ({context_len} tokens)")
-            index = np.flatnonzero(keep)
-            input_len, output_len, arrival_s = input_len[index], output_len[index], arrival_s[index]
-            block_hashes = None if block_hashes is None else [block_hashes[i] for i in index]
-            accept_len = None if accept_len is None else accept_len[index]
-            follows = None if follows is None else _renumber(follows, keep)
-        elif capped.num_capped:
-            if block_hashes is not None and hash_block_tokens is not None:
-                block_hashes = truncate_hashes(block_hashes, input_len, capped.input_len, hash_block_tokens)
-            input_len, output_len = capped.input_len, capped.output_len
-            num_capped += capped.num_capped
-
-    warmup = None
-    if workload.warmup_requests > 0 and len(input_len) > 0:
-        warmup = (int(input_len[0]), int(min(output_len[0], WARMUP_MAX_OUTPUT_TOKENS)))
-    return RequestSet(
-        input_len=input_len,
-        output_len=output_len,
-        arrival_s=arrival_s,
-        block_hashes=block_hashes,
-        warmup=warmup,
-        warmup_count=workload.warmup_requests if warmup is not None else 0,
-        hash_block_tokens=hash_block_tokens,
-        sender_done_s=sender_done_s,
-        num_capped=num_capped,
-        prompt_special_tokens=special,
-        source=source,
-        accept_len=accept_len,
-        follows=follows,
-        num_dropped=num_dropped,
-        notes=notes,
+        ),
+        block_hashes=made.block_hashes,
+        hash_block_tokens=made.block_tokens,
     )
+
+
+def _draw_multi_turn(dataset: MultiTurnDataset, workload: WorkloadSpec, rng: np.random.RandomState) -> _Drawn:
+    """Conversations whose turns re-send the earlier ones; the generator times the turns itself."""
+    made = multi_turn(dataset, rng, workload.rate, workload.arrival_process, workload.burstiness)
+    assert made.arrival_s is not None
+    return _Drawn(
+        made.input_len,
+        made.output_len,
+        made.arrival_s,
+        made.sender_done_s,
+        source=f"multi_turn {dataset.num_conversations}x{dataset.turns} +{dataset.input_len}/{dataset.output_len}",
+        block_hashes=made.block_hashes,
+        hash_block_tokens=made.block_tokens,
+        follows=made.follows,
+    )
+
+
+def _fit_to_context(
+    drawn: _Drawn, context_len: int, kv_pool_tokens: int | None, over_context: str
+) -> tuple[_Drawn, int]:
+    """The requests SGLang would run within context_len (and the KV pool): those over it left out (`drop`) or
+    shortened (`cap`); with how many were left out."""
+    input_len, output_len = drawn.input_len, drawn.output_len
+    capped = cap_to_context(input_len, output_len, context_len, kv_pool_tokens)
+    if over_context == "drop" and capped.num_capped:
+        keep = (capped.input_len == input_len) & (capped.output_len == output_len)
+        num_dropped = int(np.count_nonzero(~keep))
+        if num_dropped == len(input_len):
+            raise TraceError(f"every request exceeds the context length ({context_len} tokens)")
+        index = np.flatnonzero(keep)
+        kept = replace(
+            drawn,
+            input_len=input_len[index],
+            output_len=output_len[index],
+            arrival_s=drawn.arrival_s[index],
+            block_hashes=None if drawn.block_hashes is None else [drawn.block_hashes[i] for i in index],
+            accept_len=None if drawn.accept_len is None else drawn.accept_len[index],
+            follows=None if drawn.follows is None else _renumber(drawn.follows, keep),
+        )
+        return kept, num_dropped
+    if capped.num_capped:
+        block_hashes = drawn.block_hashes
+        if block_hashes is not None and drawn.hash_block_tokens is not None:
+            block_hashes = truncate_hashes(block_hashes, input_len, capped.input_len, drawn.hash_block_tokens)
+        shortened = replace(
+            drawn,
+            input_len=capped.input_len,
+            output_len=capped.output_len,
+            block_hashes=block_hashes,
+            num_capped=drawn.num_capped + capped.num_capped,
+        )
+        return shortened, 0
+    return drawn, 0
 
 
 def _trace_requests(dataset: TraceDataset, workload: WorkloadSpec) -> tuple[Trace, int]:
