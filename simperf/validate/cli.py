@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from simperf.cli_errors import given_on_command_line
+from simperf.cli_errors import fail, given_on_command_line
 from simperf.output_paths import check_output_dir
 
 # the options `_plan` reads: (flag, parameter name)
@@ -55,18 +55,43 @@ def validate_command(
 ) -> None:
     """Re-run sampled simulated steps' kernels on this GPU and compare predicted with measured step time."""
     from simperf.report.tables import stdout_console
-    from simperf.validate.execute import ValidateError, done_samples
-    from simperf.validate.report import format_rows, not_measured_notes, summarize, write_report
 
     err = Console(stderr=True)
     # with -o json, stdout carries only the JSON: the plan's and run's messages go to stderr
     console = err if output == "json" else stdout_console()
 
-    def fail(message: str) -> None:
-        from simperf.cli_errors import fail as fail_cli
+    _check_option_values(output, samples, replicas, num_prompts, plan_only, report_only)
+    _check_skipped_options(ctx, plan_only, report_only, retry_failed, allow_gpu_mismatch)
+    out_dir = out or Path("validation") / scenario.stem
+    if report_only and not out_dir.is_dir():
+        fail(f"--out {out_dir}: no such directory (nothing to report)")
+    if not report_only:
+        check_output_dir(out_dir, "--out")
+        if not plan_only:
+            _require_gpu()  # before the plan: a run without a GPU must not rewrite or set aside anything
+        from simperf.progress import phases
 
-        fail_cli(message)
+        with phases(f"validate {scenario.stem}", quiet=quiet) as phase:
+            phase("simulating and sampling steps")
+            _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail, phase)
+    if plan_only:
+        console.print(f"planned; run it on a GPU with: simperf validate {scenario} --out {out_dir}")
+        return
+    rows, measured_new = _measured_rows(
+        out_dir, report_only, replicas, allow_gpu_mismatch, retry_failed, quiet
+    )
+    if not measured_new and not report_only:
+        # nothing new was measured: the results written from these rows stay as they are
+        _print_rows(rows, console)
+        console.print(f"nothing new measured; {out_dir} left unchanged", highlight=False)
+        return
+    _write_and_print_report(scenario, out_dir, rows, output, console)
 
+
+def _check_option_values(
+    output: str, samples: int, replicas: int, num_prompts: int | None, plan_only: bool, report_only: bool
+) -> None:
+    """Option values out of range, and modes that exclude each other, as errors naming the options."""
     if output not in ("text", "json"):
         fail(f"--output: got {output!r}; allowed values: text, json")
     if samples < 1 or replicas < 1:
@@ -77,6 +102,12 @@ def validate_command(
         fail("--plan-only and --report-only: give at most one")
     if plan_only and output == "json":  # stdout stayed empty (the plan's messages go to stderr): no JSON came
         fail("--output json: prints the measured summary, and --plan-only measures nothing; drop one of them")
+
+
+def _check_skipped_options(
+    ctx: typer.Context, plan_only: bool, report_only: bool, retry_failed: bool, allow_gpu_mismatch: bool
+) -> None:
+    """Options given for a step that --plan-only or --report-only skips, as errors rather than silently ignored."""
     # these shape the run on the GPU, which --plan-only and --report-only skip: they were accepted and ignored
     on_gpu = given_on_command_line(ctx, (("--replicas", "replicas"),))
     on_gpu += [
@@ -94,21 +125,15 @@ def validate_command(
             f"{', '.join(planning)}: shapes the plan, and --report-only summarises the existing run as it was "
             "planned; drop it, or plan again without --report-only"
         )
-    out_dir = out or Path("validation") / scenario.stem
-    if report_only and not out_dir.is_dir():
-        fail(f"--out {out_dir}: no such directory (nothing to report)")
-    if not report_only:
-        check_output_dir(out_dir, "--out")
-        if not plan_only:
-            _require_gpu()  # before the plan: a run without a GPU must not rewrite or set aside anything
-        from simperf.progress import phases
 
-        with phases(f"validate {scenario.stem}", quiet=quiet) as phase:
-            phase("simulating and sampling steps")
-            _plan(scenario, out_dir, samples, seed, num_prompts, calibration, console, fail, phase)
-    if plan_only:
-        console.print(f"planned; run it on a GPU with: simperf validate {scenario} --out {out_dir}")
-        return
+
+def _measured_rows(
+    out_dir: Path, report_only: bool, replicas: int, allow_gpu_mismatch: bool, retry_failed: bool, quiet: bool
+) -> tuple[list[dict], bool]:
+    """The journaled samples after running the planned ones on this GPU (none with --report-only), and whether
+    that measured anything new; an error where nothing is measured at all."""
+    from simperf.validate.execute import ValidateError, done_samples
+
     before = sorted(done_samples(out_dir).values(), key=lambda r: r["sample_id"])
     rows = before
     if not report_only:
@@ -120,12 +145,23 @@ def validate_command(
             fail(f"interrupted; finished samples are journaled in {out_dir}: run the same command to resume")
     if not rows:
         fail(f"{out_dir}: nothing measured yet")
-    if rows == before and not report_only:
-        # nothing new was measured: the results written from these rows stay as they are
-        console.print(format_rows(rows), highlight=False)
-        _print_summary(summarize(rows), console)
-        console.print(f"nothing new measured; {out_dir} left unchanged", highlight=False)
-        return
+    return rows, rows != before
+
+
+def _print_rows(rows: list[dict], console: Console) -> None:
+    """The per-sample table and the summary, as text."""
+    from simperf.validate.report import format_rows, summarize
+
+    console.print(format_rows(rows), highlight=False)
+    _print_summary(summarize(rows), console)
+
+
+def _write_and_print_report(
+    scenario: Path, out_dir: Path, rows: list[dict], output: str, console: Console
+) -> None:
+    """The report files written from `rows`, then the results as JSON on stdout or as text."""
+    from simperf.validate.report import not_measured_notes, summarize, write_report
+
     written = write_report(out_dir, rows, f"{scenario.stem}: predicted vs measured step time")
     if output == "json":
         import json
@@ -136,8 +172,7 @@ def validate_command(
             json.dumps({**data, "written": [str(p) for p in written]}, indent=2, default=str) + "\n"
         )
         return
-    console.print(format_rows(rows), highlight=False)
-    _print_summary(summarize(rows), console)
+    _print_rows(rows, console)
     for note in not_measured_notes(rows):
         console.print(f"[dim]not measured: {note}[/]", highlight=False)
     console.print("written: " + ", ".join(str(p) for p in written), highlight=False)
@@ -147,7 +182,6 @@ def _require_gpu() -> None:
     """torch and a CUDA GPU, probed in a subprocess (this process stays torch-free)."""
     from simperf.calibrate.preflight import CalibrateError, require_device
     from simperf.calibrate.runner import probe_device
-    from simperf.cli_errors import fail
 
     try:
         require_device(probe_device(), "validate runs kernels")
