@@ -5,13 +5,18 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from typer.core import TyperCommand, TyperOption
 
 from simperf.cli_errors import MaxMemoryOption, SafeGroup, UsageError, debug_option, fail
+
+if TYPE_CHECKING:
+    from simperf.pipeline import Prediction
+    from simperf.scenario.cmdline import CommandLineScenario
+    from simperf.scenario.models import Scenario
 
 app = typer.Typer(
     cls=SafeGroup,
@@ -188,14 +193,36 @@ def predict(
 ) -> None:
     """Simulate a scenario file, or bench_serving / launch_server flags, and print bench_serving's metrics."""
     from simperf.perfdb.locate import CalibrationError
-    from simperf.pipeline import RunGuards, UnsupportedScenario
-    from simperf.pipeline import predict as run_predict
-    from simperf.progress import phases
-    from simperf.runsize import memory_limit_bytes
-    from simperf.scenario.cmdline import scenario_from_command_line, write_scenario_yaml
+    from simperf.pipeline import UnsupportedScenario
+    from simperf.scenario.cmdline import scenario_from_command_line
     from simperf.scenario.flags import FlagError
     from simperf.scenario.load import ScenarioError
 
+    _check_predict_options(output, like, like_run, output_file, output_details)
+    where = "scenario"
+    try:
+        built = scenario_from_command_line(list(ctx.args), set_values)
+        where = built.source if built.source != "command line" else built.scenario.name
+        sc = built.scenario if like is None else _scenario_like(built, like, like_run)
+        # before any work
+        _check_predict_outputs(built.source, like, sc, requests, output_file, save_scenario)
+        if save_scenario is not None:
+            _save_scenario(built, sc, like, save_scenario)
+        prediction = _run_prediction(sc, calibration, roofline_only, max_memory_gb, quiet, trace_request)
+    except (FlagError, ScenarioError, UnsupportedScenario) as e:
+        _fail(str(e))
+    except CalibrationError as e:  # names the option or the scenario field it came from
+        _fail(str(e) if str(e).startswith("--") else f"{where}: {e}")
+    except (ValueError, FileNotFoundError) as e:
+        _fail(f"{where}: {e}")
+    _print_notes_and_traces(built.notes, prediction, trace_request)
+    _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
+
+
+def _check_predict_options(
+    output: str, like: Path | None, like_run: int | None, output_file: Path | None, output_details: bool
+) -> None:
+    """Option values predict does not take, and options given without the one they qualify."""
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
     # options that only qualify another one: alone they were accepted and did nothing
@@ -203,60 +230,77 @@ def predict(
         _fail("--like-run: picks a run of the --like file; give --like too")
     if output_details and output_file is None:
         _fail("--output-details: adds per-request arrays to the --output-file line; give --output-file too")
-    where = "scenario"
+
+
+def _scenario_like(built: CommandLineScenario, like: Path, like_run: int | None) -> Scenario:
+    """The command's scenario with the workload of the measured bench_serving run in the --like file."""
+    from simperf.accuracy.bench_import import BenchImportError, scenario_like
+
     try:
-        built = scenario_from_command_line(list(ctx.args), set_values)
-        sc = built.scenario
-        where = built.source if built.source != "command line" else sc.name
-        if like is not None:
-            from simperf.accuracy.bench_import import BenchImportError, scenario_like
+        sc = scenario_like(built.scenario, like, run=like_run, flags=built.origin)
+    except BenchImportError as e:
+        _fail(f"--like {like}: {e}")
+    return sc
 
-            try:
-                sc = scenario_like(sc, like, run=like_run, flags=built.origin)
-            except BenchImportError as e:
-                _fail(f"--like {like}: {e}")
-        # before any work
-        _check_predict_outputs(built.source, like, sc, requests, output_file, save_scenario)
-        if save_scenario is not None:
-            # --like replaced the workload and nothing else: save the command's own mapping with that workload,
-            # written as given (exclude_unset). A full dump of the scenario wrote every default out as if chosen,
-            # and several rules read "given" (model_fields_set): a PD prefill server's load_balance_method pinned to
-            # round_robin where SGLang's auto follows the bootstrap room, overheads taken as given and no longer
-            # scaled to the host, the DSA threshold and top-level serving refused on other models or with
-            # disaggregation, so the saved file did not load or predicted something else
-            mapping = built.mapping
-            if like is not None:
-                mapping = {**mapping, "workload": sc.workload.model_dump(mode="json", exclude_unset=True)}
-            command = "simperf predict " + shlex.join(sys.argv[2:])
-            write_scenario_yaml(mapping, sc, save_scenario, command)
-        with phases(f"predict {sc.name}", quiet=quiet) as phase:
 
-            def finished(done: int, total: int) -> None:
-                phase(f"simulating: {done:,} of {total:,} requests finished")
+def _save_scenario(built: CommandLineScenario, sc: Scenario, like: Path | None, save_scenario: Path) -> None:
+    """--save-scenario: the scenario this command runs, as YAML that loads back to it."""
+    from simperf.scenario.cmdline import write_scenario_yaml
 
-            guards = RunGuards(memory_limit_bytes(max_memory_gb), finished)
-            prediction = run_predict(
-                sc,
-                calibration,
-                roofline_only=roofline_only,
-                guards=guards,
-                on_phase=phase,
-                trace_requests=trace_request,
-            )
-    except (FlagError, ScenarioError, UnsupportedScenario) as e:
-        _fail(str(e))
-    except CalibrationError as e:  # names the option or the scenario field it came from
-        _fail(str(e) if str(e).startswith("--") else f"{where}: {e}")
-    except (ValueError, FileNotFoundError) as e:
-        _fail(f"{where}: {e}")
-    for note in built.notes:
+    # --like replaced the workload and nothing else: save the command's own mapping with that workload,
+    # written as given (exclude_unset). A full dump of the scenario wrote every default out as if chosen,
+    # and several rules read "given" (model_fields_set): a PD prefill server's load_balance_method pinned to
+    # round_robin where SGLang's auto follows the bootstrap room, overheads taken as given and no longer
+    # scaled to the host, the DSA threshold and top-level serving refused on other models or with
+    # disaggregation, so the saved file did not load or predicted something else
+    mapping = built.mapping
+    if like is not None:
+        mapping = {**mapping, "workload": sc.workload.model_dump(mode="json", exclude_unset=True)}
+    command = "simperf predict " + shlex.join(sys.argv[2:])
+    write_scenario_yaml(mapping, sc, save_scenario, command)
+
+
+def _run_prediction(
+    sc: Scenario,
+    calibration: Path | None,
+    roofline_only: bool,
+    max_memory_gb: float | None,
+    quiet: bool,
+    trace_request: list[int] | None,
+) -> Prediction:
+    """The simulation, with its progress on stderr and the memory guard of --max-memory-gb."""
+    from simperf.pipeline import RunGuards
+    from simperf.pipeline import predict as run_predict
+    from simperf.progress import phases
+    from simperf.runsize import memory_limit_bytes
+
+    with phases(f"predict {sc.name}", quiet=quiet) as phase:
+
+        def finished(done: int, total: int) -> None:
+            phase(f"simulating: {done:,} of {total:,} requests finished")
+
+        guards = RunGuards(memory_limit_bytes(max_memory_gb), finished)
+        return run_predict(
+            sc,
+            calibration,
+            roofline_only=roofline_only,
+            guards=guards,
+            on_phase=phase,
+            trace_requests=trace_request,
+        )
+
+
+def _print_notes_and_traces(
+    notes: list[str], prediction: Prediction, trace_request: list[int] | None
+) -> None:
+    """On stderr: what reading the command line noted, then the life of each --trace-request request."""
+    for note in notes:
         err.print(f"note: {note}", highlight=False)
     if trace_request:  # pipeline.predict refuses it for fleets and PD pairs, whose predictions carry no trace
         from simperf.sim.trace import format_trace
 
         for rid in trace_request:
             err.print(format_trace(prediction.trace, rid, prediction.records), highlight=False, markup=False)
-    _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
 
 
 def _check_predict_outputs(source: str, like, sc, requests, output_file, save_scenario) -> None:
