@@ -332,37 +332,16 @@ def run(options: RunOptions) -> int:
     raises CalibrateError, before anything is written, when the run cannot start at all)."""
     console = options.console
     check_options(options)
-    if options.gpu == "cpu":  # CPU-only runs (the fake backend): no GPU to probe, no torch import
-        from simperf.calibrate.provenance import detect_device
-
-        probe: dict[str, Any] = {**detect_device(use_torch=False).to_dict(), "gpu": "cpu"}
-    elif options.gpu:
-        probe = {"gpu": options.gpu, "device_count": 0, "sm_major": None}
-        if not options.dry_run:
-            probe = {**probe_device(), "gpu": options.gpu}
-    else:
-        probe = probe_device()
+    probe = _probe(options)
     on_device = not options.dry_run and options.gpu != CPU_STAND_IN
     if on_device:
         require_device(probe)
     gpu_key = probe.get("gpu") or "unknown"
     out_dir = Path(options.out) if options.out else Path("calibration") / gpu_key
     if not options.dry_run:  # a dry run writes nothing, not even the directory
-        check_output_dir(out_dir, "--out")
-        check_same_gpu(out_dir, gpu_key)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        compacted = compact(out_dir)  # a previous run may have been killed before compacting
-        if compacted:
-            console.log(f"compacted leftover journal: {compacted}")
+        _prepare_out_dir(out_dir, gpu_key, console)
 
-    points = select_points(options, probe)
-    if on_device:
-        points, notes = drop_unavailable(points, probe)
-        for note in notes:
-            console.log(note)
-    pending = pending_points(points, out_dir, options)
-    if options.limit is not None:
-        pending = pending[: options.limit]
+    points, pending = _points_to_measure(options, probe, out_dir, on_device)
     by_group = _group_points(pending)
     console.log(
         f"gpu={gpu_key} ({probe.get('gpu_name')}), out={out_dir}: {len(points)} points selected, "
@@ -379,32 +358,7 @@ def run(options: RunOptions) -> int:
     started = time.monotonic()
     deadline = started + options.time_budget_s if options.time_budget_s else None
     _warm_up(by_group, options, deadline)
-    fallback = provenance_from_probe(probe)
-    stopped_early = False
-    measured = 0
-    try:
-        with _progress(console) as progress:
-            task = progress.add_task("calibrate", total=len(pending))
-            for group_name, pts in by_group.items():
-                if group_name == "nccl":
-                    from simperf.calibrate.collectives import run_collectives
-
-                    journal = Journal(out_dir)
-                    run_collectives(pts, journal, fallback, lambda: progress.advance(task), deadline, console)
-                    compact(out_dir, journal)
-                    measured += journal.ok_rows
-                    continue
-                stopped_early, ok_rows = _run_group(
-                    group_name, pts, out_dir, options, fallback, progress, task, deadline
-                )
-                measured += ok_rows
-                if stopped_early:
-                    break
-    except (KeyboardInterrupt, SystemExit):
-        # interrupted (Ctrl-C, SIGTERM): what finished is in the journal; fold it into the tables before leaving
-        written = compact(out_dir)
-        console.log(f"interrupted; finished points written to the tables: {written}")
-        raise
+    stopped_early, measured = _measure_groups(by_group, len(pending), out_dir, options, probe, deadline)
     elapsed = time.monotonic() - started
     if stopped_early:
         console.log(
@@ -419,6 +373,88 @@ def run(options: RunOptions) -> int:
         )
         return 1
     return 0
+
+
+def _probe(options: RunOptions) -> dict[str, Any]:
+    """The device the run measures on: probed in a subprocess, or named by --gpu (probed too, for its details,
+    unless this is a dry run); the fake backend's CPU run probes no GPU."""
+    if options.gpu == "cpu":  # CPU-only runs (the fake backend): no GPU to probe, no torch import
+        from simperf.calibrate.provenance import detect_device
+
+        return {**detect_device(use_torch=False).to_dict(), "gpu": "cpu"}
+    if options.gpu:
+        probe: dict[str, Any] = {"gpu": options.gpu, "device_count": 0, "sm_major": None}
+        if not options.dry_run:
+            probe = {**probe_device(), "gpu": options.gpu}
+        return probe
+    return probe_device()
+
+
+def _prepare_out_dir(out_dir: Path, gpu_key: str, console: Console) -> None:
+    """The output directory checked (writable, of this GPU), created, and its leftover journal folded in."""
+    check_output_dir(out_dir, "--out")
+    check_same_gpu(out_dir, gpu_key)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    compacted = compact(out_dir)  # a previous run may have been killed before compacting
+    if compacted:
+        console.log(f"compacted leftover journal: {compacted}")
+
+
+def _points_to_measure(
+    options: RunOptions, probe: dict[str, Any], out_dir: Path, on_device: bool
+) -> tuple[list[Point], list[Point]]:
+    """(the points selected, those of them still to measure): on the device, less those it cannot run; less
+    those already in out_dir; at most --limit."""
+    points = select_points(options, probe)
+    if on_device:
+        points, notes = drop_unavailable(points, probe)
+        for note in notes:
+            options.console.log(note)
+    pending = pending_points(points, out_dir, options)
+    if options.limit is not None:
+        pending = pending[: options.limit]
+    return points, pending
+
+
+def _measure_groups(
+    by_group: dict[str, list[Point]],
+    total: int,
+    out_dir: Path,
+    options: RunOptions,
+    probe: dict[str, Any],
+    deadline: float | None,
+) -> tuple[bool, int]:
+    """Every group's points measured in turn, with one progress bar over the `total` points; returns (stopped by
+    the time budget, rows measured ok)."""
+    fallback = provenance_from_probe(probe)
+    stopped_early = False
+    measured = 0
+    try:
+        with _progress(options.console) as progress:
+            task = progress.add_task("calibrate", total=total)
+            for group_name, pts in by_group.items():
+                if group_name == "nccl":
+                    from simperf.calibrate.collectives import run_collectives
+
+                    journal = Journal(out_dir)
+                    run_collectives(
+                        pts, journal, fallback, lambda: progress.advance(task), deadline, options.console
+                    )
+                    compact(out_dir, journal)
+                    measured += journal.ok_rows
+                    continue
+                stopped_early, ok_rows = _run_group(
+                    group_name, pts, out_dir, options, fallback, progress, task, deadline
+                )
+                measured += ok_rows
+                if stopped_early:
+                    break
+    except (KeyboardInterrupt, SystemExit):
+        # interrupted (Ctrl-C, SIGTERM): what finished is in the journal; fold it into the tables before leaving
+        written = compact(out_dir)
+        options.console.log(f"interrupted; finished points written to the tables: {written}")
+        raise
+    return stopped_early, measured
 
 
 def gemm_work(point: Point) -> int:
