@@ -518,7 +518,6 @@ def attention_ops(
     skip_indexer_logits: bool = False,
 ) -> list[OpCall]:
     """Ops whose axes depend on the requests' lengths, one set per attention group."""
-    lay, L = s.layout, arch.num_layers
     backend = s.decode_backend if phase == "decode" else s.prefill_backend
     backends = table_attention_backends(backend, s.sm_major)
     kv_dtypes = kv_dtype_names(s.kv_dtype)
@@ -526,72 +525,98 @@ def attention_ops(
     for i, g in enumerate(groups):
         suffix = "" if i == 0 else f"[{i}]"
         if method == "gqa":
-            H, KV, hd = arch.heads_per_rank(lay), arch.kv_heads_per_rank(lay), arch.head_dim
-            if phase == "decode" and float(g.q_len) == 1.0:
-                keys = key_candidates(
-                    "attn_gqa_decode",
-                    backend=gqa_decode_tables(backend, s.sm_major),
-                    kv_dtype=kv_dtypes,
-                    num_heads=H,
-                    num_kv_heads=KV,
-                    head_dim=hd,
-                    page_size=s.page_size,
-                )
-                ops.append(
-                    OpCall(
-                        "attention" + suffix,
-                        "attn_gqa_decode",
-                        keys,
-                        {"batch": g.batch, "kv_len": g.kv_len},
-                        L,
-                    )
-                )
-            else:
-                ops.append(_mha_prefill_op(arch, s, g, H, KV, hd, hd, backend, L, suffix))
+            ops.append(_gqa_op(arch, s, g, phase, backend, kv_dtypes, suffix))
             continue
-        H = arch.heads_per_rank(lay)
+        H = arch.heads_per_rank(s.layout)
         if method == "mha":
-            kv_b_n = H * (arch.qk_nope_head_dim + arch.v_head_dim)
-            ops.append(
-                OpCall(
-                    "kv_b_proj" + suffix,
-                    "gemm",
-                    gemm_keys(s.weight_dtype, kv_b_n, arch.kv_lora_rank, _prices_with_deep_gemm(s)),
-                    {"m": g.kv_tokens},
-                    L,
-                )
-            )
-            qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
-            ops.append(_mha_prefill_op(arch, s, g, H, H, qk, arch.v_head_dim, backend, L, suffix))
+            ops += _mla_as_mha_ops(arch, s, g, H, backend, suffix)
         elif method == "absorb":
-            if phase == "decode":
-                keys = key_candidates(
-                    "attn_mla_decode",
-                    backend=backends,
-                    kv_dtype=kv_dtypes,
-                    num_heads=H,
-                    page_size=s.page_size,
-                    q_len=max(1, int(round(float(g.q_len)))),  # > 1 for a speculative verify step
-                )
-                axes = {"batch": g.batch, "kv_len": g.kv_len}
-                ops.append(OpCall("attention" + suffix, "attn_mla_decode", keys, axes, L))
-            else:
-                keys = key_candidates(
-                    "attn_mla_extend",
-                    backend=(*backends, "flashinfer_fa3", "flashinfer_fa2"),
-                    kv_dtype=kv_dtypes,
-                    num_heads=H,
-                    page_size=s.page_size,
-                )
-                axes = {"batch": g.batch, "q_len": g.q_len, "kv_len": g.kv_len}
-                ops.append(
-                    OpCall(
-                        "attention" + suffix, "attn_mla_extend", keys, axes, L, floor_axes=straggler_axes(g)
-                    )
-                )
+            ops.append(_mla_absorb_op(arch, s, g, H, phase, backends, kv_dtypes, suffix))
         elif method == "sparse":
             ops += _nsa_ops(arch, s, g, H, phase, backends, kv_dtypes, skip_indexer_logits, suffix)
     return ops
+
+
+def _gqa_op(
+    arch: ModelArch,
+    s: StepSettings,
+    g: AttentionGroup,
+    phase: Phase,
+    backend: str,
+    kv_dtypes: tuple[str, ...],
+    suffix: str,
+) -> OpCall:
+    """MHA/GQA attention of one group: the decode kernel for a decode step of one query token per request, else
+    (an extend, or a decode step of several query tokens per request) the prefill kernel."""
+    lay, L = s.layout, arch.num_layers
+    H, KV, hd = arch.heads_per_rank(lay), arch.kv_heads_per_rank(lay), arch.head_dim
+    if phase == "decode" and float(g.q_len) == 1.0:
+        keys = key_candidates(
+            "attn_gqa_decode",
+            backend=gqa_decode_tables(backend, s.sm_major),
+            kv_dtype=kv_dtypes,
+            num_heads=H,
+            num_kv_heads=KV,
+            head_dim=hd,
+            page_size=s.page_size,
+        )
+        return OpCall(
+            "attention" + suffix, "attn_gqa_decode", keys, {"batch": g.batch, "kv_len": g.kv_len}, L
+        )
+    return _mha_prefill_op(arch, s, g, H, KV, hd, hd, backend, L, suffix)
+
+
+def _mla_as_mha_ops(
+    arch: ModelArch, s: StepSettings, g: AttentionGroup, H: int, backend: str, suffix: str
+) -> list[OpCall]:
+    """An MLA extend run as MHA: kv_b_proj expands every KV token's latent into per-head K and V, then MHA
+    prefill over them."""
+    L = arch.num_layers
+    kv_b_n = H * (arch.qk_nope_head_dim + arch.v_head_dim)
+    kv_b_proj = OpCall(
+        "kv_b_proj" + suffix,
+        "gemm",
+        gemm_keys(s.weight_dtype, kv_b_n, arch.kv_lora_rank, _prices_with_deep_gemm(s)),
+        {"m": g.kv_tokens},
+        L,
+    )
+    qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
+    return [kv_b_proj, _mha_prefill_op(arch, s, g, H, H, qk, arch.v_head_dim, backend, L, suffix)]
+
+
+def _mla_absorb_op(
+    arch: ModelArch,
+    s: StepSettings,
+    g: AttentionGroup,
+    H: int,
+    phase: Phase,
+    backends: tuple[str, ...],
+    kv_dtypes: tuple[str, ...],
+    suffix: str,
+) -> OpCall:
+    """MLA attention over the latent KV (kv_b_proj absorbed into the query and output): the decode kernel, or the
+    extend kernel (the backend's tables first, then flashinfer's FA3 and FA2)."""
+    L = arch.num_layers
+    if phase == "decode":
+        keys = key_candidates(
+            "attn_mla_decode",
+            backend=backends,
+            kv_dtype=kv_dtypes,
+            num_heads=H,
+            page_size=s.page_size,
+            q_len=max(1, int(round(float(g.q_len)))),  # > 1 for a speculative verify step
+        )
+        axes = {"batch": g.batch, "kv_len": g.kv_len}
+        return OpCall("attention" + suffix, "attn_mla_decode", keys, axes, L)
+    keys = key_candidates(
+        "attn_mla_extend",
+        backend=(*backends, "flashinfer_fa3", "flashinfer_fa2"),
+        kv_dtype=kv_dtypes,
+        num_heads=H,
+        page_size=s.page_size,
+    )
+    axes = {"batch": g.batch, "q_len": g.q_len, "kv_len": g.kv_len}
+    return OpCall("attention" + suffix, "attn_mla_extend", keys, axes, L, floor_axes=straggler_axes(g))
 
 
 def _mha_prefill_op(
