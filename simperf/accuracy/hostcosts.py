@@ -748,22 +748,34 @@ def eager_extend_rank_factor(corpus: Path, model_class: str = "mla_moe") -> Rati
 # DeepSeek-V2-Lite served at TP 1 and TP 2 on the same 2xH200 host, one request at a time
 # (groundtruth/plans/h200x2-eager-extend-tp.yaml): server directory per rank count, run per prompt length.
 SERVED_RANK_SERVERS = {1: Path("h200/deepseek-v2-lite-tp1-eager"), 2: Path("h200/deepseek-v2-lite-tp2-eager")}
+# the same at 4 ranks, on a 4-GPU host with its own TP 1 server (groundtruth/plans/h200x4-eager-extend-tp4.yaml)
+SERVED_RANK_SERVERS_TP4 = {
+    1: Path("h200/deepseek-v2-lite-tp1-eager-x4"),
+    4: Path("h200/deepseek-v2-lite-tp4-eager"),
+}
 SERVED_RANK_RUNS = {1024: "c1-1k-64", 128: "c1-128-64"}
 
 
-def served_eager_rank_factor_tp2(corpus: Path) -> Ratio:
-    """A served eager extend's host time per kernel at 2 tensor-parallel ranks over that at 1 on the same host, per
-    prompt length (median prefill stage over the kernels simperf counts), the median over the prompt lengths."""
+def served_eager_rank_factor(corpus: Path, servers: dict[int, Path]) -> Ratio:
+    """A served eager extend's host time per kernel at N tensor-parallel ranks over that at 1 on the same host
+    (`servers`: {1: dir, N: dir}), per prompt length (median prefill stage over the kernels simperf counts), the
+    median over the prompt lengths."""
     from simperf.accuracy.corpus import scenario_of
 
     scenario = scenario_of(corpus / V2_LITE_RUN)
+    ranks = max(servers)
     ratios, parts = [], []
     for tokens, run in SERVED_RANK_RUNS.items():
         # the prefill stage (first scheduled -> prefill processed): at one request at a time, its served extend
-        one, two = (_prefill_stage_ms(corpus / SERVED_RANK_SERVERS[tp] / run) for tp in (1, 2))
-        k1, k2 = (_eager_kernels(scenario, tp, tokens) for tp in (1, 2))
-        ratios.append((two / k2) / (one / k1))
+        one, many = (_prefill_stage_ms(corpus / servers[tp] / run) for tp in (1, ranks))
+        k1, kn = (_eager_kernels(scenario, tp, tokens) for tp in (1, ranks))
+        ratios.append((many / kn) / (one / k1))
         parts.append(
-            f"{tokens} tokens: {two:.1f} ms / {k2} kernels over {one:.1f} ms / {k1} = {ratios[-1]:.3f}"
+            f"{tokens} tokens: {many:.1f} ms / {kn} kernels over {one:.1f} ms / {k1} = {ratios[-1]:.3f}"
         )
     return Ratio(float(np.median(ratios)), "; ".join(parts))
+
+
+def served_eager_rank_factor_tp2(corpus: Path) -> Ratio:
+    """Overheads.eager_extend_rank_factor_tp2's measurement: the served factor at 2 ranks."""
+    return served_eager_rank_factor(corpus, SERVED_RANK_SERVERS)

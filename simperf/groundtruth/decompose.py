@@ -139,11 +139,17 @@ class ServiceTimes:
 
 
 def service_times(stages: list[RunStages]) -> ServiceTimes:
-    """Per-request host costs at concurrency 1, on the host most concurrency-1 runs came from (they are host CPU
-    time: hosts differ, groundtruth/hosts.py). The ingress runs exclude servers whose c1 requests met a busy
+    """Per-request host costs at concurrency 1, on the host most concurrency-1 runs of a known host speed came from
+    (they are host CPU time: hosts differ, groundtruth/hosts.py). The ingress runs exclude servers whose c1 requests met a busy
     scheduler (the finished request's overlapped extra iteration longer than the HTTP path: a `to_scheduler`
     above 5 ms), since the simulator models that wait itself; a check-only plan's runs never count."""
-    c1 = [s for s in stages if s.run.split("/")[-1].startswith(SERVICE_RUNS) and s.feeds_defaults]
+    # a host cost is scaled by its host's speed, so only runs of a host whose speed is known can give one (the
+    # lent multi-GPU hosts' plans that measure a rank factor record c1 runs too: groundtruth/hosts.py)
+    c1 = [
+        s
+        for s in stages
+        if s.run.split("/")[-1].startswith(SERVICE_RUNS) and s.feeds_defaults and s.host_speed is not None
+    ]
     speeds = [s.host_speed for s in c1]
     host = max(set(speeds), key=speeds.count) if speeds else None
     c1 = [s for s in c1 if s.host_speed == host]
