@@ -307,7 +307,7 @@ def _check_predict_outputs(source: str, like, sc, requests, output_file, save_sc
     """Every file predict would write, checked before the simulation: a finished run is never lost to a path
     that cannot be written, and no output overwrites the scenario, the --like file, or a file the scenario reads
     (its trace: --output-file appended a result line to it; its model config)."""
-    from simperf.output_paths import check_output_file
+    from simperf.output_paths import check_appendable_jsonl, check_output_file
 
     dataset = sc.workload.dataset
     inputs = (
@@ -320,6 +320,7 @@ def _check_predict_outputs(source: str, like, sc, requests, output_file, save_sc
         check_output_file(requests, "--requests", suffixes=(".parquet",), inputs=inputs, what="Parquet")
     if output_file is not None:
         check_output_file(output_file, "--output-file", inputs=inputs)
+        check_appendable_jsonl(output_file, "--output-file")
     if save_scenario is not None:
         check_output_file(
             save_scenario, "--save-scenario", suffixes=(".yaml", ".yml"), inputs=inputs, what="YAML"

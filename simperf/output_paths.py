@@ -67,12 +67,28 @@ def check_output_file(
     parent = path.absolute().parent
     if not parent.is_dir():
         raise UserError(f"{label}: directory {parent} does not exist")
+    _outside_calibration_tables(path, label)
     if path.exists() and not os.access(path, os.W_OK):
         raise UserError(f"{label}: not writable")
     reason = _writable_dir(parent)
     if reason is not None:
         raise UserError(f"{label}: cannot write in {parent}: {reason}")
     return path
+
+
+def _outside_calibration_tables(path: Path, label: str) -> None:
+    """A Parquet file written into a calibration directory replaced one of its tables (predict --requests
+    calibration/h100/gemm.parquet, after reading it) or was read as a table by every later prediction."""
+    if not path.name.lower().endswith(".parquet"):
+        return
+    from simperf.perfdb.schema import OP_SPECS
+
+    parent = path.absolute().parent
+    if any((parent / f"{op}.parquet").is_file() for op in OP_SPECS):
+        raise UserError(
+            f"{label}: inside calibration directory {parent}, where a *.parquet is one of its tables; "
+            "write it somewhere else"
+        )
 
 
 def check_output_dir(path: Path | str, option: str = "") -> Path:
@@ -88,3 +104,29 @@ def check_output_dir(path: Path | str, option: str = "") -> Path:
     if reason is not None:
         raise UserError(f"{label}: cannot write in {base}: {reason}")
     return path
+
+
+def check_appendable_jsonl(path: Path | str, option: str = "") -> None:
+    """A file a JSON line is appended to (predict --output-file, as bench_serving's) holds JSON lines already, or
+    nothing: a result appended to a Parquet table or a text file spoilt it, and one appended after a last line
+    without its line end joined that line (neither line read as JSON again)."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with open(path, "rb") as f:
+        head = f.read(4096).lstrip()
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+    label = _label(option, path)
+    if head and not head.startswith(b"{"):
+        line = head[:64].split(b"\n")[0].decode("utf-8", "replace").strip()
+        start = repr(line if len(line) <= 24 else f"{line[:24]}...") if line.isprintable() else "binary data"
+        raise UserError(
+            f"{label}: does not hold JSON lines (it starts with {start}), and a result appended to it would spoil "
+            "it; give a new file or a bench_serving --output-file"
+        )
+    if last != b"\n":
+        raise UserError(
+            f"{label}: its last line has no line end, so the result would join it into one unreadable line; "
+            "end the file with a newline"
+        )

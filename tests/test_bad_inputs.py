@@ -626,7 +626,7 @@ TRACE_CASES = [
         ("trace", "convert", "{ws}/h.jsonl", "{ws}/o.csv"),
         "CSV cannot hold hash_ids",
         {
-            "h.jsonl": '{"arrival_s": 0.0, "input_len": 100, "output_len": 10, "hash_ids": [1, 2]}\n',
+            "h.jsonl": '{"arrival_s": 0.0, "input_len": 100, "output_len": 10, "hash_ids": [1]}\n',
         },
     ),  # fmt: skip
     Case("export-missing", ("trace", "export", "{ws}/nope.yaml", "{ws}/o.jsonl"), "nope.yaml"),
@@ -2819,8 +2819,11 @@ THIRD_PASS_CASES = [
 ]  # fmt: skip
 
 
-def sweep_result_table(drop: tuple[str, ...] = (), rows: int = 1, **changes) -> bytes:
-    """A sweep result table of `rows` ok points holding every column plan and report read, with changes."""
+def sweep_result_table(
+    drop: tuple[str, ...] = (), rows: int = 1, meta: dict | None = None, **changes
+) -> bytes:
+    """A sweep result table of `rows` ok points holding every column plan and report read, with changes; meta: the
+    table's sweep description (none by default)."""
     from simperf.sweep.table import write_table
 
     latencies = [f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2e_latency") for s in ("mean", "median", "p90", "p95",
@@ -2831,7 +2834,7 @@ def sweep_result_table(drop: tuple[str, ...] = (), rows: int = 1, **changes) -> 
     frame = pl.DataFrame([row] * rows).drop(list(drop)).head(rows)
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "t.sweep.parquet"
-        write_table(frame, path, {})
+        write_table(frame, path, meta or {})
         return path.read_bytes()
 
 
@@ -2896,6 +2899,107 @@ FOURTH_PASS_CASES = [
       )),
 ]  # fmt: skip
 
+
+def parquet_bytes(**columns) -> bytes:
+    """A Parquet file of these columns."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table(columns), buffer)
+    return buffer.getvalue()
+
+
+# 63 ids of 16-token blocks (vLLM's) for a 1,000-token prompt, read as Mooncake's 512-token blocks
+SMALL_BLOCK_IDS = {"input_len": 1000, "output_len": 200, "hash_ids": list(range(63))}
+HUGE = {"overheads.ingress_us": 1e30}  # a run of 1e24 s
+
+# the sixth sweep: flags against --set, traces' block ids, runs past what the metrics count, files appended to or
+# replaced
+SIXTH_SWEEP_CASES = [
+    # a flag and --set on one field: --set was applied last and won, whatever the order, without a word
+    Case("predict-gpu-flag-and-set", ("predict", "{ws}/s.yaml", "--gpu", "h100", "--set", "hardware.gpu=h200"),
+         "--set hardware.gpu: --gpu sets hardware.gpu too; give it once, as the flag or with --set"),
+    Case("predict-page-size-flag-and-set", ("predict", "{ws}/s.yaml", "--set", "serving.page_size=16", "--page-size",
+                                            "1"), "--set serving.page_size: --page-size sets serving.page_size too"),
+    Case("predict-set-replaces-a-flags-field", ("predict", "{ws}/s.yaml", "--random-input-len", "100", "--set",
+                                                "workload.dataset={{kind: random, input_len: 300, output_len: 5}}"),
+         "--set workload.dataset: --random-input-len sets workload.dataset.input_len too"),
+    # --set a.b, then --set a: the whole a replaced the a.b given before it
+    Case("predict-set-parent-after-child", ("predict", "{ws}/s.yaml", "--set", "workload.dataset.input_len=100",
+                                            "--set", "workload.dataset={{kind: random, input_len: 300, output_len: 5}}"),
+         "--set workload.dataset: replaces the whole of workload.dataset, and with it the earlier --set "
+         "workload.dataset.input_len; give --set workload.dataset first"),
+    Case("fleet-compare-set-parent-after-child", ("fleet", "compare", "{ws}/f.yaml", "--set",
+                                                  "fleet.router.policy=round_robin", "--set",
+                                                  "fleet.router={{policy: cache_aware}}"),
+         "--set fleet.router: replaces the whole of fleet.router, and with it the earlier --set fleet.router.policy",
+         {"f.yaml": scenario_text(fleet={"replicas": [{"count": 2}]})}),
+    # ids of smaller blocks read as 512-token ones: a shared prefix many times the prompt, a cache hit on nearly
+    # every token
+    Case("trace-inspect-ids-of-small-blocks", ("trace", "inspect", "{ws}/h.jsonl"),
+         "h.jsonl:1: hash_ids: 63 block ids for 1200 tokens (prompt and output), at most 3 of 512 tokens; ids of "
+         "smaller blocks need hash_block_tokens",
+         {"h.jsonl": "".join(json.dumps({"arrival_s": i, **SMALL_BLOCK_IDS}) + "\n" for i in range(2))}),
+    Case("trace-convert-mooncake-ids-of-small-blocks", ("trace", "convert", "{ws}/m.jsonl", "{ws}/out.jsonl"),
+         "m.jsonl:1: hash_ids: 63 block ids for 1200 tokens",
+         {"m.jsonl": json.dumps({"timestamp": 0, "input_length": 1000, "output_length": 200,
+                                 "hash_ids": list(range(63))}) + "\n"}),
+    Case("predict-parquet-trace-ids-of-small-blocks", ("predict", "{ws}/bad.yaml"),
+         "h.parquet: row 1: hash_ids: 63 block ids for 1200 tokens",
+         {"bad.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "h.parquet"}}),
+          "h.parquet": parquet_bytes(arrival_s=[0.0, 1.0], input_len=[1000, 1000], output_len=[200, 200],
+                                     hash_ids=[[0, 1], list(range(63))])}),
+    # a cache smaller than one block kept the block it had just inserted: a 1-token cache hit a third of requests
+    Case("trace-inspect-cache-below-a-block", ("trace", "inspect", "{ws}/h.jsonl", "--cache-tokens", "100"),
+         "--cache-tokens: got 100, less than one of ",
+         {"h.jsonl": "".join(json.dumps({"arrival_s": i, "input_len": 1000, "output_len": 10, "hash_ids": [1, 2]})
+                             + "\n" for i in range(2))}),
+    # a run past 9.2e18 s failed as "Python int too large to convert to C long", naming nothing
+    *(scenario_case(f"run-past-the-metrics-{name}", "the simulated run lasts ", **changes)
+      for name, changes in (
+          ("huge-overhead", HUGE),
+          ("tiny-rate", {"workload.request_rate": 1e-300}),
+          ("trace-time-scale", {"workload.dataset": {"kind": "trace", "path": "t.jsonl", "use_timestamps": True,
+                                                     "time_scale": 1e300}}),
+          ("pd-link-latency", {"serving": DELETE, "hardware.count": 2,
+                               "disaggregation": {"prefill": {"tp": 1}, "decode": {"tp": 1},
+                                                  "kv_link_latency_us": 1e300}}),
+      )),
+    Case("fleet-compare-run-past-the-metrics", ("fleet", "compare", "{ws}/f.yaml"), "the simulated run lasts 1e+24 s",
+         {"f.yaml": scenario_text(**HUGE, fleet={"replicas": [{"count": 2}]})}),
+    # 1e400 read as inf: a bound every configuration met
+    Case("plan-sla-overflowing", ("plan", "{table}", "--rate", "1", "--sla", "ttft.p90<=1e400s"),
+         "--sla: 'ttft.p90<=1e400s': the bound must be a finite number of ms or s"),
+    Case("fleet-plan-sla-overflowing", ("fleet", "plan", "{ws}/f.yaml", "--rate", "1", "--sla", "ttft.p90<=1e999ms"),
+         "the bound must be a finite number of ms or s", {"f.yaml": scenario_text(fleet={"replicas": [{"count": 1}]})}),
+    # --output-file appends a JSON line: onto a last line without its line end it joined that line, and onto a Parquet
+    # table or a text file it spoilt the file
+    Case("predict-output-file-without-last-newline", ("predict", "{ws}/s.yaml", "--output-file", "{ws}/o.jsonl"),
+         "--output-file ", {"o.jsonl": '{"completed": 1}'}),
+    Case("predict-output-file-parquet", ("predict", "{ws}/s.yaml", "--output-file", "{ws}/nottables/x.parquet"),
+         "x.parquet: does not hold JSON lines (it starts with binary data)"),
+    Case("predict-output-file-text", ("predict", "{ws}/s.yaml", "--output-file", "{ws}/notes.txt"),
+         "notes.txt: does not hold JSON lines (it starts with 'nothing to see here'), and a result appended to it"),
+    # a Parquet output inside a calibration directory replaced a table the run had just read, or became one
+    *(Case(f"{name}-into-calibration-dir", args, "cal/gemm.parquet: inside calibration directory ",
+           {"cal/gemm.parquet": parquet_bytes(a=[1])})
+      for name, args in (
+          ("predict-requests", ("predict", "{ws}/s.yaml", "--requests", "{ws}/cal/gemm.parquet")),
+          ("trace-convert", ("trace", "convert", "{ws}/t.jsonl", "{ws}/cal/gemm.parquet")),
+      )),
+    # another sweep's table as the output: its rows were dropped as points no longer swept and the table replaced
+    Case("sweep-out-of-another-sweep", ("sweep", "{ws}/sweep.yaml", "--out", "{ws}/x.sweep.parquet", "--executor",
+                                        "serial"),
+         "x.sweep.parquet: holds the results of sweep 'other', none of them a point of sweep 'tiny-sweep'",
+         {"x.sweep.parquet": sweep_result_table(meta={"name": "other"})}),
+    Case("oneshot-table-of-another-sweep", (*ONESHOT, "--sla", "ttft.p90<=2s", "--table", "{ws}/x.sweep.parquet"),
+         "x.sweep.parquet: holds the results of sweep 'other', none of them a point of sweep 'plan-qwen3-8b",
+         {"x.sweep.parquet": sweep_result_table(meta={"name": "other"})}),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -2919,6 +3023,7 @@ CASES = (
     + CARELESS_CASES
     + THIRD_PASS_CASES
     + FOURTH_PASS_CASES
+    + SIXTH_SWEEP_CASES
 )
 
 

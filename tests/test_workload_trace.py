@@ -77,8 +77,8 @@ def test_trace_without_timestamps_uses_poisson_from_the_rate(tmp_path):
 def test_simperf_jsonl_is_sorted_by_time_and_shifted_to_zero(tmp_path):
     path = tmp_path / "t.jsonl"
     rows = [
-        {"arrival_s": 5.0, "input_len": 10, "output_len": 2, "hash_ids": [1, 2]},
-        {"arrival_s": 3.5, "input_len": 20, "output_len": 3, "hash_ids": [1]},
+        {"arrival_s": 5.0, "input_len": 10, "output_len": 2, "hash_ids": [1, 2], "hash_block_tokens": 8},
+        {"arrival_s": 3.5, "input_len": 20, "output_len": 3, "hash_ids": [1], "hash_block_tokens": 8},
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     trace = read_trace(path)
@@ -92,7 +92,13 @@ def test_simperf_parquet(tmp_path):
     path = tmp_path / "t.parquet"
     pq.write_table(
         pa.table(
-            {"arrival_s": [0.0, 0.25], "input_len": [5, 6], "output_len": [1, 9], "hash_ids": [[7], [7, 8]]}
+            {
+                "arrival_s": [0.0, 0.25],
+                "input_len": [5, 6],
+                "output_len": [1, 9],
+                "hash_ids": [[7], [7, 8]],
+                "hash_block_tokens": [4, 4],  # two ids of a 15-token request
+            }
         ),
         path,
     )

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from simperf.cli_errors import MaxMemoryOption, print_note
 from simperf.output_paths import check_output_dir
-from simperf.scenario.flags import read_set_value
+from simperf.scenario.flags import check_not_replacing, read_set_value
 from simperf.scenario.load import format_validation_error
 from simperf.strictyaml import safe_load
 
@@ -43,6 +43,7 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             # predict's check: a misspelt path was blamed on the scenario file ('f.yaml: fleet.nosuch: unknown
             # key'), and one into a list ('fleet.replicas[0].count') was added as a key of its own
             raise ValueError(f"--set {key.strip()}: {unknown_path_message(key.strip())}")
+        check_not_replacing(key.strip(), seen)
         seen.add(key.strip())
         parts = key.strip().split(".")
         node = data

@@ -271,8 +271,8 @@ def diff_command(
     if Path(a).resolve() == Path(b).resolve():
         raise typer.BadParameter(f"{b} is also A; give the directory to compare with it", param_hint="B")
     if points is not None:
+        _points_outside(points, a, b)  # names A or B, before check_output_file's calibration-directory rule
         check_output_file(points, "--points", suffixes=(".parquet",), what="Parquet")
-        _points_outside(points, a, b)
     repeated = sorted({name for name in op or () if list(op).count(name) > 1})
     if repeated:  # compared once, as if given once: a typo for another op went unnoticed
         raise typer.BadParameter(f"{', '.join(repeated)}: given twice; give each op once", param_hint="--op")

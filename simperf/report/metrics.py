@@ -11,7 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simperf.errors import UserError
 from simperf.records import RequestRecords
+
+MAX_RUN_S = 1e18  # the longest run summarised; int64 seconds end at 9.2e18
 
 # Statistic prefixes per latency family, in the order they appear in the result.
 _STAT_PREFIXES = ("mean", "median", "std", "p90", "p95", "p99")
@@ -161,6 +164,14 @@ def summarize(records: RequestRecords) -> dict[str, float | int]:
     duration = float(records.duration_s)
     if duration <= 0:
         raise ValueError(f"records.duration_s must be positive, got {duration}")
+    if not duration <= MAX_RUN_S:
+        # bench_serving's per-second peaks count whole seconds in int64: past 9.2e18 s they failed as "Python int
+        # too large to convert to C long", naming nothing
+        raise UserError(
+            f"the simulated run lasts {duration:.3g} s, more than the {MAX_RUN_S:.0e} s simperf's per-second "
+            "metrics count: check workload.request_rate, the trace's times and its dataset.time_scale or "
+            "target_rate, the overheads block and disaggregation.kv_link_*"
+        )
     output_len = req.output_len
     total_input = int(req.input_len.sum())
     total_output = int(output_len.sum())

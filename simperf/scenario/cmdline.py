@@ -353,6 +353,16 @@ def _default_name(data: dict[str, Any]) -> str:
     return f"{model}-{count}x{gpu}-{what}".strip("-")
 
 
+def _check_set_against_flags(set_values: dict[str, Any], origin: dict[str, str]) -> None:
+    """`--gpu h100 --set hardware.gpu=h200`: --set was applied last, so it won over the flag without a word."""
+    for path in set_values:
+        for given, flag in origin.items():
+            if given == path or given.startswith(f"{path}."):
+                raise FlagError(
+                    f"--set {path}: {flag} sets {given} too; give it once, as the flag or with --set"
+                )
+
+
 def build_mapping(
     settings: FlagSettings, base: dict[str, Any] | None, set_values: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
@@ -382,6 +392,7 @@ def build_mapping(
     _apply_speculative(settings, data, origin)
     _dataset_fill(settings, data, origin, notes)
     _apply_layout(settings, data, origin, notes)
+    _check_set_against_flags(set_values, origin)
     for path, value in set_values.items():
         _set(data, path, value)
         origin[path] = f"--set {path}"

@@ -14,7 +14,7 @@ tests/test_scenario_flags.py checks every name against SGLang's own flag list.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -371,8 +371,20 @@ def parse_set_values(items: list[str]) -> dict[str, Any]:
             raise FlagError(f"--set {key}: {unknown_path_message(key)}")
         if key in out:  # the later one was used without a word
             raise FlagError(f"--set {key}: given twice; give each field once")
+        check_not_replacing(key, out)
         out[key] = read_set_value(key, text)
     return out
+
+
+def check_not_replacing(key: str, earlier: Iterable[str]) -> None:
+    """`--set a.b=1 --set a={...}`: the later, whole `a` replaced the earlier `a.b` without a word (predict and
+    fleet apply them in order)."""
+    inner = next((path for path in earlier if path.startswith(f"{key}.")), None)
+    if inner is not None:
+        raise FlagError(
+            f"--set {key}: replaces the whole of {key}, and with it the earlier --set {inner}; "
+            f"give --set {key} first, then --set {inner}"
+        )
 
 
 def read_set_value(key: str, text: str) -> Any:

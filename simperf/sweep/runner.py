@@ -12,12 +12,13 @@ from typing import Any
 
 import polars as pl
 
+from simperf.errors import UserError
 from simperf.sweep.evaluate import FAILED, evaluate_point
 from simperf.sweep.executors import Evaluate, run_points
 from simperf.sweep.expand import LOAD_PATHS, SweepPoint, build_axes, expand
 from simperf.sweep.journal import Journal, journal_path
 from simperf.sweep.spec import SweepSpec
-from simperf.sweep.table import rows_to_frame, table_rows, write_table
+from simperf.sweep.table import rows_to_frame, table_name, table_rows, write_table
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,22 @@ def _reusable(previous: dict[str, dict[str, Any]], point: SweepPoint) -> dict[st
         "config_label": point.config_label,
         **point.columns,
     }
+
+
+def _not_another_sweeps(
+    out: Path, metadata: dict[str, Any], table: dict[str, dict[str, Any]], points: list[SweepPoint]
+) -> None:
+    """Another sweep's table as the output: each of its rows was dropped as a point no longer swept and the table
+    replaced, hours of results lost to a reused file name. A renamed sweep that still holds some of the table's
+    points resumes from them, as an edited one does."""
+    if not table or {p.point_id for p in points} & table.keys():
+        return
+    name, other = metadata.get("name"), table_name(out)
+    if other != name:
+        raise UserError(
+            f"{out}: holds the results of sweep {other!r}, none of them a point of sweep {name!r}, which would "
+            "replace them; write it to another table, or give --fresh to replace it"
+        )
 
 
 def run_sweep(
@@ -111,7 +128,9 @@ def run_points_resumable(
         journal.remove()
         previous: dict[str, dict[str, Any]] = {}
     else:
-        previous = {**table_rows(out), **journal.read()}
+        table = table_rows(out)
+        _not_another_sweeps(out, metadata, table, points)
+        previous = {**table, **journal.read()}
     rows: dict[int, dict[str, Any]] = {}
     todo: list[SweepPoint] = []
     for point in points:

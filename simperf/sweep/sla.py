@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -80,6 +81,8 @@ def parse_bound(text: str) -> LatencyBound:
     value_ms = float(m["value"]) * _UNITS[(m["unit"] or "").lower()]
     if value_ms <= 0:
         raise SlaError(f"{text!r}: the bound must be positive")
+    if not math.isfinite(value_ms):  # 1e400 read as inf: a bound every point met, so no bound at all
+        raise SlaError(f"{text!r}: the bound must be a finite number of ms or s")
     return LatencyBound(metric, stat, value_ms)
 
 

@@ -105,6 +105,12 @@ def _check_rows(frame: pl.DataFrame, where: str) -> None:
             )
 
 
+def table_name(path: Path) -> str | None:
+    """The name of the sweep whose table `path` is (from its metadata alone)."""
+    meta_raw = (pq.read_schema(path).metadata or {}).get(_META_KEY)
+    return json.loads(meta_raw).get("name") if meta_raw is not None else None
+
+
 def table_rows(path: Path) -> dict[str, dict[str, Any]]:
     """Rows of an existing table by point id (to resume from); nulls dropped, as a journal row omits them."""
     if not path.exists():

@@ -71,6 +71,12 @@ def inspect_command(
         _fail(str(e))
     if cache_tokens is not None and trace.block_hashes is None:  # accepted, and no reuse figure to bound
         _fail(f"--cache-tokens: bounds the prefix reuse figure; {path} has no prefix-block ids (hash_ids)")
+    if cache_tokens is not None and cache_tokens < trace.hash_block_tokens:
+        # the cache kept the block it had just inserted past its capacity: a 1-token cache "hit" a third of requests
+        _fail(
+            f"--cache-tokens: got {cache_tokens}, less than one of {path}'s {trace.hash_block_tokens}-token prefix "
+            f"blocks, so it holds none; give at least {trace.hash_block_tokens}"
+        )
     summary = summarize_trace(trace, bins=bins, capacity_tokens=cache_tokens)
     if output == "json":
         sys.stdout.write(strictjson.dumps(asdict(summary), indent=2) + "\n")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -228,6 +228,21 @@ def _hashes(value: Any, key: str, where: str) -> np.ndarray:
     return np.asarray(value, dtype=np.int64)
 
 
+def _check_block_counts(
+    hashes: list[np.ndarray], tokens: np.ndarray, block_tokens: int, key: str, where: Callable[[int], str]
+) -> None:
+    """More block ids than the request's tokens (prompt and output: simperf's multi-turn ids name the answer the
+    next turn re-sends) fill: ids hashed over smaller blocks (vLLM's 16 tokens, an SGLang page) read as 512-token
+    ones claimed a shared prefix many times the prompt, and the cache hit nearly every token."""
+    for i, (ids, count) in enumerate(zip(hashes, tokens, strict=True)):
+        most = -(-int(count) // block_tokens)
+        if len(ids) > most:
+            raise TraceError(
+                f"{where(i)}: {key}: {len(ids)} block ids for {int(count)} tokens (prompt and output), at most "
+                f"{most} of {block_tokens} tokens; ids of smaller blocks need hash_block_tokens (simperf traces)"
+            )
+
+
 def _accept(value: Any, where: str) -> float:
     accept = _number(value, "accept_len", where)
     if accept < 1.0:
@@ -280,6 +295,10 @@ def _collect(rows: Iterator[tuple[int, dict[str, Any], TraceFormat]], path: Path
     else:
         seconds = np.asarray(times, dtype=np.float64)
     block_hashes = None if missing else [h for h in hashes if h is not None]
+    if block_hashes is not None:
+        tokens = np.asarray(inputs) + np.asarray(outputs)
+        size = block_tokens or HASH_BLOCK_TOKENS
+        _check_block_counts(block_hashes, tokens, size, fmt.hashes_key or "", lambda i: f"{path}:{lines[i]}")
     no_accept = [i for i, a in enumerate(accepts) if a is None]
     if accepts and no_accept and len(no_accept) < len(accepts):
         raise TraceError(f"{path}:{lines[no_accept[0]]}: accept_len missing while other rows have it")
@@ -400,6 +419,9 @@ def _read_parquet(path: Path, limit: int | None) -> Trace:
                 f"{path}: hash_block_tokens must be one positive integer, found {sizes.tolist()}"
             )
         block_tokens = int(sizes[0])
+    if hashes is not None:
+        tokens = lengths[0] + lengths[1]
+        _check_block_counts(hashes, tokens, block_tokens, fmt.hashes_key or "", lambda i: f"{path}: row {i}")
     return _in_time_order(
         seconds,
         lengths[0],
