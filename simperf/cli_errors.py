@@ -117,7 +117,8 @@ def print_note(message: str) -> None:
 
 
 def debug_requested(ctx: typer.Context | None) -> bool:
-    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+    # the usual spellings of "off" are off (SIMPERF_DEBUG=false turned tracebacks on)
+    if os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off"):
         return True
     root = ctx.find_root() if ctx is not None else None
     return bool(root is not None and root.params.get("debug"))

@@ -369,5 +369,8 @@ def test_a_bug_is_reported_as_an_internal_error_and_debug_shows_the_traceback(tm
     assert len(lines) == 1 and "internal error (TypeError: unsupported operand)" in lines[0]
     debug = runner.invoke(app, ["--debug", "predict", str(path)])
     assert isinstance(debug.exception, TypeError)
+    for off in ("0", "false", "No", "off", ""):  # "false" and the like had turned tracebacks on
+        monkeypatch.setenv("SIMPERF_DEBUG", off)
+        assert runner.invoke(app, ["predict", str(path)]).exit_code == 70, off
     monkeypatch.setenv("SIMPERF_DEBUG", "1")
     assert isinstance(runner.invoke(app, ["predict", str(path)]).exception, TypeError)
