@@ -33,6 +33,38 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
             seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        value = super().construct_yaml_int(node)
+        _refuse_yaml11_number(node, value)
+        return value
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        value = super().construct_yaml_float(node)
+        _refuse_yaml11_number(node, value)
+        return value
+
+
+# YAML 1.1 (PyYAML) reads `1:30` as 90 (base 60) and `010` as 8 (octal), where YAML 1.2 and every user read 1:30 as
+# text and 010 as ten: a rate or count written so came out another number without a word. Both are refused.
+_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-7_]+$")
+
+
+def _refuse_yaml11_number(node: yaml.ScalarNode, value: float) -> None:
+    text = str(node.value)
+    if _SEXAGESIMAL.match(text):
+        why = f"YAML 1.1 reads it as a base-60 number ({value:g}); write the number you mean"
+    elif _LEADING_ZERO.match(text):
+        why = f"YAML 1.1 reads a leading 0 as octal ({value:g}); write it without the leading 0"
+    else:
+        return
+    raise yaml.constructor.ConstructorError(
+        None, None, f"{text!r}: {why}, or quote it for text", node.start_mark
+    )
+
+
+_NoDuplicateKeysLoader.add_constructor("tag:yaml.org,2002:int", _NoDuplicateKeysLoader.construct_yaml_int)
+_NoDuplicateKeysLoader.add_constructor("tag:yaml.org,2002:float", _NoDuplicateKeysLoader.construct_yaml_float)
 
 # YAML 1.2 reads 1e3 and 2.5e-3 as numbers; PyYAML (YAML 1.1) wants a dot and a signed exponent (1.0e+3) and read
 # them as text, which a number field then refused, or took as a quoted number (scenario/models.Quoted)

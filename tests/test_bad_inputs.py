@@ -2998,6 +2998,18 @@ SIXTH_SWEEP_CASES = [
     Case("oneshot-table-of-another-sweep", (*ONESHOT, "--sla", "ttft.p90<=2s", "--table", "{ws}/x.sweep.parquet"),
          "x.sweep.parquet: holds the results of sweep 'other', none of them a point of sweep 'plan-qwen3-8b",
          {"x.sweep.parquet": sweep_result_table(meta={"name": "other"})}),
+    # YAML 1.1 numbers: PyYAML read 1:30 as 90 (base 60) and 010 as 8 (octal), and the run went on with them
+    Case("scenario-sexagesimal-rate", ("predict", "{ws}/r.yaml"),
+         "'1:30': YAML 1.1 reads it as a base-60 number (90); write the number you mean, or quote it for text",
+         {"r.yaml": scenario_text().replace("  request_rate: 5\n", "  request_rate: 1:30\n")}),
+    Case("scenario-octal-count", ("predict", "{ws}/o.yaml"),
+         "'010': YAML 1.1 reads a leading 0 as octal (8); write it without the leading 0",
+         {"o.yaml": scenario_text().replace("  num_prompts: 10\n", "  num_prompts: 010\n")}),
+    Case("predict-set-octal", ("predict", "{ws}/s.yaml", "--set", "workload.num_prompts=012"),
+         "'012': YAML 1.1 reads a leading 0 as octal (10)"),
+    Case("sweep-sexagesimal-axis", ("sweep", "{ws}/x.yaml"),
+         "'2:30': YAML 1.1 reads it as a base-60 number (150)",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"serving.tp": [1]})) + "sample: {n: 2:30}\n"}),
 ]  # fmt: skip
 
 CASES = (
