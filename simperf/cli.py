@@ -102,6 +102,7 @@ class _OnceCommand(TyperCommand):
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        _refuse_empty_paths(ctx, order, args)
         seen: set[str] = set()
         for param in order:
             single = param.param_type_name == "option" and not getattr(param, "multiple", False)
@@ -112,6 +113,18 @@ class _OnceCommand(TyperCommand):
                 raise UsageError(f"{names}: given twice with different values; give it once", ctx)
             seen.add(str(param.name))
         return super().parse_args(ctx, args)
+
+
+def _refuse_empty_paths(ctx: typer.Context, params: list, args: list[str]) -> None:
+    """An empty path option (`--charts "$DIR"` with DIR unset) was read as the current directory: the charts were
+    written among the files there, and other options were refused as '.' (a name the user never gave)."""
+    for param in params:
+        descriptor = getattr(param, "type_descriptor", None)
+        annotation = getattr(descriptor, "annotation", None)
+        is_path = annotation is Path or type(getattr(param, "type", None)).__name__ == "Path"
+        if param.param_type_name == "option" and is_path and "" in _given_values(param, args):
+            names = "/".join(param.opts + param.secondary_opts)
+            raise UsageError(f"{names}: got an empty value; give a path (an unset shell variable?)", ctx)
 
 
 def _given_values(param: TyperOption, args: list[str]) -> list[str]:

@@ -70,6 +70,22 @@ def test_truth_file_errors_name_the_problem(tmp_path):
         read_truth(bad)
 
 
+def test_truth_file_as_a_spreadsheet_writes_it(tmp_path):
+    # a spreadsheet's export starts with a BOM, and a hand-written header may space its names: both were read as
+    # "missing column(s) id" (or every column), though the file had them
+    row = "X,s,d,H100,1,e,f,m,1,1,1,c,ttft_mean,1,ms,"
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(("\ufeff" + HEADER + row + "\n").encode("utf-8"))
+    assert [r.id for r in read_truth(bom)] == ["X"]
+    spaced = tmp_path / "spaced.csv"
+    spaced.write_text(HEADER.replace(",", ", ") + "\n" + row + "\n")  # and a blank line, skipped as before
+    assert [(r.id, r.value) for r in read_truth(spaced)] == [("X", 1.0)]
+    short = tmp_path / "short.csv"
+    short.write_text(HEADER + row.rsplit(",", 2)[0] + "\n")
+    with pytest.raises(TruthError, match="short.csv:2: expected 16 fields like the header, got 14"):
+        read_truth(short)
+
+
 def test_source_label_keeps_repository_and_cited_document():
     assert source_label("gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md") == (
         "gpustack/gpustack qwen3-8b/h100-latency.md"

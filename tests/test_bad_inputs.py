@@ -3012,6 +3012,91 @@ SIXTH_SWEEP_CASES = [
          {"x.yaml": yaml.safe_dump(sweep_dict({"serving.tp": [1]})) + "sample: {n: 2:30}\n"}),
 ]  # fmt: skip
 
+TRUTH_HEADER = "id,source,gpu,n_gpu,backend_flags,model,metric,value,unit"
+TRUTH_ROW = "A1,me,H100,1,--tp 1,Qwen3-8B,ttft_mean,20,ms"
+OVERHEADS_BLOCK = (
+    "<!-- simperf groundtruth overheads: begin (generated; do not edit by hand) -->\nold\n"
+    "<!-- simperf groundtruth overheads: end -->\n"
+)
+
+# the seventh sweep: PD servers' arguments their side never reads, fleet plans and --policy against the scenario's
+# own, truth files as spreadsheets write them, one-shot plans' options and directories, empty paths, a page half
+# rewritten
+SEVENTH_SWEEP_CASES = [
+    # the client's stream comes from the decode server: a prefill server's stream settings changed nothing
+    pd_case("prefill-stream-interval", "disaggregation.prefill.stream_interval: not read by a PD prefill server: the "
+            "client's stream comes from the decode server", {"stream_interval": 4}, {}),
+    pd_case("prefill-incremental-streaming", "disaggregation.prefill.incremental_streaming_output: not read by a PD "
+            "prefill server", {"incremental_streaming_output": True}, {}),
+    scenario_case("pd-fleet-prefill-stream-interval", "fleet.prefill[0].serving.stream_interval: not read by a PD "
+                  "prefill server", serving=DELETE,
+                  fleet={"prefill": [{"count": 1, "serving": {"tp": 1, "stream_interval": 2}}],
+                         "decode": [{"count": 1, "serving": {"tp": 1}}]}),
+    # every prefill group gives its own serving: the scenario's is the decode servers' alone, which never read it
+    scenario_case("pd-fleet-shared-serving-of-decode-alone", "serving.chunked_prefill_size: not read by a PD decode "
+                  "server", **{"serving.chunked_prefill_size": 512},
+                  fleet={"prefill": [{"count": 1, "serving": {"tp": 1}}], "decode": [{"count": 1}]}),
+    # SGLang forces a decode server's cache to a chunk cache: disable_radix_cache there changed nothing, and the
+    # prefill server's prefix cache, the one that counts, stayed on
+    pd_case("decode-radix-cache-off", "disaggregation.decode.disable_radix_cache: not read by a PD decode server: "
+            "SGLang turns a decode server's radix cache off itself", {}, {"disable_radix_cache": True}),
+    scenario_case("pd-fleet-decode-radix-cache-off", "fleet.decode[0].serving.disable_radix_cache: not read by a PD "
+                  "decode server", serving=DELETE,
+                  fleet={"prefill": [{"count": 1, "serving": {"tp": 1}}],
+                         "decode": [{"count": 1, "serving": {"tp": 1, "disable_radix_cache": True}}]}),
+    # each trial set the group's count and kept the schedule: a schedule of 2 on a 1-server trial lost half the
+    # requests and "met" the SLA with 50% attainment
+    *(Case(f"{name}-autoscale", (*command, "{ws}/f.yaml", "--rate", "5", "--sla", "ttft.p90<=10s"),
+           "fleet.autoscale: planning tries replica counts itself (the group's count); a schedule would run the "
+           "fleet at its own counts (2)",
+           {"f.yaml": scenario_text(fleet={"replicas": [{"count": 2}],
+                                           "autoscale": {"schedule": [{"at_s": 0, "replicas": 2}]}})})
+      for name, command in (("fleet-plan", ("fleet", "plan")), ("plan-fleet-scenario", ("plan",)))),
+    # --policy runs in the place of the router's policy: a --set one was replaced by it without a word
+    *(Case(f"fleet-{command}-set-policy-beside-policy",
+           ("fleet", command, "{ws}/f.yaml", *extra, "--policy", "round_robin", "--set", "fleet.router.policy=random"),
+           "--set fleet.router.policy: the command runs each --policy (round_robin) in its place, so it would "
+           "change nothing; give random as a --policy instead", {"f.yaml": FLEET})
+      for command, extra in (("compare", ()), ("plan", ("--rate", "5", "--sla", "ttft.p90<=10s")))),
+    # a second value column: each row's dict kept the last, and that figure was compared without a word
+    Case("accuracy-truth-column-twice", ("accuracy", "{ws}/sc", "--truth", "{ws}/t.csv"),
+         "t.csv:1: column 'value' is given twice in the header; give it once",
+         {"sc/index.yaml": "scenarios:\n  s.yaml: [A1]\n", "sc/s.yaml": scenario_text(),
+          "t.csv": f"{TRUTH_HEADER},value\n{TRUTH_ROW},30\n"}),
+    # a row copied under a new id: one figure's error counted twice in every median and p90
+    Case("accuracy-truth-row-copied", ("accuracy", "{ws}/sc", "--truth", "{ws}/t.csv"),
+         "sc/index.yaml: scenarios.s.yaml: rows A1 and A2 are both ttft_mean from me for this scenario",
+         {"sc/index.yaml": "scenarios:\n  s.yaml: [A1, A2]\n", "sc/s.yaml": scenario_text(),
+          "t.csv": f"{TRUTH_HEADER}\n{TRUTH_ROW}\n{TRUTH_ROW.replace('A1', 'A2')}\n"}),
+    # a Latin-1 export: "'utf-8' codec can't decode byte 0xe9 in position 112", naming no file
+    Case("accuracy-truth-not-utf8", ("accuracy", "{ws}/sc", "--truth", "{ws}/t.csv"),
+         "t.csv: not UTF-8 text (byte 0xe9); save it as UTF-8",
+         {"sc/index.yaml": "scenarios:\n  s.yaml: [A1]\n", "sc/s.yaml": scenario_text(),
+          "t.csv": f"{TRUTH_HEADER},notes\n{TRUTH_ROW},caf\xe9\n".encode("latin-1")}),
+    # a PD pair is two servers: on one GPU the plan tried none, and --disaggregation was read by nothing
+    Case("oneshot-disaggregation-on-one-gpu", ("plan", "--model", "qwen3-8b", "--gpu", "h100", "--total-gpus", "1",
+                                               "--rate", "1", "--sla", "ttft.p90<=2s", "--disaggregation"),
+         "--disaggregation: a PD pair needs 2 GPUs or more (a prefill and a decode server), and --total-gpus is 1"),
+    # another request's plan directory: its table lost the rows this plan does not sweep, and its winners' directories
+    # stayed beside this plan's plan.json as if they were this plan's
+    Case("oneshot-save-dir-of-another-plan", (*ONESHOT, "--rate", "1", "--sla", "ttft.p90<=2s", "--save-dir", "{ws}/sd"),
+         "/sd: holds the plan of another request (total_gpus 4, here 2); its table and winners would be "
+         "mixed with this plan's",
+         {"sd/plan.json": json.dumps({"request": {"model": "qwen3-8b", "gpu": "h100", "total_gpus": 4, "isl": 1024,
+                                                  "osl": 1024, "range_ratio": 1.0, "rate": 1.0,
+                                                  "sla": ["ttft.p90<=2s"]}})}),
+    # an empty path ("$DIR" unset) was read as the current directory: the charts landed among its files
+    Case("fleet-compare-charts-empty", ("fleet", "compare", "{ws}/f.yaml", "--policy", "round_robin", "--charts", ""),
+         "--charts: got an empty value; give a path", {"f.yaml": FLEET}),
+    Case("report-charts-empty", ("report", "{table}", "-o", "{ws}/r.html", "--charts="),
+         "--charts: got an empty value; give a path"),
+    # the overheads block was rewritten, then the hosts block was found missing: an error, and the page half updated
+    Case("groundtruth-overheads-doc-without-hosts-block",
+         ("groundtruth", "overheads", "{repo}/groundtruth", "--update-doc", "{ws}/o.md"),
+         "o.md: needs exactly one '<!-- simperf groundtruth overheads, hosts: begin",
+         {"o.md": "# page\n" + OVERHEADS_BLOCK}),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3036,6 +3121,7 @@ CASES = (
     + THIRD_PASS_CASES
     + FOURTH_PASS_CASES
     + SIXTH_SWEEP_CASES
+    + SEVENTH_SWEEP_CASES
 )
 
 

@@ -143,6 +143,20 @@ def test_compare_lists_each_policy(fleet_file, tmp_path):
     assert all(0 <= r["prefix_hit_rate"] <= 1 for r in rows)
 
 
+def test_compare_of_one_server_says_every_policy_routes_alike(fleet_file, tmp_path):
+    """One server (or one a side of a PD fleet): every policy sends it every request, so the rows came out the same
+    and read as policies that make no difference."""
+    note = "note: fleet: one server: every router policy sends every request to it, so the policies compare the same"
+    several = runner.invoke(app, compare_args(fleet_file), terminal_width=400)
+    assert several.exit_code == 0 and "note: fleet: one" not in several.stderr, several.output
+    one = tmp_path / "one.yaml"
+    one.write_text(FLEET.replace("[{count: 3}]", "[{count: 1}]"))
+    result = runner.invoke(app, compare_args(one), terminal_width=400)
+    assert result.exit_code == 0 and note in result.stderr, result.output
+    rows = json.loads(result.stdout)
+    assert rows[0]["median_ttft_ms"] == rows[1]["median_ttft_ms"]
+
+
 def test_compare_labels_a_pd_fleet_with_what_each_side_ran(tmp_path):
     """A PD router with prefill_policy only: --policy set the decode side alone, yet each row was labelled with
     --policy, as if both sides ran it."""

@@ -356,3 +356,15 @@ def test_a_short_shared_prompt_from_the_flags_is_one_prefix_block(tmp_path):
     assert SharedPrefixDataset(kind="shared_prefix", system_prompt_len=4096).block_tokens == 64
     with pytest.raises(ValueError, match=r"block_tokens \(64\) is longer than system_prompt_len \(16\)"):
         SharedPrefixDataset(kind="shared_prefix", system_prompt_len=16, block_tokens=64)
+
+
+def test_dp_attention_flag_without_a_dp_size_says_sglang_turns_it_off():
+    # SGLang (server_args.py, _handle_data_parallelism) turns DP attention off at dp_size 1: predicted without it, as
+    # before, but the flag was dropped without a word
+    flags = ["--model-path", "qwen3-30b-a3b", "--gpu", "h100", "--dataset-name", "random", "--tp-size", "2"]
+    alone = scenario_from_command_line([*flags, "--enable-dp-attention"])
+    assert alone.scenario.serving.dp_attention == 1
+    assert any("--enable-dp-attention without a --dp-size above 1" in note for note in alone.notes)
+    sized = scenario_from_command_line([*flags, "--enable-dp-attention", "--dp-size", "2"])
+    assert sized.scenario.serving.dp_attention == 2
+    assert not any("--enable-dp-attention" in note for note in sized.notes)

@@ -209,6 +209,7 @@ def run_accuracy(
     index = load_index(scenarios_dir)
     truth_rows = read_truth(truth)
     by_id = {r.id: r for r in truth_rows}
+    _check_counted_once(index, by_id, Path(scenarios_dir) / INDEX_FILE)
     report = AccuracyReport()
     known = set(by_id)
     for name, ids in index.scenarios.items():
@@ -245,6 +246,24 @@ def run_accuracy(
         report.unpredicted.append(Unpredicted(row, reason))
     report.wall_s = time.perf_counter() - started
     return report
+
+
+def _check_counted_once(index: Index, by_id: dict[str, TruthRow], path: Path) -> None:
+    """Two rows of one source and metric for one scenario are one figure twice (a row copied under a new id): its
+    error was counted twice in every median and p90."""
+    for name, ids in index.scenarios.items():
+        seen: dict[tuple[str, str], str] = {}
+        for i in ids:
+            row = by_id.get(i)
+            if row is None:
+                continue
+            key = (row.source, row.metric)
+            if key in seen:
+                raise IndexError_(
+                    f"{path}: scenarios.{name}: rows {seen[key]} and {i} are both {row.metric} from "
+                    f"{row.source_label} for this scenario, and each would count in the summaries; list one"
+                )
+            seen[key] = i
 
 
 def _add_scenario_row(report, index: Index, name: str, row: TruthRow, prediction, reason: str | None) -> None:

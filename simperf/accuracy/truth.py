@@ -76,28 +76,15 @@ def read_truth(path: Path) -> list[TruthRow]:
     path = Path(path)
     if not path.is_file():
         raise TruthError(f"{path}: no such truth file")
-    rows: list[TruthRow] = []
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in _COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise TruthError(f"{path}: missing column(s) {', '.join(missing)}")
-        for line, rec in enumerate(reader, start=2):
-            value, n_gpu = _measured(rec, f"{path}:{line}", len(reader.fieldnames or []))
-            rows.append(
-                TruthRow(
-                    id=rec["id"].strip(),
-                    source=rec["source"].strip(),
-                    gpu=rec["gpu"].strip(),
-                    n_gpu=n_gpu,
-                    config=rec["backend_flags"].strip(),
-                    model=rec["model"].strip(),
-                    metric=rec["metric"].strip(),
-                    value=value,
-                    unit=rec["unit"].strip(),
-                    notes=(rec.get("notes") or "").strip(),
-                )
-            )
+    try:
+        # -sig: a spreadsheet's export starts with a BOM, which made the first column '\ufeffid' ("missing id")
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            records = _records(csv.reader(handle), path)
+    except UnicodeDecodeError as err:  # Python's codec message named no file
+        from simperf.workload.trace import not_utf8
+
+        raise TruthError(f"{path}: {not_utf8(err)}") from None
+    rows = [_truth_row(rec, f"{path}:{line}") for line, rec in records]
     ids = [r.id for r in rows]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
@@ -105,11 +92,47 @@ def read_truth(path: Path) -> list[TruthRow]:
     return rows
 
 
-def _measured(rec: dict, where: str, columns: int) -> tuple[float, int]:
+def _records(reader, path: Path) -> list[tuple[int, dict]]:
+    """(line, the row by column name) for every row under the header."""
+    header = [h.strip() for h in next(reader, [])]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:  # each row's dict kept the last column of a name: a second value column was read, silently
+        raise TruthError(f"{path}:1: column {repeated[0]!r} is given twice in the header; give it once")
+    missing = [c for c in _COLUMNS if c not in header]
+    if missing:
+        raise TruthError(f"{path}: missing column(s) {', '.join(missing)}")
+    out = []
+    for fields in reader:
+        line = reader.line_num
+        if not fields:  # a blank line (DictReader's rule)
+            continue
+        if len(fields) != len(header):  # fewer or more fields than the header
+            raise TruthError(
+                f"{path}:{line}: expected {len(header)} fields like the header, got {len(fields)}"
+            )
+        out.append((line, dict(zip(header, fields, strict=True))))
+    return out
+
+
+def _truth_row(rec: dict, where: str) -> TruthRow:
+    value, n_gpu = _measured(rec, where)
+    return TruthRow(
+        id=rec["id"].strip(),
+        source=rec["source"].strip(),
+        gpu=rec["gpu"].strip(),
+        n_gpu=n_gpu,
+        config=rec["backend_flags"].strip(),
+        model=rec["model"].strip(),
+        metric=rec["metric"].strip(),
+        value=value,
+        unit=rec["unit"].strip(),
+        notes=(rec.get("notes") or "").strip(),
+    )
+
+
+def _measured(rec: dict, where: str) -> tuple[float, int]:
     """A row's value (finite and > 0: an error ratio against NaN, 0 or a negative figure means nothing) and GPU
     count (>= 1), or a one-line error naming the file and line."""
-    if None in rec.values() or None in rec:  # fewer or more fields than the header
-        raise TruthError(f"{where}: expected {columns} fields like the header, got another number")
     try:
         value = float(rec["value"])
     except ValueError:

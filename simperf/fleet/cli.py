@@ -58,13 +58,21 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
-def check_policies(policies: list[str] | None) -> None:
-    """Each --policy once: a repeated one was simulated, and printed, again with the same result."""
+def check_policies(policies: list[str] | None, overrides: list[str] | None = None) -> None:
+    """Each --policy once: a repeated one was simulated, and printed, again with the same result. And not beside
+    --set fleet.router.policy, which each --policy replaced without a word."""
     seen: set[str] = set()
     for name in policies or []:
         if name in seen:
             _fail(f"--policy {name!r}: given twice; give each policy once")
         seen.add(name)
+    for item in overrides or []:
+        key, _, value = item.partition("=")
+        if policies and key.strip() == "fleet.router.policy":
+            _fail(
+                f"--set fleet.router.policy: the command runs each --policy ({', '.join(policies)}) in its place, "
+                f"so it would change nothing; give {value.strip() or 'it'} as a --policy instead"
+            )
 
 
 def load_fleet_scenario(path: Path, overrides: list[str], policies: list[str] | tuple[str, ...] = ()):
@@ -102,6 +110,18 @@ def _note_scenario_policy_not_run(fleet, given: list[str] | None, names, verb: s
     )
 
 
+def _note_one_server_a_side(fleet) -> None:
+    """A fleet of one server (a PD fleet of one a side): every policy sends every request to it, so the rows came
+    out the same, read as policies that make no difference."""
+    sides = [fleet.prefill, fleet.decode] if fleet.is_pd else [fleet.replicas]
+    if all(sum(g.count for g in groups or []) == 1 for groups in sides):
+        where = "one prefill and one decode server" if fleet.is_pd else "one server"
+        print_note(
+            f"fleet: {where}: every router policy sends every request to {'them' if fleet.is_pd else 'it'}, so "
+            "the policies compare the same; give a group a count above 1 to compare routing"
+        )
+
+
 def compare_command(
     scenario: Annotated[Path, typer.Argument(help="fleet scenario YAML")],
     policy: Annotated[
@@ -124,12 +144,13 @@ def compare_command(
 
     if output not in ("text", "json"):
         _fail(f"--output: got {output!r}; allowed values: text, json")
-    check_policies(policy)
+    check_policies(policy, set_)
     if charts is not None:  # before the fleets are simulated: a file there failed only after every policy ran
         check_output_dir(charts, "--charts")
     names = policy or ["round_robin", "cache_aware"]
     base = load_fleet_scenario(scenario, set_ or [], names)
     _note_scenario_policy_not_run(base.fleet, policy, names, "compared")
+    _note_one_server_a_side(base.fleet)
     rows: list[dict[str, Any]] = []
     predictions = {}
     routers = {}
@@ -251,7 +272,7 @@ def plan_fleet_command(
     check_plan_numbers(rate, None)  # NaN failed deep in the arrivals; inf planned for a burst
     if max_replicas < 1:  # 0 and negatives were accepted, and the search tried one replica anyway
         _fail(f"--max-replicas: got {max_replicas}; give 1 or more")
-    check_policies(policy)
+    check_policies(policy, set_)
     if charts is not None:  # before the search: a file there failed only after every trial ran
         check_output_dir(charts, "--charts")
     policies = tuple(policy or PLAN_POLICIES)

@@ -93,6 +93,14 @@ def check_plannable(scenario: Scenario) -> None:
         raise FleetPlanError(
             "fleet: planning varies the count of one replica group; give exactly one group under fleet.replicas"
         )
+    if fleet.autoscale is not None:
+        # each trial set the group's count and kept the schedule: the fleet ran at the schedule's counts whatever
+        # count was tried (a schedule of 2 on a 1-server trial lost half the requests, and still "met" the SLA)
+        raise FleetPlanError(
+            "fleet.autoscale: planning tries replica counts itself (the group's count); a schedule would run "
+            f"the fleet at its own counts ({', '.join(str(s.replicas) for s in fleet.autoscale.schedule)}) "
+            "whatever count was tried; drop fleet.autoscale (fleet compare runs a schedule)"
+        )
 
 
 def attainment(prediction: FleetPrediction, sla: Sla) -> float:

@@ -184,15 +184,23 @@ def overheads_command(
 
     hosts = hosts_markdown(corpus)
     if update_doc is not None:
-        from simperf.accuracy.run import replace_generated_block
-
-        try:
-            replace_generated_block(update_doc, text, OVERHEADS_BEGIN, OVERHEADS_END)
-            if hosts:
-                replace_generated_block(update_doc, hosts, HOSTS_BEGIN, HOSTS_END)
-        except (OSError, ValueError) as e:
-            _fail(str(e))
+        _update_overheads_doc(update_doc, text, hosts)
     print(text + ("\n" + hosts if hosts else ""), end="")
+
+
+def _update_overheads_doc(path: Path, text: str, hosts: str) -> None:
+    """Both generated blocks checked before either is written: a page without the hosts block had its overheads
+    block rewritten, and then the command failed on the hosts block, the page half updated."""
+    from simperf.accuracy.run import check_generated_block, replace_generated_block
+
+    blocks = [(text, OVERHEADS_BEGIN, OVERHEADS_END)] + ([(hosts, HOSTS_BEGIN, HOSTS_END)] if hosts else [])
+    try:
+        for _, begin, end in blocks:
+            check_generated_block(path, begin, end)
+        for body, begin, end in blocks:
+            replace_generated_block(path, body, begin, end)
+    except (OSError, ValueError) as e:
+        _fail(str(e))
 
 
 OVERHEADS_BEGIN = "<!-- simperf groundtruth overheads: begin (generated; do not edit by hand) -->"

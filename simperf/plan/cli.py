@@ -112,8 +112,7 @@ def plan_command(
     check_plan_numbers(rate, top)
     request = _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla or [], mtp_accept_length,
                        num_prompts, disaggregation)  # fmt: skip
-    if given_on_command_line(ctx, (("--mtp-accept-length", "mtp_accept_length"),)):
-        _check_mtp_candidates(model)
+    _check_candidate_options(ctx, model, total_gpus, disaggregation)
     run_oneshot(request, top if top is not None else 3, save_dir, table, fresh, output, executor, workers,
                 ray_address, quiet)  # fmt: skip
 
@@ -146,6 +145,22 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
         _fail(f"--sla: {e}")
     return PlanRequest(model, gpu, total_gpus, isl, osl, range_ratio, rate, tuple(sla), accept, num_prompts,
                        disaggregation=disagg)  # fmt: skip
+
+
+def _check_candidate_options(ctx: typer.Context, model: str, total_gpus: int, disaggregation: bool) -> None:
+    """Options given for candidates the plan cannot try."""
+    if given_on_command_line(ctx, (("--mtp-accept-length", "mtp_accept_length"),)):
+        _check_mtp_candidates(model)
+    if (
+        disaggregation
+        and total_gpus < 2
+        and given_on_command_line(ctx, (("--disaggregation", "disaggregation"),))
+    ):
+        # a PD pair is two servers: on one GPU the plan tried none, and --disaggregation was read by nothing
+        _fail(
+            f"--disaggregation: a PD pair needs 2 GPUs or more (a prefill and a decode server), and --total-gpus is "
+            f"{total_gpus}, so the plan tries none; drop it or give more GPUs"
+        )
 
 
 def _check_mtp_candidates(model: str) -> None:
@@ -184,6 +199,7 @@ def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers,
     )
     if save_dir is not None:  # before any point is simulated
         check_output_dir(save_dir, "--save-dir")
+        _check_save_dir(save_dir, request)
     if table is not None or save_dir is None:
         check_output_file(out, "--table", suffixes=(".parquet",), what="Parquet")
     try:
@@ -207,6 +223,15 @@ def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers,
         print_oneshot(plan, top, out, data.get("saved", []))
     if plan.winner is None:
         raise typer.Exit(1)
+
+
+def _check_save_dir(save_dir: Path, request) -> None:
+    from simperf.plan.save import check_save_dir
+
+    try:
+        check_save_dir(save_dir, request)
+    except ValueError as e:
+        _fail(str(e))
 
 
 def _run_points(points, metadata, out, executor, workers, ray_address, fresh, quiet, name):

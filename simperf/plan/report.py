@@ -52,19 +52,23 @@ def entry_json(entry: PlanEntry) -> dict[str, Any]:
     }
 
 
-def plan_json(plan: OneShotPlan, top: int, table: Path) -> dict[str, Any]:
-    req = plan.request
+def request_json(req) -> dict[str, Any]:
+    """The question a one-shot plan answers, as plan.json records it."""
     return {
-        "request": {
-            "model": req.model,
-            "gpu": req.gpu,
-            "total_gpus": req.total_gpus,
-            "isl": req.isl,
-            "osl": req.osl,
-            "range_ratio": req.range_ratio,
-            "rate": req.rate,
-            "sla": list(req.sla),
-        },
+        "model": req.model,
+        "gpu": req.gpu,
+        "total_gpus": req.total_gpus,
+        "isl": req.isl,
+        "osl": req.osl,
+        "range_ratio": req.range_ratio,
+        "rate": req.rate,
+        "sla": list(req.sla),
+    }
+
+
+def plan_json(plan: OneShotPlan, top: int, table: Path) -> dict[str, Any]:
+    return {
+        "request": request_json(plan.request),
         "winner": entry_json(plan.winner) if plan.winner else None,
         "runner_ups": [entry_json(e) for e in plan.ranked[1 : top + 1]],
         "over_budget": [{"configuration": a, "why": b} for a, b in plan.over_budget],

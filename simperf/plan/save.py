@@ -57,6 +57,25 @@ def save_entry(
     return out
 
 
+def check_save_dir(directory: Path, request) -> None:
+    """A --save-dir holding another request's plan: its table lost the rows this plan does not sweep, and its
+    winners' directories stayed beside this plan's plan.json as if they were this plan's."""
+    from simperf.plan.report import request_json
+
+    try:
+        saved = json.loads((directory / "plan.json").read_text()).get("request")
+    except (OSError, ValueError, AttributeError):
+        return  # no plan there (or not one simperf wrote): nothing of a plan's to mix with
+    ours = request_json(request)
+    differ = [k for k in ours if isinstance(saved, dict) and saved.get(k) != ours[k]]
+    if differ:
+        first = differ[0]
+        raise ValueError(
+            f"--save-dir {directory}: holds the plan of another request ({first} {saved.get(first)!r}, here "
+            f"{ours[first]!r}); its table and winners would be mixed with this plan's; give a new directory"
+        )
+
+
 def save_plan(
     directory: Path, plan: OneShotPlan, plan_json: dict, top: int, predict_entries: bool = True
 ) -> list[Path]:

@@ -140,6 +140,12 @@ def _apply_layout(
     if settings.has("--enable-dp-attention"):
         _set(data, "serving.dp_attention", dp or 1)
         origin["serving.dp_attention"] = "--enable-dp-attention --dp-size"
+        if (dp or 1) == 1:  # predicted without DP attention, and nothing said the flag was dropped
+            notes.append(
+                "--enable-dp-attention without a --dp-size above 1: SGLang turns DP attention off at dp_size 1 "
+                "(server_args.py, _handle_data_parallelism), so the server runs without it; give --dp-size N for "
+                "N attention ranks"
+            )
     elif dp is not None and dp > 1:
         raise FlagError(
             "--dp-size without --enable-dp-attention runs several data-parallel replicas in one server, which a "

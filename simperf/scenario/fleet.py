@@ -326,6 +326,7 @@ def check_fleet_layout(scenario) -> None:
             f"{unused_serving_fields(scenario.serving)}: not used: every fleet group gives its own serving, "
             "which replaces the scenario's whole block (it is not merged); move them into the groups' serving"
         )
+    _check_shared_serving_of_one_side(scenario)
     for kind in ("replicas", "prefill", "decode"):
         for i, group in enumerate(getattr(fleet, kind) or []):
             if kind != "replicas" and group.serving is not None:
@@ -341,6 +342,26 @@ def check_fleet_layout(scenario) -> None:
                     f"fleet.{kind}[{i}]: serving.tp ({serving.tp}) needs at least that many GPUs; "
                     f"hardware.count is {hardware.count}"
                 )
+
+
+def _check_shared_serving_of_one_side(scenario) -> None:
+    """A PD fleet whose every group of one side gives its own serving: the scenario's serving is then the other
+    side's alone, and a field that side never reads (chunked_prefill_size for decode servers) changed nothing."""
+    fleet: FleetSpec = scenario.fleet
+    if not fleet.is_pd:
+        return
+    for side, other, check in (
+        ("prefill", "decode", check_decode_settings),
+        ("decode", "prefill", check_prefill_settings),
+    ):
+        if all(g.serving is not None for g in getattr(fleet, side)):
+            try:
+                check(scenario.serving, "serving")
+            except ValueError as e:
+                raise ValueError(
+                    f"{e} (every fleet.{side} group gives its own serving, so the scenario's is the {other} "
+                    "servers' alone)"
+                ) from None
 
 
 def fleet_gpus(scenario) -> int:

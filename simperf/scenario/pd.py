@@ -51,6 +51,8 @@ DECODE_UNREAD = {
     "with their KV)",
     "schedule_policy": "a decode server admits requests as their KV lands and orders its queue by the policy only "
     "under --enable-priority-scheduling (disaggregation/decode.py, get_new_prebuilt_batch)",
+    "disable_radix_cache": "SGLang turns a decode server's radix cache off itself (server_args.py: \"KV cache is "
+    "forced as chunk cache for decode server\"): the prefix cache is the prefill server's",
 }
 
 
@@ -71,6 +73,12 @@ PREFILL_UNREAD = {
     "_apply_cuda_graph_disaggregation_roles turns its decode graph off, and PD its prefill graph)",
     "enable_mixed_chunk": "a prefill server keeps no running batch whose decode rows could ride in its chunks "
     "(its requests leave for the decode server after their first token)",
+    # the client's stream comes from the decode server (the router returns its response); a prefill server's
+    # output is the first token alone, one chunk, which both settings leave as it is
+    "stream_interval": "the client's stream comes from the decode server; a prefill server sends one chunk, the "
+    "first token, which --stream-interval always sends",
+    "incremental_streaming_output": "the client's stream comes from the decode server; a prefill server sends one "
+    "chunk of one token, the same either way",
 }
 
 
