@@ -21,13 +21,6 @@ import random
 import time
 from typing import Any
 
-# the columns that say what a point is (the rest are its measurement and provenance)
-POINT_COLUMNS = (
-    "op", "backend", "dtype", "kv_dtype", "routing", "variant", "batch", "q_len", "kv_len", "num_heads",
-    "num_kv_heads", "head_dim", "head_dim_v", "page_size", "m", "n", "k", "num_experts", "experts_per_rank", "topk",
-    "group_size", "message_bytes", "kv_lens",
-)  # fmt: skip
-
 
 def select_rows(path: str, max_clock: float, max_us: float, control: int) -> list[tuple[str, dict[str, Any]]]:
     import pyarrow.parquet as pq
@@ -45,6 +38,7 @@ def select_rows(path: str, max_clock: float, max_us: float, control: int) -> lis
 
 def main(argv: list[str] | None = None) -> int:
     from simperf.calibrate.backends import group_for
+    from simperf.calibrate.points import IDENTITY_COLUMNS
     from simperf.calibrate.provenance import current_clocks_mhz, detect_device
     from simperf.calibrate.worker import WorkerContext, timing_config
 
@@ -61,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} rows", flush=True)
     with open(args.out, "w", encoding="utf-8") as out:
         for i, (kind, row) in enumerate(rows):
-            point = {c: row.get(c) for c in POINT_COLUMNS}
+            point = {c: row.get(c) for c in IDENTITY_COLUMNS}  # what the point is, not its measurement
             module = importlib.import_module(group_for(point["op"], point["backend"]).module)
             time.sleep(args.rest)
             m = module.run_point(point, ctx)

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from simperf.cli_errors import MaxMemoryOption, print_note
 from simperf.output_paths import check_output_dir
-from simperf.scenario.flags import check_not_replacing, read_set_value
+from simperf.scenario.flags import parse_set_values
 from simperf.scenario.load import format_validation_error
 from simperf.strictyaml import safe_load
 
@@ -29,32 +29,21 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:
-    """`a.b.c=VALUE` (VALUE read as YAML) set in the scenario mapping before it is validated."""
-    from simperf.sweep.paths import scenario_field_paths, unknown_path_message
-
-    seen: set[str] = set()
-    for item in overrides:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set {item!r}: write KEY.PATH=VALUE, e.g. fleet.router.policy=round_robin")
-        if key.strip() in seen:  # the later one was used without a word
-            raise ValueError(f"--set {key.strip()}: given twice; give each field once")
-        if key.strip() not in scenario_field_paths():
-            # predict's check: a misspelt path was blamed on the scenario file ('f.yaml: fleet.nosuch: unknown
-            # key'), and one into a list ('fleet.replicas[0].count') was added as a key of its own
-            raise ValueError(f"--set {key.strip()}: {unknown_path_message(key.strip())}")
-        check_not_replacing(key.strip(), seen)
-        seen.add(key.strip())
-        parts = key.strip().split(".")
+    """`a.b.c=VALUE` (VALUE read as YAML) set in the scenario mapping before it is validated; each item checked as
+    predict's --set is (flags.parse_set_values: the form, a known field path, once, not replacing an earlier one)."""
+    values = parse_set_values(overrides, form="KEY.PATH=VALUE, e.g. fleet.router.policy=round_robin")
+    given = {item.partition("=")[0].strip(): item for item in overrides}
+    for key, value in values.items():
+        parts = key.split(".")
         node = data
         for part in parts[:-1]:
             child = node.get(part)
             if child is None:
                 child = node[part] = {}
             if not isinstance(child, dict):
-                raise ValueError(f"--set {item!r}: {part} is not a mapping in the scenario")
+                raise ValueError(f"--set {given[key]!r}: {part} is not a mapping in the scenario")
             node = child
-        node[parts[-1]] = read_set_value(key.strip(), text)  # predict's reader: one line on bad YAML
+        node[parts[-1]] = value
     return data
 
 

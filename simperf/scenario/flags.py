@@ -357,8 +357,9 @@ def parse_flags(tokens: list[str]) -> FlagSettings:
     return settings
 
 
-def parse_set_values(items: list[str]) -> dict[str, Any]:
-    """`--set serving.tp=4 --set serving.speculative={algorithm: mtp}`: values read as YAML."""
+def parse_set_values(items: list[str], form: str = "FIELD=VALUE, e.g. --set serving.tp=4") -> dict[str, Any]:
+    """`--set serving.tp=4 --set serving.speculative={algorithm: mtp}`: values read as YAML, in the order given (predict
+    and fleet compare|plan). `form` is the usage a malformed item is answered with."""
     from simperf.sweep.paths import scenario_field_paths, unknown_path_message
 
     out: dict[str, Any] = {}
@@ -366,7 +367,7 @@ def parse_set_values(items: list[str]) -> dict[str, Any]:
         key, eq, text = item.partition("=")
         key = key.strip()
         if not eq or not key:
-            raise FlagError(f"--set {item!r}: write FIELD=VALUE, e.g. --set serving.tp=4")
+            raise FlagError(f"--set {item!r}: write {form}")
         if key not in scenario_field_paths():
             raise FlagError(f"--set {key}: {unknown_path_message(key)}")
         if key in out:  # the later one was used without a word

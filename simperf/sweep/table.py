@@ -15,6 +15,9 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from simperf.errors import UserError
+from simperf.sweep.evaluate import DOES_NOT_FIT, FAILED, INVALID, OK, UNSUPPORTED
+from simperf.sweep.sla import METRICS as SLA_METRICS
+from simperf.sweep.sla import STATS as SLA_STATS
 
 _META_KEY = b"simperf.sweep"
 
@@ -70,13 +73,12 @@ def read_table(path: Path, option: str = "") -> tuple[pl.DataFrame, dict[str, An
 # them. A table cut down by hand lost them quietly: without p90_ttft_ms every configuration "cannot meet the SLA",
 # without status each printed "None: None", and without scenario_json report failed as 'error: scenario_json'
 _ROW_COLUMNS = ("point_id", "config_id", "config_label", "status", "scenario_json")
+# (the columns an SLA bound can name: sweep/sla.py)
 _LATENCY_COLUMNS = tuple(
-    f"{stat}_{metric}_ms"
-    for metric in ("ttft", "tpot", "itl", "e2e_latency")
-    for stat in ("mean", "median", "p90", "p95", "p99")
+    f"{stat}_{metric}_ms" for metric in SLA_METRICS.values() for stat in dict.fromkeys(SLA_STATS.values())
 )
 _OK_COLUMNS = ("request_rate", "failed_requests", "num_gpus", "output_throughput", *_LATENCY_COLUMNS)
-_STATUSES = ("ok", "invalid", "does_not_fit", "unsupported", "failed")  # sweep/evaluate.py's
+_STATUSES = (OK, INVALID, DOES_NOT_FIT, UNSUPPORTED, FAILED)  # what sweep/evaluate.py writes
 
 
 def _check_rows(frame: pl.DataFrame, where: str) -> None:
