@@ -3097,6 +3097,26 @@ SEVENTH_SWEEP_CASES = [
          {"o.md": "# page\n" + OVERHEADS_BLOCK}),
 ]  # fmt: skip
 
+SPEC = {"algorithm": "eagle3", "num_steps": 3, "accept_length": {"mean": 2.0}}
+BOTH_TIMES = {"arrival_s": 0.0, "timestamp": 5000, "input_len": 100, "output_len": 10}
+
+# the eighth sweep: one side of a PD pair speculating, two time columns in one trace, releases no rule was read from
+EIGHTH_SWEEP_CASES = [
+    # a decode server's drafts start from the draft state the prefill server ships: one side alone was priced as
+    # given (the decode server's TPOT at the full accept length, the prefill server's draft step paid and unread)
+    pd_case("pd-decode-speculates-alone", "disaggregation.decode.speculative: only the decode server speculates "
+            "(eagle3), not the prefill server (disaggregation.prefill)", {}, {"speculative": SPEC}),
+    pd_case("pd-prefill-speculates-alone", "disaggregation.prefill.speculative: only the prefill server speculates "
+            "(eagle3), not the decode server", {"speculative": SPEC}, {}),
+    pd_case("pd-speculative-algorithms-differ", "disaggregation.decode.speculative.algorithm: the decode server drafts "
+            "with eagle3 and the prefill server (disaggregation.prefill) with eagle",
+            {"speculative": {**SPEC, "algorithm": "eagle"}}, {"speculative": SPEC}),
+    scenario_case("pd-fleet-decode-speculates-alone", "fleet.decode[0].serving.speculative: only the decode server "
+                  "speculates", serving=DELETE,
+                  fleet={"prefill": [{"count": 1, "serving": {"tp": 1}}],
+                         "decode": [{"count": 1, "serving": {"tp": 1, "speculative": SPEC}}]}),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3122,6 +3142,7 @@ CASES = (
     + FOURTH_PASS_CASES
     + SIXTH_SWEEP_CASES
     + SEVENTH_SWEEP_CASES
+    + EIGHTH_SWEEP_CASES
 )
 
 
