@@ -3115,6 +3115,22 @@ EIGHTH_SWEEP_CASES = [
                   "speculates", serving=DELETE,
                   fleet={"prefill": [{"count": 1, "serving": {"tp": 1}}],
                          "decode": [{"count": 1, "serving": {"tp": 1, "speculative": SPEC}}]}),
+    # arrival_s won and Mooncake's timestamp (ms) was dropped without a word, whichever the user meant
+    Case("trace-inspect-two-time-columns", ("trace", "inspect", "{ws}/b.jsonl"),
+         "b.jsonl:1: both arrival_s (simperf: seconds) and timestamp (mooncake: ms) give arrival times",
+         {"b.jsonl": json.dumps(BOTH_TIMES) + "\n"}),
+    Case("trace-convert-two-time-columns-csv", ("trace", "convert", "{ws}/b.csv", "{ws}/out.jsonl"),
+         "b.csv:1: both arrival_s (simperf: seconds) and timestamp (mooncake: ms)",
+         {"b.csv": "arrival_s,timestamp,input_len,output_len\n0,5000,100,10\n1,0,100,10\n"}),
+    Case("predict-trace-second-row-two-time-columns", ("predict", "{ws}/bad.yaml"),
+         "b.jsonl:2: both arrival_s (simperf: seconds) and timestamp (mooncake: ms)",
+         {"bad.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "b.jsonl"}}),
+          "b.jsonl": TRACE_LINE + json.dumps({**BOTH_TIMES, "arrival_s": 1.0}) + "\n"}),
+    Case("predict-parquet-trace-two-time-columns", ("predict", "{ws}/bad.yaml"),
+         "b.parquet: both arrival_s (simperf: seconds) and timestamp (mooncake: ms)",
+         {"bad.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "b.parquet"}}),
+          "b.parquet": parquet_bytes(arrival_s=[0.0, 1.0], timestamp=[5000.0, 0.0], input_len=[100, 100],
+                                     output_len=[10, 10])}),
 ]  # fmt: skip
 
 CASES = (
