@@ -3131,6 +3131,13 @@ EIGHTH_SWEEP_CASES = [
          {"bad.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "b.parquet"}}),
           "b.parquet": parquet_bytes(arrival_s=[0.0, 1.0], timestamp=[5000.0, 0.0], input_len=[100, 100],
                                      output_len=[10, 10])}),
+    # a release no rule was read from was priced with 0.5.23's rules (or 0.4's) without a word
+    scenario_case("sglang-version-newer", "serving.sglang_version: 0.9.9 is newer than 0.5.23, the newest release "
+                  "simperf's rules were read from", **{"serving.sglang_version": "0.9.9"}),
+    scenario_case("sglang-version-older", "serving.sglang_version: 0.3.9 is older than any release simperf models; "
+                  "give a release from 0.4.0 to 0.5.23", **{"serving.sglang_version": "0.3.9"}),
+    Case("predict-set-sglang-version-newer", ("predict", "{ws}/s.yaml", "--set", "serving.sglang_version=1.0.0"),
+         "serving.sglang_version: 1.0.0 is newer than 0.5.23"),
 ]  # fmt: skip
 
 CASES = (
