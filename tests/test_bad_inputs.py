@@ -3138,6 +3138,11 @@ EIGHTH_SWEEP_CASES = [
                   "give a release from 0.4.0 to 0.5.23", **{"serving.sglang_version": "0.3.9"}),
     Case("predict-set-sglang-version-newer", ("predict", "{ws}/s.yaml", "--set", "serving.sglang_version=1.0.0"),
          "serving.sglang_version: 1.0.0 is newer than 0.5.23"),
+    # ragged batches are drawn from the decode attention ops: with --ops moe the option was read by nothing
+    Case("calibrate-ragged-without-decode-attention", ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "moe",
+                                                       "--ragged", "5", "--out", "{ws}/cal"),
+         "--ragged: draws ragged batches of the decode attention ops (attn_mla_decode, attn_gqa_decode), and --ops "
+         "selects neither; drop --ragged or add --ops attention"),
 ]  # fmt: skip
 
 CASES = (
