@@ -3138,6 +3138,10 @@ EIGHTH_SWEEP_CASES = [
                   "give a release from 0.4.0 to 0.5.23", **{"serving.sglang_version": "0.3.9"}),
     Case("predict-set-sglang-version-newer", ("predict", "{ws}/s.yaml", "--set", "serving.sglang_version=1.0.0"),
          "serving.sglang_version: 1.0.0 is newer than 0.5.23"),
+    # an empty window named no field ('window 100 s .. the end holds no requests'), a word the scenario does not use
+    scenario_case("trace-window-past-the-end", "workload.dataset.window_start_s: the window 100 s .. the end holds "
+                  "no requests; the trace spans 0 .. 0.5 s",
+                  **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "window_start_s": 100}}),
     # ragged batches are drawn from the decode attention ops: with --ops moe the option was read by nothing
     Case("calibrate-ragged-without-decode-attention", ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "moe",
                                                        "--ragged", "5", "--out", "{ws}/cal"),
