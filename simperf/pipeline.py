@@ -336,6 +336,22 @@ ACCEPT_LEN_UNUSED_TEXT = (
 )
 
 
+WORKLOAD_NOTE = "Workload"
+# how many of the dataset's notes (failed requests a bench_serving file's replay left out, one each) are listed
+WORKLOAD_NOTES_LISTED = 3
+
+
+def workload_notes(requests: RequestSet) -> dict[str, str]:
+    """What the dataset left out or changed (RequestSet.notes: a bench_serving file's failed requests, a trace
+    shorter than num_prompts, output lengths of 0 priced as 1): built by the workload and, until here, printed
+    by nothing, so a prediction ran on fewer requests than asked without a word."""
+    if not requests.notes:
+        return {}
+    listed = "; ".join(requests.notes[:WORKLOAD_NOTES_LISTED])
+    more = len(requests.notes) - WORKLOAD_NOTES_LISTED
+    return {WORKLOAD_NOTE: listed + (f"; and {more} more" if more > 0 else "")}
+
+
 def eager_decode_note(stats: SimStats, serving: ResolvedServing, host: ExtendHostTime) -> str:
     """How many decode steps ran outside CUDA graphs and the host time per kernel they were priced at
     (Overheads.eager_decode_us: an eager forward's measured value, or eager_launch_us_per_kernel where set)."""
@@ -404,6 +420,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         notes[EAGER_DECODE] = eager_decode_note(stats, serving, cost.eager_decode_host)
     if getattr(requests, "num_dropped", 0):
         notes[DROPPED_NOTE] = str(requests.num_dropped)
+    notes.update(workload_notes(requests))
     if requests.block_hashes is not None and len(records):
         prompt = float(records.input_len.sum()) or 1.0
         pd = scenario.disaggregation

@@ -225,6 +225,14 @@ def prefill_cuda_graph_off_reason(
     return None
 
 
+# The releases serving.sglang_version may name: the version-dependent rules are read from 0.5.23
+# (docs/serving-model.md §0) and go back to the 0.4 series (models/ops.py, LAST_UNFUSED_QKV_A_VERSION 0.4.5; the
+# published scenarios' 0.4.10). A later release was priced with 0.5.23's rules, an earlier one with 0.4's, and the
+# prediction said nothing of it.
+NEWEST_MODELLED_SGLANG = (0, 5, 23)
+OLDEST_MODELLED_SGLANG = (0, 4, 0)
+
+
 def version_tuple(version: str) -> tuple[int, ...]:
     """'0.5.17' -> (0, 5, 17); suffixes such as '.post3' are ignored."""
     import re

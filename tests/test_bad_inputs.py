@@ -3097,6 +3097,58 @@ SEVENTH_SWEEP_CASES = [
          {"o.md": "# page\n" + OVERHEADS_BLOCK}),
 ]  # fmt: skip
 
+SPEC = {"algorithm": "eagle3", "num_steps": 3, "accept_length": {"mean": 2.0}}
+BOTH_TIMES = {"arrival_s": 0.0, "timestamp": 5000, "input_len": 100, "output_len": 10}
+
+# the eighth sweep: one side of a PD pair speculating, two time columns in one trace, releases no rule was read from
+EIGHTH_SWEEP_CASES = [
+    # a decode server's drafts start from the draft state the prefill server ships: one side alone was priced as
+    # given (the decode server's TPOT at the full accept length, the prefill server's draft step paid and unread)
+    pd_case("pd-decode-speculates-alone", "disaggregation.decode.speculative: only the decode server speculates "
+            "(eagle3), not the prefill server (disaggregation.prefill)", {}, {"speculative": SPEC}),
+    pd_case("pd-prefill-speculates-alone", "disaggregation.prefill.speculative: only the prefill server speculates "
+            "(eagle3), not the decode server", {"speculative": SPEC}, {}),
+    pd_case("pd-speculative-algorithms-differ", "disaggregation.decode.speculative.algorithm: the decode server drafts "
+            "with eagle3 and the prefill server (disaggregation.prefill) with eagle",
+            {"speculative": {**SPEC, "algorithm": "eagle"}}, {"speculative": SPEC}),
+    scenario_case("pd-fleet-decode-speculates-alone", "fleet.decode[0].serving.speculative: only the decode server "
+                  "speculates", serving=DELETE,
+                  fleet={"prefill": [{"count": 1, "serving": {"tp": 1}}],
+                         "decode": [{"count": 1, "serving": {"tp": 1, "speculative": SPEC}}]}),
+    # arrival_s won and Mooncake's timestamp (ms) was dropped without a word, whichever the user meant
+    Case("trace-inspect-two-time-columns", ("trace", "inspect", "{ws}/b.jsonl"),
+         "b.jsonl:1: both arrival_s (simperf: seconds) and timestamp (mooncake: ms) give arrival times",
+         {"b.jsonl": json.dumps(BOTH_TIMES) + "\n"}),
+    Case("trace-convert-two-time-columns-csv", ("trace", "convert", "{ws}/b.csv", "{ws}/out.jsonl"),
+         "b.csv:1: both arrival_s (simperf: seconds) and timestamp (mooncake: ms)",
+         {"b.csv": "arrival_s,timestamp,input_len,output_len\n0,5000,100,10\n1,0,100,10\n"}),
+    Case("predict-trace-second-row-two-time-columns", ("predict", "{ws}/bad.yaml"),
+         "b.jsonl:2: both arrival_s (simperf: seconds) and timestamp (mooncake: ms)",
+         {"bad.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "b.jsonl"}}),
+          "b.jsonl": TRACE_LINE + json.dumps({**BOTH_TIMES, "arrival_s": 1.0}) + "\n"}),
+    Case("predict-parquet-trace-two-time-columns", ("predict", "{ws}/bad.yaml"),
+         "b.parquet: both arrival_s (simperf: seconds) and timestamp (mooncake: ms)",
+         {"bad.yaml": scenario_text(**{"workload.dataset": {"kind": "trace", "path": "b.parquet"}}),
+          "b.parquet": parquet_bytes(arrival_s=[0.0, 1.0], timestamp=[5000.0, 0.0], input_len=[100, 100],
+                                     output_len=[10, 10])}),
+    # a release no rule was read from was priced with 0.5.23's rules (or 0.4's) without a word
+    scenario_case("sglang-version-newer", "serving.sglang_version: 0.9.9 is newer than 0.5.23, the newest release "
+                  "simperf's rules were read from", **{"serving.sglang_version": "0.9.9"}),
+    scenario_case("sglang-version-older", "serving.sglang_version: 0.3.9 is older than any release simperf models; "
+                  "give a release from 0.4.0 to 0.5.23", **{"serving.sglang_version": "0.3.9"}),
+    Case("predict-set-sglang-version-newer", ("predict", "{ws}/s.yaml", "--set", "serving.sglang_version=1.0.0"),
+         "serving.sglang_version: 1.0.0 is newer than 0.5.23"),
+    # an empty window named no field ('window 100 s .. the end holds no requests'), a word the scenario does not use
+    scenario_case("trace-window-past-the-end", "workload.dataset.window_start_s: the window 100 s .. the end holds "
+                  "no requests; the trace spans 0 .. 0.5 s",
+                  **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "window_start_s": 100}}),
+    # ragged batches are drawn from the decode attention ops: with --ops moe the option was read by nothing
+    Case("calibrate-ragged-without-decode-attention", ("calibrate", "--dry-run", "--gpu", "h100", "--ops", "moe",
+                                                       "--ragged", "5", "--out", "{ws}/cal"),
+         "--ragged: draws ragged batches of the decode attention ops (attn_mla_decode, attn_gqa_decode), and --ops "
+         "selects neither; drop --ragged or add --ops attention"),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3122,6 +3174,7 @@ CASES = (
     + FOURTH_PASS_CASES
     + SIXTH_SWEEP_CASES
     + SEVENTH_SWEEP_CASES
+    + EIGHTH_SWEEP_CASES
 )
 
 

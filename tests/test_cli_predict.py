@@ -234,3 +234,38 @@ def test_an_error_in_a_pipe_is_one_line_without_a_blank_one_before_it(tmp_path):
     result = runner.invoke(app, ["predict", str(path)])
     assert result.exit_code == 2 and result.output.startswith("error: "), repr(result.output)
     assert len(result.output.splitlines()) == 1, repr(result.output)
+
+
+def test_what_the_workload_left_out_is_said(tmp_path):
+    """A trace shorter than an explicit num_prompts ran its 3 requests where 10 were asked for, and a bench_serving
+    file's failed requests were left out of the replay, both without a word (RequestSet.notes reached no output);
+    now each is a Workload note in the text and the JSON. The default num_prompts (not given) says nothing."""
+    (tmp_path / "t.jsonl").write_text(
+        "".join(json.dumps({"arrival_s": i, "input_len": 100, "output_len": 10}) + "\n" for i in range(3))
+    )
+    (tmp_path / "bs.jsonl").write_text(
+        json.dumps({"input_lens": [5, 6, 7], "output_lens": [2, 0, 3], "errors": ["", "timeout", ""]}) + "\n"
+    )
+    trace = SMALL.replace("  dataset: {kind: random, input_len: 512, output_len: 64}", "  dataset: {kind: trace, "
+                          "path: t.jsonl}").replace("  request_rate: 8\n", "").replace("num_prompts: 40", "num_prompts: 10")  # fmt: skip
+    cases = {
+        "short.yaml": (
+            trace,
+            "workload.num_prompts is 10 and the trace holds 3 requests in all: all 3 replayed",
+        ),
+        "failed.yaml": (
+            SMALL.replace(
+                "{kind: random, input_len: 512, output_len: 64}",
+                "{kind: trace, path: bs.jsonl, use_timestamps: false}",
+            ).replace("  num_prompts: 40\n", ""),  # fmt: skip
+            "1 failed request(s) of the recorded run left out (first: request 1: failed (timeout))",
+        ),
+    }
+    for name, (text, note) in cases.items():
+        (tmp_path / name).write_text(text)
+        shown = runner.invoke(app, ["predict", str(tmp_path / name), "-q"])
+        assert shown.exit_code == 0 and note in shown.output, shown.output
+        data = json.loads(runner.invoke(app, ["predict", str(tmp_path / name), "-q", "-o", "json"]).stdout)
+        assert data["simperf"]["notes"]["Workload"] == note
+    (tmp_path / "whole.yaml").write_text(trace.replace("  num_prompts: 10\n", ""))
+    assert "Workload" not in runner.invoke(app, ["predict", str(tmp_path / "whole.yaml"), "-q"]).output

@@ -211,6 +211,23 @@ def test_docs_overheads_block_is_the_commands_output(stages):
     assert generated_block(REPO / "docs" / "overheads.md", OVERHEADS_BEGIN, OVERHEADS_END) == markdown(stages)
 
 
+def test_service_times_no_run_measured_are_said_not_measured(stages):
+    """A corpus without concurrency-1 runs (or whose c1 runs all met a busy scheduler) printed "**nan ms** (median
+    of )" in bold, as a measurement."""
+    from dataclasses import replace
+
+    loaded = [s for s in stages if not s.run.split("/")[-1].startswith("c1-")]
+    text = markdown(loaded)
+    assert "nan" not in text and "service times at concurrency 1: not measured: no concurrency-1 run" in text
+    busy = [replace(s, stages_ms={**s.stages_ms, "to_scheduler": 9.0}) for s in stages]
+    text = markdown(busy)
+    assert (
+        "nan" not in text
+        and "ingress (client send → scheduler waiting queue, idle scheduler) not measured" in text
+    )
+    assert "egress (prefill result processed → first chunk parsed by the client) **" in text
+
+
 def test_docs_accuracy_corpus_block_is_the_commands_output(report):
     block = generated_block(REPO / "docs" / "accuracy.md", corpus_accuracy.DOC_BEGIN, corpus_accuracy.DOC_END)
     assert block == corpus_accuracy.markdown(report), (

@@ -120,3 +120,23 @@ def test_small_plan_ranks_saves_commands_and_resumes(small_plan):
     assert meta["oneshot"]["model"] == "qwen3-8b" and table["status"].to_list().count("ok") == table.height
     from_table = runner.invoke(app, ["plan", str(tmp_path / "out" / "plan.sweep.parquet"), "-o", "json"])
     assert from_table.exit_code == 0, from_table.output  # the table form reads a one-shot table
+
+
+def test_a_plan_saved_again_leaves_none_of_an_earlier_plans_runner_ups(small_plan):
+    """--save-dir holding the same request's plan of a larger --top (here a winner's directory it wrote): that
+    directory stayed beside the new plan's two, as if it were this plan's. Now removed; a file of the user's in
+    one is kept."""
+    tmp_path, args = small_plan
+    first = runner.invoke(app, [*args, "-o", "json"])
+    assert first.exit_code == 0, first.output
+    runner_up = tmp_path / json.loads(first.stdout)["saved"][1]
+    (runner_up.parent / "05-old-label").mkdir()
+    (runner_up.parent / "05-old-label" / "launch.sh").write_text("# an earlier plan's\n")
+    (runner_up.parent / "06-mine").mkdir()
+    (runner_up.parent / "06-mine" / "notes.txt").write_text("mine\n")
+    again = runner.invoke(app, [*args, "-o", "json"])
+    assert again.exit_code == 0, again.output
+    out = tmp_path / "out"
+    saved = {tmp_path.joinpath(p).name for p in json.loads(again.stdout)["saved"]}
+    assert {p.name for p in out.iterdir() if p.is_dir()} == saved | {"06-mine"}
+    assert (out / "06-mine" / "notes.txt").read_text() == "mine\n"

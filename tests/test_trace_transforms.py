@@ -51,7 +51,10 @@ def test_window_keeps_requests_in_trace_time_and_restarts_the_clock(tmp_path):
 
 def test_an_empty_window_says_what_the_trace_spans(tmp_path):
     path = small_trace(tmp_path, [0.0, 1.0])
-    with pytest.raises(TraceError, match=r"window 5 s .. 6 s holds no requests; the trace spans 0 .. 1 s"):
+    with pytest.raises(
+        TraceError,
+        match=r"window_start_s and window_s: the window 5 s .. 6 s holds no requests; the trace spans 0 .. 1 s",
+    ):
         build_requests(trace_spec(path, window_start_s=5.0, window_s=1.0))
 
 

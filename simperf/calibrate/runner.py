@@ -210,6 +210,7 @@ def select_points(options: RunOptions, probe: dict[str, Any]) -> list[Point]:
         raise CalibrateError(f"--ops: {e}") from None
     _check_backend_selectors(options.backends)
     _check_models_select_moe(options, ops)
+    _check_ragged_selects_decode(options, ops)
     if options.retime_from is not None:
         points = [p for p in recorded_points(options.retime_from) if p["op"] in ops]
         return _filter_backends(points, options.backends, probe)
@@ -251,6 +252,16 @@ def _check_models_select_moe(options: RunOptions, ops: set[str]) -> None:
     if options.models and not ops & set(gridmod.OP_CATEGORIES["moe"]):
         raise CalibrateError(
             "--models: picks the grid's MoE shapes, and --ops selects no MoE op; drop --models or add --ops moe"
+        )
+
+
+def _check_ragged_selects_decode(options: RunOptions, ops: set[str]) -> None:
+    """--ragged draws decode batches of the decode attention ops (grid.RAGGED_OPS): with none of them selected it
+    was read by nothing, and the run listed the same points as without it."""
+    if options.ragged > 0 and not ops & set(gridmod.RAGGED_OPS):
+        raise CalibrateError(
+            f"--ragged: draws ragged batches of the decode attention ops ({', '.join(gridmod.RAGGED_OPS)}), and "
+            "--ops selects neither; drop --ragged or add --ops attention"
         )
 
 

@@ -261,6 +261,9 @@ def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[s
         from simperf.pipeline import DROPPED_NOTE
 
         notes[DROPPED_NOTE] = str(requests.num_dropped)
+    from simperf.pipeline import workload_notes
+
+    notes.update(workload_notes(requests))
     if requests.accept_len is not None:
         from simperf.pipeline import ACCEPT_LEN_UNUSED, ACCEPT_LEN_UNUSED_TEXT
 

@@ -179,16 +179,30 @@ def markdown(stages: list[RunStages]) -> str:
         cells = " | ".join(f"{s.stages_ms[k]:.2f}" for k in STAGES)
         lines.append(f"| {s.run} | {s.requests} | {s.ttft_ms:.1f} | {cells} |")
     st = service_times(stages)
-    lines += [
-        "",
-        f"Per-request service times at concurrency 1: ingress (client send → scheduler waiting queue, idle "
-        f"scheduler) **{st.ingress_ms:.2f} ms** (median of {', '.join(st.ingress_runs)}); egress (prefill result "
-        f"processed → first chunk parsed by the client) **{st.egress_ms:.2f} ms** (median over the c1 runs); "
-        f"both on the host of most concurrency-1 runs (`hardware.host_speed` {st.host_speed}).",
-    ]
+    lines += ["", service_times_line(st)]
     for backend, ms in sorted(st.host_bound_prefill_ms.items()):
         lines.append(
             f"Prefill stage of a 128-token prompt on an idle server, attention backend {backend} "
             f"({st.prefill_runs[backend]}): **{ms:.2f} ms**."
         )
     return "\n".join(lines) + "\n"
+
+
+def service_times_line(st: ServiceTimes) -> str:
+    """The service-time sentence; a time no run measured says so. A corpus without concurrency-1 runs of a known
+    host (or whose c1 runs all met a busy scheduler) printed "**nan ms** (median of )" in bold, as a measurement."""
+    if st.host_speed is None:
+        return (
+            "Per-request service times at concurrency 1: not measured: no concurrency-1 run (c1-*) of a host of "
+            "known speed (groundtruth/hosts.py) in this corpus."
+        )
+    if st.ingress_runs:
+        ingress = f"**{st.ingress_ms:.2f} ms** (median of {', '.join(st.ingress_runs)})"
+    else:
+        ingress = "not measured (every c1 run met a busy scheduler: `to_scheduler` above 5 ms)"
+    return (
+        f"Per-request service times at concurrency 1: ingress (client send → scheduler waiting queue, idle "
+        f"scheduler) {ingress}; egress (prefill result processed → first chunk parsed by the client) "
+        f"**{st.egress_ms:.2f} ms** (median over the c1 runs); both on the host of most concurrency-1 runs "
+        f"(`hardware.host_speed` {st.host_speed})."
+    )

@@ -86,7 +86,30 @@ def save_plan(
     for rank, entry in enumerate(plan.ranked[: top + 1], start=1):
         prediction = _predict(entry) if predict_entries else None
         written.append(save_entry(directory, rank, entry, plan, prediction))
+    _remove_stale_entries(directory, written)
     return written
+
+
+# what save_entry writes into a winner's directory, and the name it gives that directory (NN-<slug>)
+ENTRY_FILES = frozenset({"scenario.yaml", "launch.sh", "bench.sh", "prediction.json"})
+ENTRY_DIR = re.compile(r"\d{2,}-[a-z0-9.-]+")
+
+
+def _remove_stale_entries(directory: Path, written: list[Path]) -> None:
+    """An earlier plan of the same request in this directory (a larger --top, a ranking that has changed since)
+    left its winners' directories beside this plan's: 03-tp2-fa3 stayed after a --top 1 re-run, as if it were
+    this plan's third. Those holding only what save_entry writes are removed; a file of the user's keeps its
+    directory (and that file)."""
+    keep = {p.name for p in written}
+    for old in sorted(directory.iterdir()):
+        if old.name in keep or not old.is_dir() or old.is_symlink() or not ENTRY_DIR.fullmatch(old.name):
+            continue
+        files = list(old.iterdir())
+        ours = [f for f in files if f.name in ENTRY_FILES and f.is_file() and not f.is_symlink()]
+        for f in ours:
+            f.unlink()
+        if len(ours) == len(files):
+            old.rmdir()
 
 
 def _predict(entry: PlanEntry) -> str:

@@ -24,6 +24,7 @@ from pydantic import (
 from simperf.capabilities import BACKENDS, SCHEDULE_POLICIES
 from simperf.hardware.catalog import gpu_keys
 from simperf.scenario.pd import check_decode_settings, check_prefill_settings
+from simperf.sglang_defaults import NEWEST_MODELLED_SGLANG, OLDEST_MODELLED_SGLANG, version_tuple
 
 
 def _is_number_not_bool(annotation: Any) -> bool:
@@ -339,6 +340,19 @@ class ServingSpec(_Strict):
         # any other text (a word, 0.5, an rc or dev build) would compare as some other release without a word
         if SGLANG_VERSION.fullmatch(v) is None:
             raise ValueError("give an SGLang release such as 0.5.17 or 0.5.3.post3")
+        newest, oldest = (
+            ".".join(map(str, NEWEST_MODELLED_SGLANG)),
+            ".".join(map(str, OLDEST_MODELLED_SGLANG)),
+        )
+        if version_tuple(v) > NEWEST_MODELLED_SGLANG:
+            raise ValueError(
+                f"{v} is newer than {newest}, the newest release simperf's rules were read from (its scheduler "
+                f"and defaults are not known); give a release from {oldest} to {newest}"
+            )
+        if version_tuple(v) < OLDEST_MODELLED_SGLANG:
+            raise ValueError(
+                f"{v} is older than any release simperf models; give a release from {oldest} to {newest}"
+            )
         return v
 
     @field_validator("chunked_prefill_size")

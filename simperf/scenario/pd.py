@@ -38,6 +38,35 @@ def check_kv_compatible(prefill: Sequence[Side], decode: Sequence[Side]) -> None
                         f"{name} (disaggregation/common/conn.py, CommonKVManager.try_ensure_parallel_info: both "
                         f"servers must use the same --{name.replace('_', '-')}); give both sides the same {name}"
                     )
+            _check_speculative_pair(p_field, p, d_field, d)
+
+
+def _check_speculative_pair(p_field: str, p: ResolvedServing, d_field: str, d: ResolvedServing) -> None:
+    """Speculative decoding in PD runs on both servers or neither (SGLang 0.5.17 srt/disaggregation/prefill.py,
+    process_batch_result_disagg_prefill: a speculating prefill server runs the draft's first step and ships its
+    top-k and hidden states with the KV; a speculating decode server starts its drafts from them, zeros where none
+    were shipped). One side alone was priced as asked: a decode server's drafts accepted at the full accept_length
+    with nothing to start from, or a prefill server's draft step paid for and never read."""
+    ours = d.speculative.algorithm if d.speculative else None
+    theirs = p.speculative.algorithm if p.speculative else None
+    if ours == theirs:
+        return
+    if theirs is None or ours is None:
+        field, side, other_field = (
+            (d_field, "decode", p_field) if theirs is None else (p_field, "prefill", d_field)
+        )
+        raise ValueError(
+            f"{field}.speculative: only the {side} server speculates ({ours or theirs}), not the "
+            f"{'prefill' if side == 'decode' else 'decode'} server ({other_field}); in PD the prefill server runs "
+            "the draft's first step and ships its top-k and hidden states with the KV, which the decode server's "
+            "drafts start from (SGLang disaggregation/prefill.py); give both sides the same speculative algorithm, "
+            "or neither"
+        )
+    raise ValueError(
+        f"{d_field}.speculative.algorithm: the decode server drafts with {ours} and the prefill server "
+        f"({p_field}) with {theirs}; the decode server's drafts start from the prefill server's shipped draft "
+        "state (SGLang disaggregation/prefill.py); give both sides the same speculative algorithm"
+    )
 
 
 # server arguments a PD decode server never reads, and why (SGLang 0.5.17): its requests arrive with their KV, as

@@ -82,9 +82,28 @@ def detect_format(columns: set[str] | list[str], where: str) -> TraceFormat:
     present = set(columns)
     for fmt in FORMATS:
         if {fmt.time_key, fmt.input_key, fmt.output_key} <= present:
+            check_one_time_column(present, fmt, where)
             return fmt
     known = "; ".join(f"{f.name}: {f.time_key}, {f.input_key}, {f.output_key}" for f in FORMATS)
     raise TraceError(f"{where}: unrecognised trace columns {sorted(present)}; expected one of ({known})")
+
+
+def _time_unit(fmt: TraceFormat) -> str:
+    if fmt.seconds_per_unit is None:
+        return "a date-time"
+    return "seconds" if fmt.seconds_per_unit == 1.0 else "ms"
+
+
+def check_one_time_column(columns: set[str] | list[str], fmt: TraceFormat, where: str) -> None:
+    """A row with two formats' time columns (arrival_s and Mooncake's timestamp): the format's own was replayed
+    and the other dropped without a word, whichever the user meant; their units differ (s, ms)."""
+    others = [f for f in FORMATS if f.time_key != fmt.time_key and f.time_key in columns]
+    if others:
+        other = others[0]
+        raise TraceError(
+            f"{where}: both {fmt.time_key} ({fmt.name}: {_time_unit(fmt)}) and {other.time_key} ({other.name}: "
+            f"{_time_unit(other)}) give arrival times, and they need not agree; keep one of the two columns"
+        )
 
 
 def read_trace(path: Path | str, limit: int | None = None, run: int | None = None) -> Trace:
@@ -265,6 +284,7 @@ def _collect(rows: Iterator[tuple[int, dict[str, Any], TraceFormat]], path: Path
         for key in (fmt.time_key, fmt.input_key, fmt.output_key):
             if key not in row or row[key] is None:
                 raise TraceError(f"{where}: missing {key}")
+        check_one_time_column(row.keys(), fmt, where)  # JSON lines each name their own keys
         if fmt.seconds_per_unit is None:
             times.append(str(row[fmt.time_key]).strip())
         else:

@@ -40,8 +40,11 @@ def window(trace: Trace, start_s: float, duration_s: float | None) -> Trace:
     index = np.flatnonzero(keep)
     if index.size == 0:
         end = "the end" if duration_s is None else f"{start_s + duration_s:g} s"
+        # named by its fields: the message said 'window 100 s .. the end', a word the scenario does not use
+        fields = "workload.dataset.window_start_s" + ("" if duration_s is None else " and window_s")
         raise TraceError(
-            f"window {start_s:g} s .. {end} holds no requests; the trace spans 0 .. {float(t[-1]):g} s"
+            f"{fields}: the window {start_s:g} s .. {end} holds no requests; the trace spans 0 .. "
+            f"{float(t[-1]):g} s"
         )
     return select(trace, index)
 
