@@ -5,7 +5,24 @@ from __future__ import annotations
 import numpy as np
 
 from simperf.perfdb.schema import SOURCES
+from simperf.scenario.models import Overheads
 from simperf.scenario.resolved import ParallelLayout, ResolvedServing
+
+# every host-side cost off, so a test's times are the cost model's alone
+NO_OVERHEADS = Overheads(
+    frontend_us_per_chunk=0,
+    frontend_us_per_streamed_token=0,
+    scheduler_us_per_iteration=0,
+    process_us_per_iteration=0,
+    process_us_per_running_request=0,
+    cuda_graph_replay_us=0,
+    eager_launch_us_per_kernel=0,
+    ingress_us=0,
+    receive_us_per_request=0,
+    client_setup_us_per_request=0,
+    client_burst_us_per_request=0,
+    egress_us=0,
+)
 
 
 class LinearCost:

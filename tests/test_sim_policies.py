@@ -4,29 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from simfakes import LinearCost, make_serving
+from simfakes import NO_OVERHEADS, LinearCost, make_serving
 
 from simperf.capabilities import SCHEDULE_POLICIES
 from simperf.radix_cache import RadixCache
-from simperf.scenario.models import Overheads
 from simperf.sim.engine import Simulator
 from simperf.sim.policy import POLICIES, WaitingQueue, make_policy, register_policy
 from simperf.sim.request import RequestTable
 
-QUIET = Overheads(
-    frontend_us_per_chunk=0,
-    frontend_us_per_streamed_token=0,
-    scheduler_us_per_iteration=0,
-    process_us_per_iteration=0,
-    process_us_per_running_request=0,
-    cuda_graph_replay_us=0,
-    eager_launch_us_per_kernel=0,
-    ingress_us=0,
-    receive_us_per_request=0,
-    client_setup_us_per_request=0,
-    client_burst_us_per_request=0,
-    egress_us=0,
-)
+QUIET = NO_OVERHEADS
 
 
 def queue(inputs, outputs, cache=None, hashes=None):

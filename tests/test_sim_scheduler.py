@@ -6,25 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from simfakes import LinearCost, make_serving
+from simfakes import NO_OVERHEADS, LinearCost, make_serving
 
 from simperf.scenario.models import Overheads
 from simperf.sim.engine import Simulator
 
-NO_OVERHEAD = Overheads(
-    frontend_us_per_chunk=0,
-    frontend_us_per_streamed_token=0,
-    scheduler_us_per_iteration=0,
-    process_us_per_iteration=0,
-    process_us_per_running_request=0,
-    cuda_graph_replay_us=0,
-    eager_launch_us_per_kernel=0,
-    ingress_us=0,
-    receive_us_per_request=0,
-    client_setup_us_per_request=0,
-    client_burst_us_per_request=0,
-    egress_us=0,
-)
+NO_OVERHEAD = NO_OVERHEADS
 
 
 def simulate(inputs, outputs, arrivals=None, serving=None, cost=None, overheads=NO_OVERHEAD, **kw):
