@@ -225,10 +225,10 @@ def prefill_cuda_graph_off_reason(
     return None
 
 
-# The releases serving.sglang_version may name: the version-dependent rules are read from 0.5.23
-# (docs/serving-model.md §0) and go back to the 0.4 series (models/ops.py, LAST_UNFUSED_QKV_A_VERSION 0.4.5; the
-# published scenarios' 0.4.10). A later release was priced with 0.5.23's rules, an earlier one with 0.4's, and the
-# prediction said nothing of it.
+# The releases serving.sglang_version may name: the version-dependent rules are read from SGLang 0.5.23's
+# python/sglang/srt/server_args.py and srt/managers/ (docs/serving-model.md §0) and go back to the 0.4 series
+# (models/ops.py, LAST_UNFUSED_QKV_A_VERSION 0.4.5; the published scenarios' 0.4.10). A later release was priced
+# with 0.5.23's rules, an earlier one with 0.4's, and the prediction said nothing of it.
 NEWEST_MODELLED_SGLANG = (0, 5, 23)
 OLDEST_MODELLED_SGLANG = (0, 4, 0)
 
