@@ -2109,7 +2109,7 @@ CALIBRATION_TABLE_CASES = [
             (
                 "model-of-another-row",
                 "T1,src,H100,1,--tp 1,llama-3.1-8b,ttft_mean,30,ms",
-                "no row could be predicted (T1: s.yaml runs qwen3-8b, the row llama-3.1-8b)",
+                "no row could be predicted (T1: s.yaml: the scenario runs qwen3-8b, the row's model is llama-3.1-8b)",
             ),
             (
                 "nothing-predicted",
@@ -3149,6 +3149,39 @@ EIGHTH_SWEEP_CASES = [
          "selects neither; drop --ragged or add --ops attention"),
 ]  # fmt: skip
 
+
+def truth_case(case_id: str, row: str, expected: str) -> Case:
+    """`accuracy` over one scenario (GOOD: Qwen3-8B, bf16, one H100, SGLang's default backend) and one truth row
+    it is listed to reproduce."""
+    return Case(f"accuracy-truth-{case_id}", ("accuracy", "{ws}/sc", "--truth", "{ws}/t.csv"), expected,
+                {"sc/index.yaml": "scenarios:\n  s.yaml: [A1]\n", "sc/s.yaml": scenario_text(),
+                 "t.csv": f"{TRUTH_HEADER}\n{row}\n"})  # fmt: skip
+
+
+# the ninth sweep: truth rows of another model variant or other launch flags scored against a scenario, contradictory
+# calibrate options, empty --set values
+NINTH_SWEEP_CASES = [
+    # the model names were compared by substring: an fp8 checkpoint's row was scored against bf16 weights, and an
+    # AWQ one's against the scenario's model
+    truth_case("fp8-row-on-bf16-scenario", "A1,me,H100,1,--tp 1,Qwen3-8B-FP8,ttft_mean,20,ms",
+               "A1: s.yaml: the row's model Qwen3-8B-FP8 has fp8 weights, the scenario serves qwen3-8b with bf16 "
+               "weights (model.weight_dtype)"),
+    truth_case("fp8-checkpoint-in-flags", "A1,me,H100,1,Qwen/Qwen3-8B-FP8 --tp 1,Qwen3-8B,ttft_mean,20,ms",
+               "the row's backend_flags checkpoint Qwen/Qwen3-8B-FP8 has fp8 weights, the scenario serves qwen3-8b"),
+    truth_case("model-of-a-longer-name", "A1,me,H100,1,--tp 1,Qwen/Qwen3-8B-AWQ,ttft_mean,20,ms",
+               "A1: s.yaml: the scenario runs qwen3-8b, the row's model is Qwen/Qwen3-8B-AWQ"),
+    # backend_flags were never read: a row of another backend, TP or DP-attention layout was scored all the same
+    truth_case("flags-attention-backend", "A1,me,H100,1,--attention-backend flashinfer,Qwen3-8B,ttft_mean,20,ms",
+               "A1: s.yaml: the row launches with --attention-backend flashinfer, the scenario's prefill attention "
+               "backend is fa3"),
+    truth_case("flags-tp", "A1,me,H100,1,--tp 2,Qwen3-8B,ttft_mean,20,ms",
+               "A1: s.yaml: the row launches with --tp 2, the scenario's serving.tp is 1"),
+    truth_case("flags-dp-attention", "A1,me,H100,1,--tp 1 --enable-dp-attention --dp 2,Qwen3-8B,ttft_mean,20,ms",
+               "the row launches with --dp 2, the scenario's serving.dp_attention is 1"),
+    truth_case("flags-speculative", "A1,me,H100,1,--speculative-algorithm EAGLE3,Qwen3-8B,tpot_mean,5,ms",
+               "the row launches with --speculative-algorithm EAGLE3, the scenario does not speculate"),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3175,6 +3208,7 @@ CASES = (
     + SIXTH_SWEEP_CASES
     + SEVENTH_SWEEP_CASES
     + EIGHTH_SWEEP_CASES
+    + NINTH_SWEEP_CASES
 )
 
 

@@ -8,7 +8,6 @@ not predicted with its reason. Nothing is tuned here: the scenarios carry every 
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from rich.table import Table
 from simperf import strictjson
 from simperf.accuracy import kernels
 from simperf.accuracy.diagnose import FAMILIES, StepComposition, decode_composition, prefill_composition
+from simperf.accuracy.row_match import row_flags_mismatch, row_model_mismatch
 from simperf.accuracy.stats import TARGETS, Summary, ape, summarize_errors, target_family, target_for
 from simperf.accuracy.truth import (
     METRICS,
@@ -182,12 +182,6 @@ def _gpu_matches(row: TruthRow, gpu: str) -> bool:
     return kernels.gpu_key(row.gpu) == gpu
 
 
-def _model_matches(row: TruthRow, model: str) -> bool:
-    """The row's model names the scenario's zoo model ('DeepSeek-R1-0528 (FP8)' names deepseek-r1, 'Qwen3 8B'
-    qwen3-8b), spaces and underscores read as hyphens."""
-    return model.lower() in re.sub(r"[\s_]+", "-", row.model.strip().lower())
-
-
 def _predict_scenario(path: Path):
     """(Prediction, None) or (None, reason). Imports the pipeline lazily: `simperf accuracy --help` stays fast."""
     from simperf.pipeline import predict
@@ -283,9 +277,13 @@ def _add_scenario_row(report, index: Index, name: str, row: TruthRow, prediction
             )
         )
         return
-    if not _model_matches(row, scenario.model.name):
-        # a row of another model was predicted with this scenario's and its error counted in the summary
-        report.unpredicted.append(Unpredicted(row, f"{name} runs {scenario.model.name}, the row {row.model}"))
+    # a row of another model, weight dtype or launch flags was predicted with this scenario and its error counted
+    # in the summary ('Qwen3-8B-FP8' matched a bf16 qwen3-8b by substring; backend_flags were never read)
+    mismatch = row_model_mismatch(row, scenario, prediction.serving) or row_flags_mismatch(
+        row, scenario, prediction.serving
+    )
+    if mismatch is not None:
+        report.unpredicted.append(Unpredicted(row, f"{name}: {mismatch}"))
         return
     predicted = predicted_value(row, prediction.result, scenario.hardware.count)
     if predicted is None:
