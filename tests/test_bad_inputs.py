@@ -3180,6 +3180,9 @@ NINTH_SWEEP_CASES = [
                "the row launches with --dp 2, the scenario's serving.dp_attention is 1"),
     truth_case("flags-speculative", "A1,me,H100,1,--speculative-algorithm EAGLE3,Qwen3-8B,tpot_mean,5,ms",
                "the row launches with --speculative-algorithm EAGLE3, the scenario does not speculate"),
+    # an empty model made a row listed as 'runs qwen3-8b, the row ' (and an empty id one no index could name)
+    truth_case("empty-model", "A1,me,H100,1,--tp 1,,ttft_mean,20,ms", "t.csv:2: model: empty; every row gives"),
+    truth_case("empty-id", ",me,H100,1,--tp 1,Qwen3-8B,ttft_mean,20,ms", "t.csv:2: id: empty"),
 ]  # fmt: skip
 
 CASES = (
