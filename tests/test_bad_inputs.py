@@ -3183,6 +3183,12 @@ NINTH_SWEEP_CASES = [
     # an empty model made a row listed as 'runs qwen3-8b, the row ' (and an empty id one no index could name)
     truth_case("empty-model", "A1,me,H100,1,--tp 1,,ttft_mean,20,ms", "t.csv:2: model: empty; every row gives"),
     truth_case("empty-id", ",me,H100,1,--tp 1,Qwen3-8B,ttft_mean,20,ms", "t.csv:2: id: empty"),
+    # --no-resume re-measures every point: a --retry-* beside it was read by nothing
+    *(Case(f"calibrate-no-resume-{flag}", ("calibrate", "--no-resume", f"--{flag}", "--backends", "fake", "--gpu",
+                                           "cpu", "--out", "{ws}/cal"),
+           f"--{flag}: re-measures only the points recorded as {flag.removeprefix('retry-')}, and --no-resume "
+           "re-measures every recorded point; give one of the two")
+      for flag in ("retry-failed", "retry-unsupported")),
 ]  # fmt: skip
 
 CASES = (
