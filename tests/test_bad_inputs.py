@@ -3189,6 +3189,13 @@ NINTH_SWEEP_CASES = [
            f"--{flag}: re-measures only the points recorded as {flag.removeprefix('retry-')}, and --no-resume "
            "re-measures every recorded point; give one of the two")
       for flag in ("retry-failed", "retry-unsupported")),
+    # `--set serving.page_size=$PAGE` with $PAGE unset was read as null: the default ran without a word
+    Case("predict-set-empty-value", ("predict", "{ws}/s.yaml", "--set", "serving.page_size="),
+         "--set serving.page_size: got an empty value; give a value, or null to leave serving.page_size to its "
+         "default"),
+    Case("fleet-set-empty-value", ("fleet", "compare", "{ws}/f.yaml", "--policy", "round_robin", "--set",
+                                   "fleet.router.seed="),
+         "--set fleet.router.seed: got an empty value", {"f.yaml": FLEET}),
 ]  # fmt: skip
 
 CASES = (
