@@ -3158,6 +3158,14 @@ def truth_case(case_id: str, row: str, expected: str) -> Case:
                  "t.csv": f"{TRUTH_HEADER}\n{row}\n"})  # fmt: skip
 
 
+FLEET_ROW = {
+    "policy": "round_robin",
+    "mean_ttft_ms": 20.0,
+    "server_hours": 0.1,
+    "router": {"policy": "round_robin"},
+}
+FLEET_OUTPUT = json.dumps([FLEET_ROW, {**FLEET_ROW, "policy": "random", "router": {"policy": "random"}}])
+
 # the ninth sweep: truth rows of another model variant or other launch flags scored against a scenario, contradictory
 # calibrate options, empty --set values
 NINTH_SWEEP_CASES = [
@@ -3196,6 +3204,16 @@ NINTH_SWEEP_CASES = [
     Case("fleet-set-empty-value", ("fleet", "compare", "{ws}/f.yaml", "--policy", "round_robin", "--set",
                                    "fleet.router.seed="),
          "--set fleet.router.seed: got an empty value", {"f.yaml": FLEET}),
+    # a fleet compare output read as the measured run: a prediction compared with a prediction (--run picked a
+    # policy), and several policies named 'runs' with 'no settings recorded'
+    Case("compare-fleet-output-as-measured", ("compare", "{ws}/p.json", "{ws}/fleet.json", "--run", "1"),
+         "fleet.json: is a `simperf fleet compare` output (predicted, router policies round_robin, random), not a "
+         "measured bench_serving run", {"p.json": json.dumps(FLEET_ROW), "fleet.json": FLEET_OUTPUT}),
+    Case("compare-fleet-output-of-two-policies", ("compare", "{ws}/fleet.json", "{ws}/result.json"),
+         "fleet.json: a `simperf fleet compare` output of 2 router policies (round_robin, random); compare one",
+         {"fleet.json": FLEET_OUTPUT}),
+    Case("predict-like-fleet-output", ("predict", "{ws}/s.yaml", "--like", "{ws}/fleet.json"),
+         "fleet.json: is a `simperf fleet compare` output", {"fleet.json": FLEET_OUTPUT}),
 ]  # fmt: skip
 
 CASES = (
