@@ -224,3 +224,21 @@ def test_model_names_match_zoo_checkpoints_and_revisions():
         ("--enable-dp-attention", ""),
         ("--dp", "8"),
     ]
+
+
+def test_two_scenario_files_of_one_name_are_an_error(tmp_path):
+    """Rows are listed under their scenario's name and step compositions keyed by it: a second file of the same name
+    mixed its rows with the first's and replaced its composition."""
+    directory, truth = make_dir(tmp_path, {"scenarios": {"tiny.yaml": ["T1"], "copy.yaml": ["T2"]}})
+    (directory / "copy.yaml").write_text(yaml.safe_dump({**SCENARIO, "serving": {"tp": 1, "page_size": 16}}))
+    with pytest.raises(IndexError_, match="scenarios copy.yaml and tiny.yaml are both named 'tiny-qwen'"):
+        run_accuracy(directory, truth)
+
+
+def test_kernel_and_unpredictable_ids_missing_from_the_truth_file_are_warned(tmp_path):
+    directory, truth = make_dir(
+        tmp_path, {"scenarios": {"tiny.yaml": ["T1"]}, "kernels": ["B99"], "unpredictable": {"T66": "typo"}}
+    )
+    report = run_accuracy(directory, truth)
+    assert "index: kernels names row B99, which the truth file does not have" in report.warnings
+    assert "index: unpredictable names row T66, which the truth file does not have" in report.warnings

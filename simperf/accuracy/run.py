@@ -206,11 +206,18 @@ def run_accuracy(
     _check_counted_once(index, by_id, Path(scenarios_dir) / INDEX_FILE)
     report = AccuracyReport()
     known = set(by_id)
-    for name, ids in index.scenarios.items():
+    # a kernels or unpredictable entry of a row the truth file lacks was skipped without a word (a typo'd id)
+    listed = [
+        *index.scenarios.items(),
+        ("kernels", index.kernels),
+        ("unpredictable", list(index.unpredictable)),
+    ]
+    for name, ids in listed:
         for i in ids:
             if i not in known:
                 report.warnings.append(f"index: {name} names row {i}, which the truth file does not have")
     covered: set[str] = set()
+    named: dict[str, str] = {}  # scenario name -> its file
 
     for name, ids in index.scenarios.items():
         rows = [by_id[i] for i in ids if i in by_id]
@@ -222,6 +229,7 @@ def run_accuracy(
         report.scenario_wall_s[name] = time.perf_counter() - t0
         if prediction is not None:
             scenario_name = prediction.scenario.name
+            _check_named_once(named, scenario_name, name, Path(scenarios_dir) / INDEX_FILE)
             report.composition[(scenario_name, "prefill")] = prefill_composition(prediction)
             if prediction.stats.decode_iterations:
                 report.composition[(scenario_name, "decode")] = decode_composition(prediction)
@@ -240,6 +248,17 @@ def run_accuracy(
         report.unpredicted.append(Unpredicted(row, reason))
     report.wall_s = time.perf_counter() - started
     return report
+
+
+def _check_named_once(named: dict[str, str], scenario_name: str, file: str, path: Path) -> None:
+    """The report tells scenarios apart by name (each row's config, the step compositions): two files of one name
+    had their rows listed under one config and the later one's step composition replaced the earlier's."""
+    if scenario_name in named:
+        raise IndexError_(
+            f"{path}: scenarios {named[scenario_name]} and {file} are both named {scenario_name!r}, and the report "
+            "tells scenarios apart by name; give each its own name (its file's stem)"
+        )
+    named[scenario_name] = file
 
 
 def _check_counted_once(index: Index, by_id: dict[str, TruthRow], path: Path) -> None:
