@@ -3214,6 +3214,10 @@ NINTH_SWEEP_CASES = [
          {"fleet.json": FLEET_OUTPUT}),
     Case("predict-like-fleet-output", ("predict", "{ws}/s.yaml", "--like", "{ws}/fleet.json"),
          "fleet.json: is a `simperf fleet compare` output", {"fleet.json": FLEET_OUTPUT}),
+    # an index into a list: 'not a scenario field; did you mean ...?' left open whether an index is read
+    Case("sweep-axis-list-index", ("sweep", "{ws}/x.yaml"),
+         "axes: fleet.autoscale.schedule.0.replicas: 'fleet.autoscale.schedule.0.replicas': list items have no "
+         "field paths", {"x.yaml": yaml.safe_dump(sweep_dict({"fleet.autoscale.schedule.0.replicas": [1, 2]}))}),
 ]  # fmt: skip
 
 CASES = (
