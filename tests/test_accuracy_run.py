@@ -183,7 +183,7 @@ def test_rows_of_another_variant_or_launch_flags_are_listed_not_scored(tmp_path)
     """Model names matched exactly once normalised (case, org prefix, a dtype suffix or note), not by substring; a
     weight dtype or an SGLang launch flag the scenario does not run keeps the row out of the summaries, with the
     reason naming it. The scenario is bf16 Qwen3-8B on one H100 with SGLang's default backend (fa3)."""
-    directory, truth = make_dir(tmp_path, {"scenarios": {"tiny.yaml": [f"V{i}" for i in range(1, 8)]}})
+    directory, truth = make_dir(tmp_path, {"scenarios": {"tiny.yaml": [f"V{i}" for i in range(1, 9)]}})
     rows = {
         "V1": ("default", "Qwen/QWEN3-8B", "ttft_mean"),  # org prefix and case: the same model
         "V2": ("--tp-size 1 --attention-backend fa3", "Qwen3-8B (BF16)", "tpot_mean"),  # flags it runs
@@ -192,12 +192,13 @@ def test_rows_of_another_variant_or_launch_flags_are_listed_not_scored(tmp_path)
         "V5": ("Qwen/Qwen3-8B-FP8 (FA3)", "Qwen3-8B", "itl_median"),
         "V6": ("--tp 1", "Qwen3-8B-Instruct-2507", "e2e_mean"),  # a longer name: once matched by substring
         "V7": ("--page-size 16", "Qwen3-8B", "e2e_median"),
+        "V8": ("--stream-interval 1", "Qwen3-8B", "itl_mean"),  # left out by the scenario: SGLang's default
     }
     with truth.open("a") as handle:
         for i, (flags, model, metric) in rows.items():
             handle.write(f"{i},src/v,d,H100 SXM,1,SGLang,{flags},{model},64,16,12,c=4,{metric},10,ms,\n")
     report = run_accuracy(directory, truth)
-    assert {r.row.id for r in report.rows} == {"V1", "V2"}
+    assert {r.row.id for r in report.rows} == {"V1", "V2", "V8"}
     reasons = {u.row.id: u.reason for u in report.unpredicted}
     assert "the row's model Qwen3-8B-FP8 has fp8 weights" in reasons["V3"]
     assert "--attention-backend flashinfer, the scenario's prefill attention backend is fa3" in reasons["V4"]

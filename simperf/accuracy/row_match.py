@@ -233,14 +233,19 @@ def _resolved_checks(serving: ResolvedServing) -> dict[str, Callable[[RowFlag], 
     }
 
 
-def _scenario_field(rf: RowFlag, scenario: Scenario) -> str | None:
-    """A flag with a scenario field (simperf.scenario.flags.FLAGS' path) against what the scenario gives there."""
+def _scenario_field(rf: RowFlag, scenario: Scenario, serving: ResolvedServing) -> str | None:
+    """A flag with a scenario field (simperf.scenario.flags.FLAGS' path) against what the scenario gives there, or
+    where it leaves the field out, against SGLang's default as resolved (a server without DP attention: with it,
+    SGLang splits the budgets over the ranks)."""
+    path = rf.flag.path or ""
     node: Any = scenario
-    for part in (rf.flag.path or "").split("."):
+    for part in path.split("."):
         node = getattr(node, part, None)
+    if node is None and serving.layout.dp_attention == 1:
+        node = getattr(serving, path.rsplit(".", 1)[-1], None)
     if node is None:
-        return f"{_given(rf)}, the scenario leaves {rf.flag.path} to SGLang's default"
-    return _differs(rf, node, rf.flag.path or "")
+        return f"{_given(rf)}, the scenario leaves {path} to SGLang's default"
+    return _differs(rf, node, path)
 
 
 def row_flags_mismatch(row: TruthRow, scenario: Scenario, serving: ResolvedServing) -> str | None:
@@ -258,7 +263,7 @@ def row_flags_mismatch(row: TruthRow, scenario: Scenario, serving: ResolvedServi
         elif name.startswith("--speculative-"):
             found = _speculative(rf, serving)
         elif rf.flag.path is not None and rf.flag.path.startswith("serving."):
-            found = _scenario_field(rf, scenario)
+            found = _scenario_field(rf, scenario, serving)
         else:  # --dp-size, --enable-dp-attention (below), and flags of no one field
             found = None
         if found is not None:
