@@ -177,3 +177,69 @@ def test_update_doc_rewrites_only_the_generated_block(tmp_path):
     (tmp_path / "b.md").write_text("no markers\n")
     with pytest.raises(ValueError, match="needs exactly one"):
         replace_generated_block(tmp_path / "b.md", "x")
+
+
+def test_rows_of_another_variant_or_launch_flags_are_listed_not_scored(tmp_path):
+    """Model names matched exactly once normalised (case, org prefix, a dtype suffix or note), not by substring; a
+    weight dtype or an SGLang launch flag the scenario does not run keeps the row out of the summaries, with the
+    reason naming it. The scenario is bf16 Qwen3-8B on one H100 with SGLang's default backend (fa3)."""
+    directory, truth = make_dir(tmp_path, {"scenarios": {"tiny.yaml": [f"V{i}" for i in range(1, 9)]}})
+    rows = {
+        "V1": ("default", "Qwen/QWEN3-8B", "ttft_mean"),  # org prefix and case: the same model
+        "V2": ("--tp-size 1 --attention-backend fa3", "Qwen3-8B (BF16)", "tpot_mean"),  # flags it runs
+        "V3": ("--tp 1", "Qwen3-8B-FP8", "ttft_median"),  # another checkpoint
+        "V4": ("--attention-backend flashinfer", "Qwen3-8B", "tpot_median"),
+        "V5": ("Qwen/Qwen3-8B-FP8 (FA3)", "Qwen3-8B", "itl_median"),
+        "V6": ("--tp 1", "Qwen3-8B-Instruct-2507", "e2e_mean"),  # a longer name: once matched by substring
+        "V7": ("--page-size 16", "Qwen3-8B", "e2e_median"),
+        "V8": ("--stream-interval 1", "Qwen3-8B", "itl_mean"),  # left out by the scenario: SGLang's default
+    }
+    with truth.open("a") as handle:
+        for i, (flags, model, metric) in rows.items():
+            handle.write(f"{i},src/v,d,H100 SXM,1,SGLang,{flags},{model},64,16,12,c=4,{metric},10,ms,\n")
+    report = run_accuracy(directory, truth)
+    assert {r.row.id for r in report.rows} == {"V1", "V2", "V8"}
+    reasons = {u.row.id: u.reason for u in report.unpredicted}
+    assert "the row's model Qwen3-8B-FP8 has fp8 weights" in reasons["V3"]
+    assert "--attention-backend flashinfer, the scenario's prefill attention backend is fa3" in reasons["V4"]
+    assert "checkpoint Qwen/Qwen3-8B-FP8 has fp8 weights" in reasons["V5"]
+    assert "the scenario runs qwen3-8b, the row's model is Qwen3-8B-Instruct-2507" in reasons["V6"]
+    assert "--page-size 16, the scenario's serving.page_size is 1" in reasons["V7"]
+
+
+def test_model_names_match_zoo_checkpoints_and_revisions():
+    from simperf.accuracy.row_match import launch_flags, model_mismatch, normalise_model
+
+    assert normalise_model("Qwen/Qwen3-8B-FP8") == "qwen3-8b-fp8"
+    assert normalise_model("DeepSeek-R1-0528 (FP8)") == "deepseek-r1-0528"
+    assert model_mismatch("DeepSeek-R1-0528 (FP8)", "deepseek-r1", "fp8", "model") is None  # same config.json
+    assert model_mismatch("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b", "bf16", "model") is None
+    assert model_mismatch("Qwen3-8B-FP8", "qwen3-8b-fp8", "fp8", "model") is None  # the zoo's own fp8 entry
+    assert model_mismatch("Qwen3-8B-FP8", "qwen3-8b", "fp8", "model") is None  # the fp8 what-if of qwen3-8b
+    assert model_mismatch("DeepSeek-R1 (BF16)", "deepseek-r1", "fp8", "model") is not None
+    assert model_mismatch("DeepSeek-V3", "deepseek-r1", "fp8", "model") is not None
+    # notes are not flags; a flag's value is read with it; only launch_server flags count
+    flags = launch_flags("TP=8 --tp 8 --enable-dp-attention --dp=8 --num-prompts 5 (recipe)")
+    assert [(f.written, f.text) for f in flags] == [
+        ("--tp", "8"),
+        ("--enable-dp-attention", ""),
+        ("--dp", "8"),
+    ]
+
+
+def test_two_scenario_files_of_one_name_are_an_error(tmp_path):
+    """Rows are listed under their scenario's name and step compositions keyed by it: a second file of the same name
+    mixed its rows with the first's and replaced its composition."""
+    directory, truth = make_dir(tmp_path, {"scenarios": {"tiny.yaml": ["T1"], "copy.yaml": ["T2"]}})
+    (directory / "copy.yaml").write_text(yaml.safe_dump({**SCENARIO, "serving": {"tp": 1, "page_size": 16}}))
+    with pytest.raises(IndexError_, match="scenarios copy.yaml and tiny.yaml are both named 'tiny-qwen'"):
+        run_accuracy(directory, truth)
+
+
+def test_kernel_and_unpredictable_ids_missing_from_the_truth_file_are_warned(tmp_path):
+    directory, truth = make_dir(
+        tmp_path, {"scenarios": {"tiny.yaml": ["T1"]}, "kernels": ["B99"], "unpredictable": {"T66": "typo"}}
+    )
+    report = run_accuracy(directory, truth)
+    assert "index: kernels names row B99, which the truth file does not have" in report.warnings
+    assert "index: unpredictable names row T66, which the truth file does not have" in report.warnings

@@ -2109,7 +2109,7 @@ CALIBRATION_TABLE_CASES = [
             (
                 "model-of-another-row",
                 "T1,src,H100,1,--tp 1,llama-3.1-8b,ttft_mean,30,ms",
-                "no row could be predicted (T1: s.yaml runs qwen3-8b, the row llama-3.1-8b)",
+                "no row could be predicted (T1: s.yaml: the scenario runs qwen3-8b, the row's model is llama-3.1-8b)",
             ),
             (
                 "nothing-predicted",
@@ -3149,6 +3149,77 @@ EIGHTH_SWEEP_CASES = [
          "selects neither; drop --ragged or add --ops attention"),
 ]  # fmt: skip
 
+
+def truth_case(case_id: str, row: str, expected: str) -> Case:
+    """`accuracy` over one scenario (GOOD: Qwen3-8B, bf16, one H100, SGLang's default backend) and one truth row
+    it is listed to reproduce."""
+    return Case(f"accuracy-truth-{case_id}", ("accuracy", "{ws}/sc", "--truth", "{ws}/t.csv"), expected,
+                {"sc/index.yaml": "scenarios:\n  s.yaml: [A1]\n", "sc/s.yaml": scenario_text(),
+                 "t.csv": f"{TRUTH_HEADER}\n{row}\n"})  # fmt: skip
+
+
+FLEET_ROW = {
+    "policy": "round_robin",
+    "mean_ttft_ms": 20.0,
+    "server_hours": 0.1,
+    "router": {"policy": "round_robin"},
+}
+FLEET_OUTPUT = json.dumps([FLEET_ROW, {**FLEET_ROW, "policy": "random", "router": {"policy": "random"}}])
+
+# the ninth sweep: truth rows of another model variant or other launch flags scored against a scenario, contradictory
+# calibrate options, empty --set values
+NINTH_SWEEP_CASES = [
+    # the model names were compared by substring: an fp8 checkpoint's row was scored against bf16 weights, and an
+    # AWQ one's against the scenario's model
+    truth_case("fp8-row-on-bf16-scenario", "A1,me,H100,1,--tp 1,Qwen3-8B-FP8,ttft_mean,20,ms",
+               "A1: s.yaml: the row's model Qwen3-8B-FP8 has fp8 weights, the scenario serves qwen3-8b with bf16 "
+               "weights (model.weight_dtype)"),
+    truth_case("fp8-checkpoint-in-flags", "A1,me,H100,1,Qwen/Qwen3-8B-FP8 --tp 1,Qwen3-8B,ttft_mean,20,ms",
+               "the row's backend_flags checkpoint Qwen/Qwen3-8B-FP8 has fp8 weights, the scenario serves qwen3-8b"),
+    truth_case("model-of-a-longer-name", "A1,me,H100,1,--tp 1,Qwen/Qwen3-8B-AWQ,ttft_mean,20,ms",
+               "A1: s.yaml: the scenario runs qwen3-8b, the row's model is Qwen/Qwen3-8B-AWQ"),
+    # backend_flags were never read: a row of another backend, TP or DP-attention layout was scored all the same
+    truth_case("flags-attention-backend", "A1,me,H100,1,--attention-backend flashinfer,Qwen3-8B,ttft_mean,20,ms",
+               "A1: s.yaml: the row launches with --attention-backend flashinfer, the scenario's prefill attention "
+               "backend is fa3"),
+    truth_case("flags-tp", "A1,me,H100,1,--tp 2,Qwen3-8B,ttft_mean,20,ms",
+               "A1: s.yaml: the row launches with --tp 2, the scenario's serving.tp is 1"),
+    truth_case("flags-dp-attention", "A1,me,H100,1,--tp 1 --enable-dp-attention --dp 2,Qwen3-8B,ttft_mean,20,ms",
+               "the row launches with --dp 2, the scenario's serving.dp_attention is 1"),
+    truth_case("flags-speculative", "A1,me,H100,1,--speculative-algorithm EAGLE3,Qwen3-8B,tpot_mean,5,ms",
+               "the row launches with --speculative-algorithm EAGLE3, the scenario does not speculate"),
+    # an empty model made a row listed as 'runs qwen3-8b, the row ' (and an empty id one no index could name)
+    truth_case("empty-model", "A1,me,H100,1,--tp 1,,ttft_mean,20,ms", "t.csv:2: model: empty; every row gives"),
+    truth_case("empty-id", ",me,H100,1,--tp 1,Qwen3-8B,ttft_mean,20,ms", "t.csv:2: id: empty"),
+    # --no-resume re-measures every point: a --retry-* beside it was read by nothing
+    *(Case(f"calibrate-no-resume-{flag}", ("calibrate", "--no-resume", f"--{flag}", "--backends", "fake", "--gpu",
+                                           "cpu", "--out", "{ws}/cal"),
+           f"--{flag}: re-measures only the points recorded as {flag.removeprefix('retry-')}, and --no-resume "
+           "re-measures every recorded point; give one of the two")
+      for flag in ("retry-failed", "retry-unsupported")),
+    # `--set serving.page_size=$PAGE` with $PAGE unset was read as null: the default ran without a word
+    Case("predict-set-empty-value", ("predict", "{ws}/s.yaml", "--set", "serving.page_size="),
+         "--set serving.page_size: got an empty value; give a value, or null to leave serving.page_size to its "
+         "default"),
+    Case("fleet-set-empty-value", ("fleet", "compare", "{ws}/f.yaml", "--policy", "round_robin", "--set",
+                                   "fleet.router.seed="),
+         "--set fleet.router.seed: got an empty value", {"f.yaml": FLEET}),
+    # a fleet compare output read as the measured run: a prediction compared with a prediction (--run picked a
+    # policy), and several policies named 'runs' with 'no settings recorded'
+    Case("compare-fleet-output-as-measured", ("compare", "{ws}/p.json", "{ws}/fleet.json", "--run", "1"),
+         "fleet.json: is a `simperf fleet compare` output (predicted, router policies round_robin, random), not a "
+         "measured bench_serving run", {"p.json": json.dumps(FLEET_ROW), "fleet.json": FLEET_OUTPUT}),
+    Case("compare-fleet-output-of-two-policies", ("compare", "{ws}/fleet.json", "{ws}/result.json"),
+         "fleet.json: a `simperf fleet compare` output of 2 router policies (round_robin, random); compare one",
+         {"fleet.json": FLEET_OUTPUT}),
+    Case("predict-like-fleet-output", ("predict", "{ws}/s.yaml", "--like", "{ws}/fleet.json"),
+         "fleet.json: is a `simperf fleet compare` output", {"fleet.json": FLEET_OUTPUT}),
+    # an index into a list: 'not a scenario field; did you mean ...?' left open whether an index is read
+    Case("sweep-axis-list-index", ("sweep", "{ws}/x.yaml"),
+         "axes: fleet.autoscale.schedule.0.replicas: 'fleet.autoscale.schedule.0.replicas': list items have no "
+         "field paths", {"x.yaml": yaml.safe_dump(sweep_dict({"fleet.autoscale.schedule.0.replicas": [1, 2]}))}),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3175,6 +3246,7 @@ CASES = (
     + SIXTH_SWEEP_CASES
     + SEVENTH_SWEEP_CASES
     + EIGHTH_SWEEP_CASES
+    + NINTH_SWEEP_CASES
 )
 
 

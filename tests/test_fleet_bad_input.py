@@ -71,7 +71,11 @@ def test_a_set_value_that_is_not_yaml_names_the_option(tmp_path: Path):
     [
         ("fleet.router.polcy=x", "--set fleet.router.polcy: 'fleet.router.polcy' is not a scenario field"),
         # was 'f.yaml: fleet: unknown key': the list index was added as a key and then dropped from the message
-        ("fleet.replicas[0].count=0", "--set fleet.replicas[0].count: 'fleet.replicas[0].count' is not a"),
+        (
+            "fleet.replicas[0].count=0",
+            "--set fleet.replicas[0].count: 'fleet.replicas[0].count': list items have no field paths (an index "
+            "is not read); set fleet.replicas whole, as a list",
+        ),
     ],
     ids=["misspelt", "list-index"],
 )

@@ -152,8 +152,10 @@ def parse_json_runs(text: str, source: str = "<json>") -> list[dict[str, Any]]:
     return runs
 
 
-def read_bench_result(path: Path, run: int | None = None, run_option: str | None = "--run") -> dict[str, Any]:
-    """One run of a measured (or predicted) result file, with bench_serving's key names.
+def read_bench_result(
+    path: Path, run: int | None = None, run_option: str | None = "--run", measured: bool = True
+) -> dict[str, Any]:
+    """One run of a measured (or, `measured` False, predicted) result file, with bench_serving's key names.
 
     JSONL files with several runs need `run` (0-based line among the runs); the error lists what each run was and
     names `run_option`, the command's option that picks it (None: the command reads files of one run only).
@@ -178,6 +180,7 @@ def read_bench_result(path: Path, run: int | None = None, run_option: str | None
         check_run_settings(result, path)
         return result
     runs = parse_json_runs(text, str(path))
+    _check_not_fleet_output(runs, path, measured)
     _check_results(runs, path)
     if run is None:
         if len(runs) > 1:
@@ -205,6 +208,29 @@ _RESULT_KEYS = (
 )
 # keys of one request in a trace (simperf, Mooncake, Azure): a trace line is not a benchmark run
 _TRACE_KEYS = ("arrival_s", "timestamp", "input_length", "output_length", "hash_ids", "ContextTokens")
+
+
+# keys of a `simperf fleet compare -o json` row (simperf/fleet/cli.py): one fleet prediction per router policy
+_FLEET_ROW_KEYS = {"policy", "router", "server_hours"}
+
+
+def _check_not_fleet_output(runs: list[dict[str, Any]], path: Path, measured: bool) -> None:
+    """A fleet compare output holds a prediction per router policy: read as a measured run, a prediction was
+    compared with a prediction (--run picked a policy) and the deltas read as the model's error; read as the
+    prediction with several policies, its policies were called runs with 'no settings recorded'."""
+    if not runs or not all(_FLEET_ROW_KEYS <= r.keys() for r in runs):
+        return
+    policies = ", ".join(str(r["policy"]) for r in runs)
+    if measured:
+        raise BenchImportError(
+            f"{path}: is a `simperf fleet compare` output (predicted, router policies {policies}), not a measured "
+            "bench_serving run; give the file bench_serving wrote"
+        )
+    if len(runs) > 1:
+        raise BenchImportError(
+            f"{path}: a `simperf fleet compare` output of {len(runs)} router policies ({policies}); compare one: "
+            "write it with a single --policy"
+        )
 
 
 def _check_results(runs: list[dict[str, Any]], path: Path) -> None:
@@ -521,7 +547,7 @@ def compare_command(
     if output not in ("text", "json"):
         fail(f"--output: got {output!r}; allowed values: text, json")
     try:
-        pred = read_bench_result(predicted, run_option=None)
+        pred = read_bench_result(predicted, run_option=None, measured=False)
         meas = read_bench_result(measured, run)
         for result, path in ((pred, predicted), (meas, measured)):
             check_compared_metrics(result, path)

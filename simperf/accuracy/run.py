@@ -8,7 +8,6 @@ not predicted with its reason. Nothing is tuned here: the scenarios carry every 
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from rich.table import Table
 from simperf import strictjson
 from simperf.accuracy import kernels
 from simperf.accuracy.diagnose import FAMILIES, StepComposition, decode_composition, prefill_composition
+from simperf.accuracy.row_match import row_flags_mismatch, row_model_mismatch
 from simperf.accuracy.stats import TARGETS, Summary, ape, summarize_errors, target_family, target_for
 from simperf.accuracy.truth import (
     METRICS,
@@ -182,12 +182,6 @@ def _gpu_matches(row: TruthRow, gpu: str) -> bool:
     return kernels.gpu_key(row.gpu) == gpu
 
 
-def _model_matches(row: TruthRow, model: str) -> bool:
-    """The row's model names the scenario's zoo model ('DeepSeek-R1-0528 (FP8)' names deepseek-r1, 'Qwen3 8B'
-    qwen3-8b), spaces and underscores read as hyphens."""
-    return model.lower() in re.sub(r"[\s_]+", "-", row.model.strip().lower())
-
-
 def _predict_scenario(path: Path):
     """(Prediction, None) or (None, reason). Imports the pipeline lazily: `simperf accuracy --help` stays fast."""
     from simperf.pipeline import predict
@@ -212,11 +206,18 @@ def run_accuracy(
     _check_counted_once(index, by_id, Path(scenarios_dir) / INDEX_FILE)
     report = AccuracyReport()
     known = set(by_id)
-    for name, ids in index.scenarios.items():
+    # a kernels or unpredictable entry of a row the truth file lacks was skipped without a word (a typo'd id)
+    listed = [
+        *index.scenarios.items(),
+        ("kernels", index.kernels),
+        ("unpredictable", list(index.unpredictable)),
+    ]
+    for name, ids in listed:
         for i in ids:
             if i not in known:
                 report.warnings.append(f"index: {name} names row {i}, which the truth file does not have")
     covered: set[str] = set()
+    named: dict[str, str] = {}  # scenario name -> its file
 
     for name, ids in index.scenarios.items():
         rows = [by_id[i] for i in ids if i in by_id]
@@ -228,6 +229,7 @@ def run_accuracy(
         report.scenario_wall_s[name] = time.perf_counter() - t0
         if prediction is not None:
             scenario_name = prediction.scenario.name
+            _check_named_once(named, scenario_name, name, Path(scenarios_dir) / INDEX_FILE)
             report.composition[(scenario_name, "prefill")] = prefill_composition(prediction)
             if prediction.stats.decode_iterations:
                 report.composition[(scenario_name, "decode")] = decode_composition(prediction)
@@ -246,6 +248,17 @@ def run_accuracy(
         report.unpredicted.append(Unpredicted(row, reason))
     report.wall_s = time.perf_counter() - started
     return report
+
+
+def _check_named_once(named: dict[str, str], scenario_name: str, file: str, path: Path) -> None:
+    """The report tells scenarios apart by name (each row's config, the step compositions): two files of one name
+    had their rows listed under one config and the later one's step composition replaced the earlier's."""
+    if scenario_name in named:
+        raise IndexError_(
+            f"{path}: scenarios {named[scenario_name]} and {file} are both named {scenario_name!r}, and the report "
+            "tells scenarios apart by name; give each its own name (its file's stem)"
+        )
+    named[scenario_name] = file
 
 
 def _check_counted_once(index: Index, by_id: dict[str, TruthRow], path: Path) -> None:
@@ -283,9 +296,13 @@ def _add_scenario_row(report, index: Index, name: str, row: TruthRow, prediction
             )
         )
         return
-    if not _model_matches(row, scenario.model.name):
-        # a row of another model was predicted with this scenario's and its error counted in the summary
-        report.unpredicted.append(Unpredicted(row, f"{name} runs {scenario.model.name}, the row {row.model}"))
+    # a row of another model, weight dtype or launch flags was predicted with this scenario and its error counted
+    # in the summary ('Qwen3-8B-FP8' matched a bf16 qwen3-8b by substring; backend_flags were never read)
+    mismatch = row_model_mismatch(row, scenario, prediction.serving) or row_flags_mismatch(
+        row, scenario, prediction.serving
+    )
+    if mismatch is not None:
+        report.unpredicted.append(Unpredicted(row, f"{name}: {mismatch}"))
         return
     predicted = predicted_value(row, prediction.result, scenario.hardware.count)
     if predicted is None:

@@ -114,8 +114,16 @@ def _records(reader, path: Path) -> list[tuple[int, dict]]:
     return out
 
 
+# columns a row cannot leave empty: the index names rows by id, and the GPU, model, metric and unit say what was
+# measured (an empty one made a row no index could name, or one listed as 'runs qwen3-8b, the row ' in the report)
+_REQUIRED = ("id", "gpu", "model", "metric", "unit")
+
+
 def _truth_row(rec: dict, where: str) -> TruthRow:
     value, n_gpu = _measured(rec, where)
+    empty = [c for c in _REQUIRED if not rec[c].strip()]
+    if empty:
+        raise TruthError(f"{where}: {empty[0]}: empty; every row gives {', '.join(_REQUIRED)}")
     return TruthRow(
         id=rec["id"].strip(),
         source=rec["source"].strip(),

@@ -49,6 +49,7 @@ def check_options(options: Any) -> None:
     for name in ("heldout", "ragged"):
         if getattr(options, name) < 0:
             raise CalibrateError(f"--{name}: got {getattr(options, name)}; must be 0 or more")
+    _check_resume_options(options)
     if options.grid_path is not None and Path(options.grid_path).is_dir():
         raise CalibrateError(f"--grid {options.grid_path}: is a directory; give a grid YAML file")
     if options.grid_path is not None and not Path(options.grid_path).is_file():
@@ -83,6 +84,20 @@ def check_options(options: Any) -> None:
     if target is not None and not REPLAY_TARGET_MS_RANGE[0] <= target <= REPLAY_TARGET_MS_RANGE[1]:
         low, high = REPLAY_TARGET_MS_RANGE
         raise CalibrateError(f"--replay-target-ms: got {target}; allowed: {low:g} to {high:g} ms")
+
+
+def _check_resume_options(options: Any) -> None:
+    """--no-resume re-measures every recorded point, --retry-failed / --retry-unsupported only some of them: given
+    together, one of the two was read by nothing and the run went on without a word."""
+    if getattr(options, "resume", True):
+        return
+    for name in ("retry_failed", "retry_unsupported"):
+        if getattr(options, name, False):
+            status = name.removeprefix("retry_")
+            raise CalibrateError(
+                f"--{name.replace('_', '-')}: re-measures only the points recorded as {status}, and --no-resume "
+                "re-measures every recorded point; give one of the two"
+            )
 
 
 def require_device(probe: dict[str, Any], what: str = "calibrate times kernels") -> None:

@@ -394,8 +394,14 @@ def read_set_value(key: str, text: str) -> Any:
 
     from simperf.strictyaml import error_line, safe_load
 
+    if not text.strip():
+        # `--set serving.page_size=$PAGE` with $PAGE unset: read as null, which leaves the field to its default,
+        # and the run went on without the value the user meant
+        raise FlagError(
+            f"--set {key}: got an empty value; give a value, or null to leave {key} to its default"
+        )
     try:
-        return safe_load(text) if text.strip() else None
+        return safe_load(text)
     except yaml.YAMLError as e:  # PyYAML's report spans several lines
         raise FlagError(f"--set {key}: value {text!r} is not valid YAML: {error_line(e)}") from None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import difflib
 import inspect
+import re
 import types
 import typing
 from functools import cache
@@ -117,7 +118,30 @@ def _is_literal(annotation: Any) -> bool:
     return typing.get_origin(annotation) is typing.Literal
 
 
+def _list_item_path(path: str) -> str | None:
+    """The list field a path indexes into ('fleet.replicas' of 'fleet.replicas[0].count' or 'fleet.replicas.0'),
+    if it is a scenario field; else None."""
+    match = re.match(r"^([A-Za-z_][\w.]*?)(?:\[\s*-?\d+\s*\]|\.-?\d+)(?:[.\[].*)?$", path)
+    if match is None or match.group(1) not in scenario_field_paths():
+        return None
+    owners = _owners(match.group(1))
+    return match.group(1) if any(_holds_list(m.model_fields[n].annotation) for m, n in owners) else None
+
+
+def _holds_list(annotation: Any) -> bool:
+    """Whether a type is a list (through Optional, unions and Annotated)."""
+    if typing.get_origin(annotation) is list:
+        return True
+    return any(_holds_list(arg) for arg in typing.get_args(annotation))
+
+
 def unknown_path_message(path: str) -> str:
+    listed = _list_item_path(path)
+    if listed is not None:
+        # was "not a scenario field; did you mean fleet.replicas?", which left open whether an index was read
+        return (
+            f"{path!r}: list items have no field paths (an index is not read); set {listed} whole, as a list"
+        )
     close = difflib.get_close_matches(path, sorted(scenario_field_paths()), n=3, cutoff=0.6)
     hint = (
         f"; did you mean {', '.join(close)}?" if close else "; `simperf schema` lists the scenario's fields"
