@@ -3220,6 +3220,22 @@ NINTH_SWEEP_CASES = [
          "field paths", {"x.yaml": yaml.safe_dump(sweep_dict({"fleet.autoscale.schedule.0.replicas": [1, 2]}))}),
 ]  # fmt: skip
 
+# the tenth sweep: axes over another dataset kind's fields, plan's --model read as predict's --model-path, ...
+TENTH_SWEEP_CASES = [
+    # every point was an invalid row ('unknown key'), found once each had been simulated; the table was written
+    Case("sweep-axis-field-of-another-dataset-kind", ("sweep", "{ws}/x.yaml"),
+         "x.yaml: axes: workload.dataset.num_groups: a field of the shared_prefix dataset, and every point with it "
+         "has a random dataset (workload.dataset.kind); no point could take it",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"workload.dataset.num_groups": [2, 4]}))}),
+    Case("sweep-group-axis-field-of-another-dataset-kind", ("sweep", "{ws}/x.yaml"),
+         "axes: trace[0].workload.dataset.path: a field of the trace dataset, and every point with it has a random",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"trace": [{"workload.dataset.path": "t.jsonl"},
+                                                         {"workload.dataset.input_len": 64}]}))}),
+    Case("report-sweep-axis-field-of-another-dataset-kind", ("report", "{ws}/x.yaml", "-o", "{ws}/r.html"),
+         "axes: workload.dataset.turns: a field of the multi_turn dataset",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"workload.dataset.turns": [2, 4]}))}),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3247,6 +3263,7 @@ CASES = (
     + SEVENTH_SWEEP_CASES
     + EIGHTH_SWEEP_CASES
     + NINTH_SWEEP_CASES
+    + TENTH_SWEEP_CASES
 )
 
 

@@ -45,6 +45,15 @@ def scenario_field_paths() -> frozenset[str]:
     return frozenset(_paths_of(Scenario, ""))
 
 
+@cache
+def dataset_kind_fields() -> dict[str, frozenset[str]]:
+    """Each workload dataset kind ('random', 'trace', ...) with the fields it takes."""
+    kinds: dict[str, frozenset[str]] = {}
+    for model, _ in _owners("workload.dataset.kind"):
+        kinds[str(model.model_fields["kind"].default)] = frozenset(model.model_fields)
+    return kinds
+
+
 def _holds_model(annotation: Any) -> bool:
     """Whether a type holds a pydantic model anywhere (a whole block: it may need the scenario's directory)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
