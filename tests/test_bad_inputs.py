@@ -3234,6 +3234,16 @@ TENTH_SWEEP_CASES = [
     Case("report-sweep-axis-field-of-another-dataset-kind", ("report", "{ws}/x.yaml", "-o", "{ws}/r.html"),
          "axes: workload.dataset.turns: a field of the multi_turn dataset",
          {"x.yaml": yaml.safe_dump(sweep_dict({"workload.dataset.turns": [2, 4]}))}),
+    # plan --model took only zoo names: the HF repo id predict --model-path reads was 'got ...; the zoo has ...'
+    Case("plan-model-hf-repo-id", ("plan", "--model", "Qwen/Qwen3-8B", "--gpu", "h100", "--total-gpus", "1",
+                                   "--isl", "50000"),
+         "--isl: 50,000 tokens do not fit qwen3-8b's context length (40,960 tokens)"),
+    Case("plan-model-typo", ("plan", "--model", "qwen3-8bb", "--gpu", "h100", "--total-gpus", "1"),
+         "--model qwen3-8bb: not a zoo model, a HF repo id of one, or a directory with config.json; did you mean "
+         "qwen3-8b"),
+    Case("plan-model-local-config", ("plan", "--model", "{ws}/m", "--gpu", "h100", "--total-gpus", "1"),
+         "a local config.json; a one-shot plan takes a zoo model or the HF repo id of one",
+         {"m/config.json": (REPO / "simperf/models/zoo/qwen3-8b.json").read_text()}),
 ]  # fmt: skip
 
 CASES = (

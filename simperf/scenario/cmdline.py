@@ -63,8 +63,9 @@ def _get(data: dict[str, Any], path: str) -> Any:
     return node
 
 
-def resolve_model_path(text: str) -> dict[str, Any]:
-    """--model-path: a zoo name, a HF repo id of a zoo model, or a local directory (or file) with config.json."""
+def resolve_model_path(text: str, flag: str = "--model-path") -> dict[str, Any]:
+    """--model-path (and plan's --model): a zoo name in any capitalisation, a HF repo id of a zoo model, or a local
+    directory (or file) with config.json; as a scenario's model mapping."""
     from simperf.models.hf_names import zoo_entry_for_repo
     from simperf.models.zoo import zoo_names
 
@@ -88,7 +89,7 @@ def resolve_model_path(text: str) -> dict[str, Any]:
     close = difflib.get_close_matches(base, names, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise FlagError(
-        f"--model-path {text}: not a zoo model, a HF repo id of one, or a directory with config.json{hint} "
+        f"{flag} {text}: not a zoo model, a HF repo id of one, or a directory with config.json{hint} "
         f"(zoo: {', '.join(names)})"
     )
 
