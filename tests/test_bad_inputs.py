@@ -1924,6 +1924,17 @@ cells:
 """
 
 
+def rowless_gemm_table() -> bytes:
+    """gemm_table()'s columns and no rows (a calibration run stopped before its first point was written)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pq.read_table(io.BytesIO(gemm_table())).slice(0, 0), buffer)
+    return buffer.getvalue()
+
+
 def table_case(case_id: str, expected: str, table: bytes, command: str = "coverage") -> Case:
     return Case(case_id, ("perfdb", command, "{ws}/cal"), expected, {"cal/gemm.parquet": table})
 
@@ -3241,6 +3252,10 @@ TENTH_SWEEP_CASES = [
     Case("plan-model-typo", ("plan", "--model", "qwen3-8bb", "--gpu", "h100", "--total-gpus", "1"),
          "--model qwen3-8bb: not a zoo model, a HF repo id of one, or a directory with config.json; did you mean "
          "qwen3-8b"),
+    # 'its tables record no gpu ... fill the tables' gpu column': the column was there, with no rows to fill
+    *(Case(f"perfdb-{command}-tables-without-rows", ("perfdb", command, "{ws}/cal", *more),
+           "cal: its tables hold no rows (gemm.parquet): nothing was measured", {"cal/gemm.parquet": rowless_gemm_table()})
+      for command, more in (("check", ()), ("coverage", ()), ("diff", ("{repo}/calibration/h100",)))),
     Case("plan-model-local-config", ("plan", "--model", "{ws}/m", "--gpu", "h100", "--total-gpus", "1"),
          "a local config.json; a one-shot plan takes a zoo model or the HF repo id of one",
          {"m/config.json": (REPO / "simperf/models/zoo/qwen3-8b.json").read_text()}),
