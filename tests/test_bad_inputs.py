@@ -880,7 +880,7 @@ GROUNDTRUTH_CASES = [
 ONESHOT = ("plan", "--model", "qwen3-8b", "--gpu", "h100", "--total-gpus", "2", "--executor", "serial")
 NEWER_COMMAND_CASES = [
     Case("backends-unknown-gpu", ("backends", "--gpu", "h300"), "unknown h300"),
-    Case("backends-unknown-model", ("backends", "--model", "gpt-17"), "unknown gpt-17"),
+    Case("backends-unknown-model", ("backends", "--model", "gpt-17"), "--model gpt-17: not a zoo model"),
     Case("backends-output", ("backends", "-o", "xml"), "xml"),
     Case(
         "backends-gpu-twice", ("backends", "--gpu", "h100", "--gpu", "h100"), "--gpu h100: given twice"
@@ -3252,6 +3252,12 @@ TENTH_SWEEP_CASES = [
     Case("plan-model-typo", ("plan", "--model", "qwen3-8bb", "--gpu", "h100", "--total-gpus", "1"),
          "--model qwen3-8bb: not a zoo model, a HF repo id of one, or a directory with config.json; did you mean "
          "qwen3-8b"),
+    # backends --model, as plan's: 'unknown Qwen/Qwen3-8B'; read as --model-path, the same model given twice
+    Case("backends-model-hf-repo-id-and-zoo-name", ("backends", "--model", "Qwen/Qwen3-8B", "--model", "qwen3-8b"),
+         "--model qwen3-8b: given twice; give each once"),
+    Case("backends-model-local-config", ("backends", "--model", "{ws}/m"),
+         "a local config.json; backends takes a zoo model or the HF repo id of one",
+         {"m/config.json": (REPO / "simperf/models/zoo/qwen3-8b.json").read_text()}),
     # 'its tables record no gpu ... fill the tables' gpu column': the column was there, with no rows to fill
     *(Case(f"perfdb-{command}-tables-without-rows", ("perfdb", command, "{ws}/cal", *more),
            "cal: its tables hold no rows (gemm.parquet): nothing was measured", {"cal/gemm.parquet": rowless_gemm_table()})

@@ -149,23 +149,14 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
 
 
 def _zoo_model(text: str) -> tuple[str, str | None]:
-    """(zoo name, the weight dtype a named checkpoint stores) for --model, read as predict reads --model-path
-    (`Qwen/Qwen3-8B`, `Qwen3-8B`); a local config.json cannot be planned (the candidates need a zoo architecture)."""
-    from simperf.models.zoo import load_arch, zoo_names
-    from simperf.scenario.cmdline import resolve_model_path
+    from simperf.cli_errors import fail
+    from simperf.scenario.cmdline import resolve_zoo_model
     from simperf.scenario.flags import FlagError
 
-    try:
-        model = resolve_model_path(text, "--model")
+    try:  # the candidates are drawn from a zoo architecture (load_arch): no local config.json
+        return resolve_zoo_model(text, "--model", "a one-shot plan")
     except FlagError as e:
-        _fail(str(e))
-    if "config" in model:  # the candidates are drawn from a zoo architecture (load_arch)
-        _fail(
-            f"--model {text}: a local config.json; a one-shot plan takes a zoo model or the HF repo id of one "
-            f"(zoo: {', '.join(zoo_names())}), or plan a sweep over a scenario with model.config"
-        )
-    dtype = model.get("weight_dtype")
-    return model["name"], None if dtype == load_arch(model["name"]).default_weight_dtype else dtype
+        fail(str(e))
 
 
 def _check_candidate_options(ctx: typer.Context, model: str, total_gpus: int, disaggregation: bool) -> None:

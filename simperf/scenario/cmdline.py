@@ -94,6 +94,22 @@ def resolve_model_path(text: str, flag: str = "--model-path") -> dict[str, Any]:
     )
 
 
+def resolve_zoo_model(text: str, flag: str, what: str) -> tuple[str, str | None]:
+    """(zoo name, the weight dtype a named checkpoint stores where it is not the zoo entry's own) for an option that
+    takes zoo models (plan's and backends' --model), read as --model-path is (`Qwen/Qwen3-8B`, `Qwen3-8B`); `what`
+    says what refuses a local config.json."""
+    from simperf.models.zoo import load_arch, zoo_names
+
+    model = resolve_model_path(text, flag)
+    if "config" in model:
+        raise FlagError(
+            f"{flag} {text}: a local config.json; {what} takes a zoo model or the HF repo id of one "
+            f"(zoo: {', '.join(zoo_names())})"
+        )
+    dtype = model.get("weight_dtype")
+    return model["name"], None if dtype == load_arch(model["name"]).default_weight_dtype else dtype
+
+
 def _choose(flag: str, text: str, table: dict[str, str], what: str) -> str:
     if text in table:
         return table[text]
