@@ -3252,6 +3252,15 @@ TENTH_SWEEP_CASES = [
     Case("plan-model-typo", ("plan", "--model", "qwen3-8bb", "--gpu", "h100", "--total-gpus", "1"),
          "--model qwen3-8bb: not a zoo model, a HF repo id of one, or a directory with config.json; did you mean "
          "qwen3-8b"),
+    # 'every request exceeds the context length (40960 tokens)' named neither over_context nor the lengths
+    scenario_case("over-context-drop-leaves-nothing", "workload.over_context: drop leaves out every request: each is "
+                  "longer than the 40,959 tokens the server lets a request hold (context length 40,960)",
+                  **{"workload.dataset": {"kind": "fixed", "input_len": 50000, "output_len": 16},
+                     "workload.over_context": "drop"}),
+    Case("trace-export-over-context-drop-leaves-nothing", ("trace", "export", "{ws}/d.yaml", "{ws}/o.jsonl"),
+         "workload.over_context: drop leaves out every request",
+         {"d.yaml": scenario_text(**{"workload.dataset": {"kind": "fixed", "input_len": 50000, "output_len": 16},
+                                     "workload.over_context": "drop"})}),
     # backends --model, as plan's: 'unknown Qwen/Qwen3-8B'; read as --model-path, the same model given twice
     Case("backends-model-hf-repo-id-and-zoo-name", ("backends", "--model", "Qwen/Qwen3-8B", "--model", "qwen3-8b"),
          "--model qwen3-8b: given twice; give each once"),
