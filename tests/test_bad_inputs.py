@@ -3261,6 +3261,16 @@ TENTH_SWEEP_CASES = [
          "workload.over_context: drop leaves out every request",
          {"d.yaml": scenario_text(**{"workload.dataset": {"kind": "fixed", "input_len": 50000, "output_len": 16},
                                      "workload.over_context": "drop"})}),
+    # a misspelt key in a file got 'unknown key (check the spelling ...)', where --set and sweep axes name the
+    # nearest field: now the nearest keys of its own block (a dataset kind's, a list item's)
+    scenario_case("misspelt-key-nearest", "serving.page_sise: unknown key; did you mean page_size?",
+                  **{"serving.page_sise": 16}),
+    scenario_case("misspelt-dataset-key-nearest", "workload.dataset.input_length: unknown key; did you mean "
+                  "input_len, output_len?", **{"workload.dataset.input_length": 256}),
+    scenario_case("misspelt-trace-key-nearest", "workload.dataset.windw_s: unknown key; did you mean window_s",
+                  **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "windw_s": 3}}),
+    scenario_case("misspelt-fleet-item-key-nearest", "fleet.replicas[0].cont: unknown key; did you mean count?",
+                  fleet={"replicas": [{"cont": 2}]}),
     # backends --model, as plan's: 'unknown Qwen/Qwen3-8B'; read as --model-path, the same model given twice
     Case("backends-model-hf-repo-id-and-zoo-name", ("backends", "--model", "Qwen/Qwen3-8B", "--model", "qwen3-8b"),
          "--model qwen3-8b: given twice; give each once"),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from simperf.scenario.models import Quoted, Scenario
 from simperf.strictyaml import error_line, read_error, safe_load
@@ -51,6 +54,51 @@ def _expected(e: dict[str, Any]) -> str:
     return e["msg"].removeprefix("Input should be ").split(",")[0]
 
 
+def model_types(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through Optional, unions, lists and Annotated)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return model_types(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in model_types(arg)]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return []
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys of the block an unknown key at `loc` was written in, found by walking the scenario's models along
+    its path (a union member's tag in it, such as a dataset's 'random', picks that member)."""
+    models: list[type[BaseModel]] = [Scenario]
+    for item in loc[:-1]:
+        fields = [m for m in models if item in m.model_fields]
+        if fields:
+            models = [sub for m in fields for sub in _item_types(m.model_fields[item].annotation)]
+            continue
+        tagged = [m for m in models if "kind" in m.model_fields and m.model_fields["kind"].default == item]
+        models = tagged or models  # a list index or pydantic's name of a validator: the same block
+    return sorted({name for m in models for name in m.model_fields})
+
+
+def _item_types(annotation: Any) -> list[type[BaseModel]]:
+    """model_types, and those of a list's items (fleet.replicas)."""
+    found = model_types(annotation)
+    for arg in (annotation, *typing.get_args(annotation)):
+        if typing.get_origin(arg) is list:
+            found += [m for a in typing.get_args(arg) for m in model_types(a)]
+    return found
+
+
+def _unknown_key_message(loc: tuple[Any, ...]) -> str:
+    """'unknown key' with the nearest allowed spellings in its block: the file's typos got only 'check the
+    spelling', where --set and sweep axes suggest the nearest field."""
+    key = str(loc[-1]) if loc else ""
+    close = difflib.get_close_matches(key, _allowed_keys(loc), n=3, cutoff=0.6) if loc else []
+    if close:
+        return f"unknown key; did you mean {', '.join(close)}? (`simperf schema` lists every allowed key)"
+    return "unknown key (check the spelling; `simperf schema` lists every allowed key)"
+
+
 def problem_message(errors: list[dict[str, Any]]) -> str:
     """What is wrong with one field, from pydantic's errors at its path (several: a union none of whose members
     took the value)."""
@@ -65,7 +113,7 @@ def problem_message(errors: list[dict[str, Any]]) -> str:
     e = errors[0]
     kind = e["type"]
     if kind == "extra_forbidden":
-        return "unknown key (check the spelling; `simperf schema` lists every allowed key)"
+        return _unknown_key_message(tuple(e.get("loc", ())))
     if kind == "literal_error":
         return f"got {e.get('input')!r}; allowed values: {e.get('ctx', {}).get('expected', '')}"
     if kind == "missing":
