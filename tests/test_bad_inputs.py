@@ -3271,6 +3271,15 @@ TENTH_SWEEP_CASES = [
                   **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "windw_s": 3}}),
     scenario_case("misspelt-fleet-item-key-nearest", "fleet.replicas[0].cont: unknown key; did you mean count?",
                   fleet={"replicas": [{"cont": 2}]}),
+    # a value of another case or punctuation than the allowed one was 'got 'H100'; allowed values: ...', leaving
+    # the user to spot the difference (the zoo's names say 'did you mean'); not the nearest spelling (h300)
+    scenario_case("gpu-capitals", "hardware.gpu: got 'H100' (did you mean 'h100'?); allowed values:",
+                  **{"hardware.gpu": "H100"}),
+    scenario_case("kv-dtype-hyphen", "serving.kv_cache_dtype: got 'fp8-e4m3' (did you mean 'fp8_e4m3'?)",
+                  **{"serving.kv_cache_dtype": "fp8-e4m3"}),
+    Case("predict-gpu-flag-capitals", ("predict", "--model-path", "qwen3-8b", "--gpu", "H200", "--dataset-name",
+                                       "random", "--random-input-len", "100", "--random-output-len", "10"),
+         "hardware.gpu: got 'H200' (did you mean 'h200'?)"),
     # backends --model, as plan's: 'unknown Qwen/Qwen3-8B'; read as --model-path, the same model given twice
     Case("backends-model-hf-repo-id-and-zoo-name", ("backends", "--model", "Qwen/Qwen3-8B", "--model", "qwen3-8b"),
          "--model qwen3-8b: given twice; give each once"),

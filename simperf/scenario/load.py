@@ -99,6 +99,19 @@ def _unknown_key_message(loc: tuple[Any, ...]) -> str:
     return "unknown key (check the spelling; `simperf schema` lists every allowed key)"
 
 
+def _nearest_value(given: Any, expected: str) -> str:
+    """' (did you mean 'h100'?)' for a word that is an allowed value in another case or punctuation (hardware.gpu:
+    H100, kv_cache_dtype: fp8-e4m3), else ''. Not the nearest spelling: an a100 is no h100, nor h300 an h200."""
+    if not isinstance(given, str):
+        return ""
+    same = [a for a in re.findall(r"'([^']*)'", expected) if _bare(a) == _bare(given)]
+    return f" (did you mean {same[0]!r}?)" if same else ""
+
+
+def _bare(word: str) -> str:
+    return re.sub(r"[\s_.\-]", "", word.casefold())
+
+
 def problem_message(errors: list[dict[str, Any]]) -> str:
     """What is wrong with one field, from pydantic's errors at its path (several: a union none of whose members
     took the value)."""
@@ -115,7 +128,8 @@ def problem_message(errors: list[dict[str, Any]]) -> str:
     if kind == "extra_forbidden":
         return _unknown_key_message(tuple(e.get("loc", ())))
     if kind == "literal_error":
-        return f"got {e.get('input')!r}; allowed values: {e.get('ctx', {}).get('expected', '')}"
+        expected = str(e.get("ctx", {}).get("expected", ""))
+        return f"got {e.get('input')!r}{_nearest_value(e.get('input'), expected)}; allowed values: {expected}"
     if kind == "missing":
         return "required field is missing"
     if kind == "union_tag_invalid":
