@@ -1445,7 +1445,7 @@ THIRD_SWEEP_CASES = [
     Case(
         "fleet-compare-policy-unknown",
         ("fleet", "compare", "{ws}/f.yaml", "--policy", "psychic"),
-        "--policy 'psychic': policy: got 'psychic'; allowed values: 'round_robin'",
+        "--policy: got 'psychic'; allowed values: round_robin, random",
         {"f.yaml": FLEET},
     ),  # fmt: skip
     Case(
@@ -3280,6 +3280,17 @@ TENTH_SWEEP_CASES = [
     Case("predict-gpu-flag-capitals", ("predict", "--model-path", "qwen3-8b", "--gpu", "H200", "--dataset-name",
                                        "random", "--random-input-len", "100", "--random-output-len", "10"),
          "hardware.gpu: got 'H200' (did you mean 'h200'?)"),
+    # an option's value in another case or punctuation: 'unknown H100; GPUs: ...', and fleet plan's --policy
+    # round-robin was 'fleet.router policy 'round-robin': ...', naming no option
+    Case("plan-gpu-capitals", ("plan", "--model", "qwen3-8b", "--gpu", "H100", "--total-gpus", "1"),
+         "--gpu: got 'H100' (did you mean 'h100'?); allowed values: b200, h100, h200"),
+    Case("backends-gpu-capitals", ("backends", "--gpu", "H200"), "--gpu: unknown H200 (did you mean 'h200'?)"),
+    Case("calibrate-gpu-capitals", ("calibrate", "--gpu", "B200", "--dry-run", "--out", "{ws}/cal"),
+         "--gpu: got 'B200' (did you mean 'b200'?)"),
+    Case("fleet-plan-policy-hyphen", ("fleet", "plan", "{ws}/f.yaml", "--rate", "1", "--sla", "ttft.p90<=2s",
+                                      "--policy", "round-robin"),
+         "--policy: got 'round-robin' (did you mean 'round_robin'?); allowed values: round_robin, random",
+         {"f.yaml": FLEET}),
     # backends --model, as plan's: 'unknown Qwen/Qwen3-8B'; read as --model-path, the same model given twice
     Case("backends-model-hf-repo-id-and-zoo-name", ("backends", "--model", "Qwen/Qwen3-8B", "--model", "qwen3-8b"),
          "--model qwen3-8b: given twice; give each once"),

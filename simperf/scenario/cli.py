@@ -58,9 +58,13 @@ def backends_command(
 
 def _choice_problem(option: str, given: list[str], allowed: list[str], what: str) -> str | None:
     """An unknown value, or one given twice (its rows were printed twice), named with its option."""
+    from simperf.scenario.load import same_word
+
     unknown = [v for v in given if v not in allowed]
     if unknown:
-        return f"{option}: unknown {', '.join(unknown)}; {what}: {', '.join(allowed)}"
+        same = same_word(unknown[0], allowed)
+        hint = f" (did you mean {same!r}?)" if same else ""
+        return f"{option}: unknown {', '.join(unknown)}{hint}; {what}: {', '.join(allowed)}"
     repeated = sorted({v for v in given if given.count(v) > 1})
     if repeated:
         return f"{option} {', '.join(repeated)}: given twice; give each once"
