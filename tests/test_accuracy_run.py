@@ -220,6 +220,19 @@ def test_metric_and_unit_names_in_capitals_are_scored(tmp_path):
     ]
 
 
+def test_rows_of_pcie_or_nvl_parts_are_not_scored_against_the_sxm_catalogue(tmp_path):
+    # the catalogue's h100 is the SXM part: an H100 PCIe row (2.0 TB/s, 350 W) was predicted and scored as one
+    directory, truth = make_dir(tmp_path, {"scenarios": {"tiny.yaml": ["P1", "P2", "P3"]}})
+    with truth.open("a") as handle:
+        for i, gpu in (("P1", "H100 PCIe"), ("P2", "H100 NVL"), ("P3", "NVIDIA H100 SXM5")):
+            handle.write(f"{i},src/{i},d,{gpu},1,SGLang,default,Qwen3-8B,64,16,12,c=4,ttft_mean,30,ms,\n")
+    report = run_accuracy(directory, truth)
+    assert {r.row.id for r in report.rows} == {"P3"}
+    reasons = {u.row.id: u.reason for u in report.unpredicted}
+    assert reasons["P1"] == "tiny.yaml runs on 1x h100, the row on 1x H100 PCIe"
+    assert reasons["P2"] == "tiny.yaml runs on 1x h100, the row on 1x H100 NVL"
+
+
 def test_model_names_match_zoo_checkpoints_and_revisions():
     from simperf.accuracy.row_match import launch_flags, model_mismatch, normalise_model
 
