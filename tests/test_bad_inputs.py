@@ -3271,6 +3271,13 @@ TENTH_SWEEP_CASES = [
                   **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "windw_s": 3}}),
     scenario_case("misspelt-fleet-item-key-nearest", "fleet.replicas[0].cont: unknown key; did you mean count?",
                   fleet={"replicas": [{"cont": 2}]}),
+    # a sweep file's own keys: 'simperf schema lists every allowed key' sent the user to the scenario's schema
+    Case("sweep-misspelt-key-nearest", ("sweep", "{ws}/x.yaml"),
+         "x.yaml: sampel: unknown key; did you mean sample, name? (allowed: axes, base, name, plan, sample)",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, sampel={"method": "grid"}))}),
+    Case("sweep-misspelt-plan-key-nearest", ("sweep", "{ws}/x.yaml"),
+         "plan.rates: unknown key; did you mean rate? (allowed: rate, sla, top)",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, plan={"rates": 5}))}),
     # a value of another case or punctuation than the allowed one was 'got 'H100'; allowed values: ...', leaving
     # the user to spot the difference (the zoo's names say 'did you mean'); not the nearest spelling (h300)
     scenario_case("gpu-capitals", "hardware.gpu: got 'H100' (did you mean 'h100'?); allowed values:",

@@ -66,10 +66,10 @@ def model_types(annotation: Any) -> list[type[BaseModel]]:
     return []
 
 
-def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
-    """The keys of the block an unknown key at `loc` was written in, found by walking the scenario's models along
+def _allowed_keys(loc: tuple[Any, ...], root: type[BaseModel]) -> list[str]:
+    """The keys of the block an unknown key at `loc` was written in, found by walking the models from `root` along
     its path (a union member's tag in it, such as a dataset's 'random', picks that member)."""
-    models: list[type[BaseModel]] = [Scenario]
+    models: list[type[BaseModel]] = [root]
     for item in loc[:-1]:
         fields = [m for m in models if item in m.model_fields]
         if fields:
@@ -89,14 +89,20 @@ def _item_types(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
-def _unknown_key_message(loc: tuple[Any, ...]) -> str:
+def _unknown_key_message(loc: tuple[Any, ...], root: type[BaseModel] | None) -> str:
     """'unknown key' with the nearest allowed spellings in its block: the file's typos got only 'check the
-    spelling', where --set and sweep axes suggest the nearest field."""
-    key = str(loc[-1]) if loc else ""
-    close = difflib.get_close_matches(key, _allowed_keys(loc), n=3, cutoff=0.6) if loc else []
+    spelling', where --set and sweep axes suggest the nearest field. Outside a scenario (a sweep file's keys)
+    `simperf schema` lists none of them: the block's keys are listed instead."""
+    if root is None or not loc:
+        return "unknown key (check the spelling; `simperf schema` lists every allowed key)"
+    allowed = _allowed_keys(loc, root)
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=3, cutoff=0.6)
+    where = (
+        "`simperf schema` lists every allowed key" if root is Scenario else f"allowed: {', '.join(allowed)}"
+    )
     if close:
-        return f"unknown key; did you mean {', '.join(close)}? (`simperf schema` lists every allowed key)"
-    return "unknown key (check the spelling; `simperf schema` lists every allowed key)"
+        return f"unknown key; did you mean {', '.join(close)}? ({where})"
+    return f"unknown key (check the spelling; {where})"
 
 
 def _nearest_value(given: Any, expected: str) -> str:
@@ -125,9 +131,9 @@ def _bare(word: str) -> str:
     return re.sub(r"[\s_.\-]", "", word.casefold())
 
 
-def problem_message(errors: list[dict[str, Any]]) -> str:
+def problem_message(errors: list[dict[str, Any]], root: type[BaseModel] | None = None) -> str:
     """What is wrong with one field, from pydantic's errors at its path (several: a union none of whose members
-    took the value)."""
+    took the value). `root`: the model the errors' paths start from, for an unknown key's nearest spellings."""
     quoted = errors[0].get("input")
     # models._Strict: a number or true/false in quotes, which YAML reads as text
     if isinstance(quoted, Quoted):
@@ -139,7 +145,7 @@ def problem_message(errors: list[dict[str, Any]]) -> str:
     e = errors[0]
     kind = e["type"]
     if kind == "extra_forbidden":
-        return _unknown_key_message(tuple(e.get("loc", ())))
+        return _unknown_key_message(tuple(e.get("loc", ())), root)
     if kind == "literal_error":
         expected = str(e.get("ctx", {}).get("expected", ""))
         return f"got {e.get('input')!r}{_nearest_value(e.get('input'), expected)}; allowed values: {expected}"
@@ -158,7 +164,7 @@ def problem_message(errors: list[dict[str, Any]]) -> str:
     return f"{e['msg'].removeprefix('Value error, ')} (got {e.get('input')!r})"
 
 
-def format_validation_error(err: ValidationError, source: str) -> str:
+def format_validation_error(err: ValidationError, source: str, root: type[BaseModel] | None = None) -> str:
     """One line for one problem (`source: field: reason`); a header and one line per problem otherwise. A value
     that matches none of a union's members (request_rate: 'fast') is one problem listing what each accepts."""
     by_path: dict[str, list[dict[str, Any]]] = {}
@@ -171,7 +177,7 @@ def format_validation_error(err: ValidationError, source: str) -> str:
         by_path.setdefault(_field_path(loc), []).append(e)
     lines = [f"{source}: {len(by_path)} problem(s) in the scenario"]
     for path, errors in by_path.items():
-        msg = problem_message(errors)
+        msg = problem_message(errors, root)
         # a check across the whole scenario names its own fields: "(top level)" before them says nothing
         top_level_check = path == "(top level)" and errors[0]["type"] == "value_error" and len(errors) == 1
         lines.append(f"  {msg}" if top_level_check else f"  {path}: {msg}")
@@ -196,7 +202,7 @@ def parse_scenario(
     try:
         scenario = Scenario.model_validate(require_mapping(data, source), context=context)
     except ValidationError as err:
-        raise ScenarioError(format_validation_error(err, source)) from None
+        raise ScenarioError(format_validation_error(err, source, Scenario)) from None
     return _resolve_relative_paths(scenario, base_dir) if base_dir else scenario
 
 

@@ -211,7 +211,7 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> SweepSpec:
         return SweepSpec.model_validate(data)
     except ValidationError as err:
         raise SweepError(
-            format_validation_error(err, source).replace(" in the scenario", " in the sweep", 1)
+            format_validation_error(err, source, SweepSpec).replace(" in the scenario", " in the sweep", 1)
         ) from None
 
 
