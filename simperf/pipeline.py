@@ -47,6 +47,7 @@ class NothingCompleted(ValueError):
 
 # the note that counts requests `workload.over_context: drop` left out (sweep rows count them as failed)
 DROPPED_NOTE = "Requests dropped (over the context length)"
+CAPPED_NOTE = "Requests capped to the context length"
 
 
 @dataclass
@@ -413,7 +414,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
             "output tokens, E2E latency and load are upper bounds (docs/workload.md)"
         )
     if requests.num_capped:
-        notes["Requests capped to the context length"] = str(requests.num_capped)
+        notes[CAPPED_NOTE] = str(requests.num_capped)
     if requests.accept_len is not None:
         notes[ACCEPT_LEN_UNUSED] = ACCEPT_LEN_UNUSED_TEXT
     if stats.eager_decode_iterations:

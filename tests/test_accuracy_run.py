@@ -207,6 +207,32 @@ def test_rows_of_another_variant_or_launch_flags_are_listed_not_scored(tmp_path)
     assert "--page-size 16, the scenario's serving.page_size is 1" in reasons["V7"]
 
 
+def test_metric_and_unit_names_in_capitals_are_scored(tmp_path):
+    # `TTFT_mean` in `MS` was listed "metric 'TTFT_mean' in 'MS' is not mapped" and left out of the summaries
+    directory, truth = make_dir(tmp_path, {"scenarios": {"tiny.yaml": ["C1", "C2", "T4"]}})
+    with truth.open("a") as handle:
+        handle.write(f"C1,{QWEN},TTFT_mean,30,MS,\n")
+        handle.write(f"C2,{QWEN},Output_Throughput,500,TOK/S,\n")
+    report = run_accuracy(directory, truth)
+    assert {r.row.id for r in report.rows} == {"C1", "C2"}
+    assert [(u.row.id, u.reason) for u in report.unpredicted if u.row.id in ("C1", "C2", "T4")] == [
+        ("T4", "metric 'goodput' in 'req/s' is not mapped")
+    ]
+
+
+def test_rows_of_pcie_or_nvl_parts_are_not_scored_against_the_sxm_catalogue(tmp_path):
+    # the catalogue's h100 is the SXM part: an H100 PCIe row (2.0 TB/s, 350 W) was predicted and scored as one
+    directory, truth = make_dir(tmp_path, {"scenarios": {"tiny.yaml": ["P1", "P2", "P3"]}})
+    with truth.open("a") as handle:
+        for i, gpu in (("P1", "H100 PCIe"), ("P2", "H100 NVL"), ("P3", "NVIDIA H100 SXM5")):
+            handle.write(f"{i},src/{i},d,{gpu},1,SGLang,default,Qwen3-8B,64,16,12,c=4,ttft_mean,30,ms,\n")
+    report = run_accuracy(directory, truth)
+    assert {r.row.id for r in report.rows} == {"P3"}
+    reasons = {u.row.id: u.reason for u in report.unpredicted}
+    assert reasons["P1"] == "tiny.yaml runs on 1x h100, the row on 1x H100 PCIe"
+    assert reasons["P2"] == "tiny.yaml runs on 1x h100, the row on 1x H100 NVL"
+
+
 def test_model_names_match_zoo_checkpoints_and_revisions():
     from simperf.accuracy.row_match import launch_flags, model_mismatch, normalise_model
 

@@ -86,6 +86,28 @@ def test_truth_file_as_a_spreadsheet_writes_it(tmp_path):
         read_truth(short)
 
 
+def test_metric_and_unit_names_in_another_case_are_read_as_simperf_spells_them(tmp_path):
+    # 'TTFT_mean' in 'MS' was "not mapped" and never scored; only case and spacing are forgiven
+    path = write_truth(
+        tmp_path,
+        [
+            "X1,s,d,H100,1,e,f,m,1,1,1,c,TTFT_mean,30,MS,",
+            "X2,s,d,H100,1,e,f,m,1,1,1,c, Output_Throughput_Per_GPU ,100,Tok / s / gpu,",
+            "X3,s,d,H100,1,e,f,m,1,1,1,c,Kernel_Time,5,US,",
+            "X4,s,d,H100,1,e,f,m,1,1,1,c,TTFT mean,30,ms,",
+            "X5,s,d,H100,1,e,f,m,1,1,1,c,Goodput,3,Req/S,",
+        ],
+    )
+    rows = {r.id: r for r in read_truth(path)}
+    assert (rows["X1"].metric, rows["X1"].unit) == ("ttft_mean", "ms")
+    assert measured_in_key_units(rows["X1"]) == pytest.approx(30.0)
+    assert (rows["X2"].metric, rows["X2"].unit) == ("output_throughput_per_gpu", "tok/s/GPU")
+    assert (rows["X3"].metric, rows["X3"].unit) == ("kernel_time", "us")
+    assert rows["X4"].metric == "TTFT mean" and unit_factor(rows["X4"]) is None  # not a spelling of ttft_mean
+    assert (rows["X5"].metric, rows["X5"].unit) == ("Goodput", "req/s")  # unknown metric kept as given
+    assert unit_factor(rows["X5"]) is None
+
+
 def test_source_label_keeps_repository_and_cited_document():
     assert source_label("gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md") == (
         "gpustack/gpustack qwen3-8b/h100-latency.md"

@@ -67,6 +67,15 @@ def test_backends_json_and_piped_text_are_complete():
     assert bad.exit_code == 2 and "unknown h300" in bad.output
 
 
+def test_model_is_read_as_predict_reads_model_path():
+    # --model took only zoo names: 'unknown Qwen/Qwen3-8B', which predict --model-path and plan --model read
+    args = ["backends", "--gpu", "h100", "-o", "json"]
+    zoo = json.loads(runner.invoke(app, [*args, "--model", "qwen3-8b"]).stdout)
+    for name in ("Qwen/Qwen3-8B", "Qwen3-8B", "Qwen/Qwen3-8B-FP8"):
+        result = runner.invoke(app, [*args, "--model", name])
+        assert result.exit_code == 0 and json.loads(result.stdout) == zoo, result.output
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -880,7 +880,7 @@ GROUNDTRUTH_CASES = [
 ONESHOT = ("plan", "--model", "qwen3-8b", "--gpu", "h100", "--total-gpus", "2", "--executor", "serial")
 NEWER_COMMAND_CASES = [
     Case("backends-unknown-gpu", ("backends", "--gpu", "h300"), "unknown h300"),
-    Case("backends-unknown-model", ("backends", "--model", "gpt-17"), "unknown gpt-17"),
+    Case("backends-unknown-model", ("backends", "--model", "gpt-17"), "--model gpt-17: not a zoo model"),
     Case("backends-output", ("backends", "-o", "xml"), "xml"),
     Case(
         "backends-gpu-twice", ("backends", "--gpu", "h100", "--gpu", "h100"), "--gpu h100: given twice"
@@ -1445,7 +1445,7 @@ THIRD_SWEEP_CASES = [
     Case(
         "fleet-compare-policy-unknown",
         ("fleet", "compare", "{ws}/f.yaml", "--policy", "psychic"),
-        "--policy 'psychic': policy: got 'psychic'; allowed values: 'round_robin'",
+        "--policy: got 'psychic'; allowed values: round_robin, random",
         {"f.yaml": FLEET},
     ),  # fmt: skip
     Case(
@@ -1922,6 +1922,17 @@ edges: [0.5]
 cells:
 - {{family: gemm, bound: compute, bucket: 0, median: {median}, points: 9, p10: 1.0, p90: 1.2}}
 """
+
+
+def rowless_gemm_table() -> bytes:
+    """gemm_table()'s columns and no rows (a calibration run stopped before its first point was written)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pq.read_table(io.BytesIO(gemm_table())).slice(0, 0), buffer)
+    return buffer.getvalue()
 
 
 def table_case(case_id: str, expected: str, table: bytes, command: str = "coverage") -> Case:
@@ -3220,6 +3231,88 @@ NINTH_SWEEP_CASES = [
          "field paths", {"x.yaml": yaml.safe_dump(sweep_dict({"fleet.autoscale.schedule.0.replicas": [1, 2]}))}),
 ]  # fmt: skip
 
+# the tenth sweep: axes over another dataset kind's fields, plan's --model read as predict's --model-path, ...
+TENTH_SWEEP_CASES = [
+    # every point was an invalid row ('unknown key'), found once each had been simulated; the table was written
+    Case("sweep-axis-field-of-another-dataset-kind", ("sweep", "{ws}/x.yaml"),
+         "x.yaml: axes: workload.dataset.num_groups: a field of the shared_prefix dataset, and every point with it "
+         "has a random dataset (workload.dataset.kind); no point could take it",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"workload.dataset.num_groups": [2, 4]}))}),
+    Case("sweep-group-axis-field-of-another-dataset-kind", ("sweep", "{ws}/x.yaml"),
+         "axes: trace[0].workload.dataset.path: a field of the trace dataset, and every point with it has a random",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"trace": [{"workload.dataset.path": "t.jsonl"},
+                                                         {"workload.dataset.input_len": 64}]}))}),
+    Case("report-sweep-axis-field-of-another-dataset-kind", ("report", "{ws}/x.yaml", "-o", "{ws}/r.html"),
+         "axes: workload.dataset.turns: a field of the multi_turn dataset",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"workload.dataset.turns": [2, 4]}))}),
+    # plan --model took only zoo names: the HF repo id predict --model-path reads was 'got ...; the zoo has ...'
+    Case("plan-model-hf-repo-id", ("plan", "--model", "Qwen/Qwen3-8B", "--gpu", "h100", "--total-gpus", "1",
+                                   "--isl", "50000"),
+         "--isl: 50,000 tokens do not fit qwen3-8b's context length (40,960 tokens)"),
+    Case("plan-model-typo", ("plan", "--model", "qwen3-8bb", "--gpu", "h100", "--total-gpus", "1"),
+         "--model qwen3-8bb: not a zoo model, a HF repo id of one, or a directory with config.json; did you mean "
+         "qwen3-8b"),
+    # 'every request exceeds the context length (40960 tokens)' named neither over_context nor the lengths
+    scenario_case("over-context-drop-leaves-nothing", "workload.over_context: drop leaves out every request: each is "
+                  "longer than the 40,959 tokens the server lets a request hold (context length 40,960)",
+                  **{"workload.dataset": {"kind": "fixed", "input_len": 50000, "output_len": 16},
+                     "workload.over_context": "drop"}),
+    Case("trace-export-over-context-drop-leaves-nothing", ("trace", "export", "{ws}/d.yaml", "{ws}/o.jsonl"),
+         "workload.over_context: drop leaves out every request",
+         {"d.yaml": scenario_text(**{"workload.dataset": {"kind": "fixed", "input_len": 50000, "output_len": 16},
+                                     "workload.over_context": "drop"})}),
+    # a misspelt key in a file got 'unknown key (check the spelling ...)', where --set and sweep axes name the
+    # nearest field: now the nearest keys of its own block (a dataset kind's, a list item's)
+    scenario_case("misspelt-key-nearest", "serving.page_sise: unknown key; did you mean page_size?",
+                  **{"serving.page_sise": 16}),
+    scenario_case("misspelt-dataset-key-nearest", "workload.dataset.input_length: unknown key; did you mean "
+                  "input_len, output_len?", **{"workload.dataset.input_length": 256}),
+    scenario_case("misspelt-trace-key-nearest", "workload.dataset.windw_s: unknown key; did you mean window_s",
+                  **{"workload.dataset": {"kind": "trace", "path": "t.jsonl", "windw_s": 3}}),
+    scenario_case("misspelt-fleet-item-key-nearest", "fleet.replicas[0].cont: unknown key; did you mean count?",
+                  fleet={"replicas": [{"cont": 2}]}),
+    # a sweep file's own keys: 'simperf schema lists every allowed key' sent the user to the scenario's schema
+    Case("sweep-misspelt-key-nearest", ("sweep", "{ws}/x.yaml"),
+         "x.yaml: sampel: unknown key; did you mean sample, name? (allowed: axes, base, name, plan, sample)",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, sampel={"method": "grid"}))}),
+    Case("sweep-misspelt-plan-key-nearest", ("sweep", "{ws}/x.yaml"),
+         "plan.rates: unknown key; did you mean rate? (allowed: rate, sla, top)",
+         {"x.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]}, plan={"rates": 5}))}),
+    # a value of another case or punctuation than the allowed one was 'got 'H100'; allowed values: ...', leaving
+    # the user to spot the difference (the zoo's names say 'did you mean'); not the nearest spelling (h300)
+    scenario_case("gpu-capitals", "hardware.gpu: got 'H100' (did you mean 'h100'?); allowed values:",
+                  **{"hardware.gpu": "H100"}),
+    scenario_case("kv-dtype-hyphen", "serving.kv_cache_dtype: got 'fp8-e4m3' (did you mean 'fp8_e4m3'?)",
+                  **{"serving.kv_cache_dtype": "fp8-e4m3"}),
+    Case("predict-gpu-flag-capitals", ("predict", "--model-path", "qwen3-8b", "--gpu", "H200", "--dataset-name",
+                                       "random", "--random-input-len", "100", "--random-output-len", "10"),
+         "hardware.gpu: got 'H200' (did you mean 'h200'?)"),
+    # an option's value in another case or punctuation: 'unknown H100; GPUs: ...', and fleet plan's --policy
+    # round-robin was 'fleet.router policy 'round-robin': ...', naming no option
+    Case("plan-gpu-capitals", ("plan", "--model", "qwen3-8b", "--gpu", "H100", "--total-gpus", "1"),
+         "--gpu: got 'H100' (did you mean 'h100'?); allowed values: b200, h100, h200"),
+    Case("backends-gpu-capitals", ("backends", "--gpu", "H200"), "--gpu: unknown H200 (did you mean 'h200'?)"),
+    Case("calibrate-gpu-capitals", ("calibrate", "--gpu", "B200", "--dry-run", "--out", "{ws}/cal"),
+         "--gpu: got 'B200' (did you mean 'b200'?)"),
+    Case("fleet-plan-policy-hyphen", ("fleet", "plan", "{ws}/f.yaml", "--rate", "1", "--sla", "ttft.p90<=2s",
+                                      "--policy", "round-robin"),
+         "--policy: got 'round-robin' (did you mean 'round_robin'?); allowed values: round_robin, random",
+         {"f.yaml": FLEET}),
+    # backends --model, as plan's: 'unknown Qwen/Qwen3-8B'; read as --model-path, the same model given twice
+    Case("backends-model-hf-repo-id-and-zoo-name", ("backends", "--model", "Qwen/Qwen3-8B", "--model", "qwen3-8b"),
+         "--model qwen3-8b: given twice; give each once"),
+    Case("backends-model-local-config", ("backends", "--model", "{ws}/m"),
+         "a local config.json; backends takes a zoo model or the HF repo id of one",
+         {"m/config.json": (REPO / "simperf/models/zoo/qwen3-8b.json").read_text()}),
+    # 'its tables record no gpu ... fill the tables' gpu column': the column was there, with no rows to fill
+    *(Case(f"perfdb-{command}-tables-without-rows", ("perfdb", command, "{ws}/cal", *more),
+           "cal: its tables hold no rows (gemm.parquet): nothing was measured", {"cal/gemm.parquet": rowless_gemm_table()})
+      for command, more in (("check", ()), ("coverage", ()), ("diff", ("{repo}/calibration/h100",)))),
+    Case("plan-model-local-config", ("plan", "--model", "{ws}/m", "--gpu", "h100", "--total-gpus", "1"),
+         "a local config.json; a one-shot plan takes a zoo model or the HF repo id of one",
+         {"m/config.json": (REPO / "simperf/models/zoo/qwen3-8b.json").read_text()}),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3247,6 +3340,7 @@ CASES = (
     + SEVENTH_SWEEP_CASES
     + EIGHTH_SWEEP_CASES
     + NINTH_SWEEP_CASES
+    + TENTH_SWEEP_CASES
 )
 
 

@@ -68,13 +68,26 @@ def test_loads_are_the_per_replica_share_of_the_target_and_a_ladder_around_it():
 
 def test_bad_plan_inputs_fail_with_one_line():
     for args, message in (
-        (["--model", "qwen3-9b", "--gpu", "h100", "--total-gpus", "2"], "--model: got 'qwen3-9b'"),
+        (["--model", "qwen3-9b", "--gpu", "h100", "--total-gpus", "2"], "--model qwen3-9b: not a zoo model"),
         (["--model", "qwen3-8b", "--gpu", "h300", "--total-gpus", "2"], "--gpu: got 'h300'"),
         (["--model", "qwen3-8b", "--gpu", "h100"], "--total-gpus: required"),
         (["--model", "qwen3-8b", "--gpu", "h100", "--total-gpus", "2", "--sla", "ttft<2"], "--sla"),
     ):
         result = runner.invoke(app, ["plan", *args])
         assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_model_is_read_as_predict_reads_model_path():
+    # --model took only zoo names: Qwen/Qwen3-8B and Qwen3-8B, which predict --model-path reads, were refused
+    from simperf.plan.cli import _zoo_model
+
+    assert _zoo_model("Qwen/Qwen3-8B") == ("qwen3-8b", None)
+    assert _zoo_model("Qwen3-8B") == ("qwen3-8b", None)
+    assert _zoo_model("meta-llama/Llama-3.1-8B-Instruct") == ("llama-3.1-8b", None)
+    assert _zoo_model("Qwen/Qwen3-8B-FP8") == ("qwen3-8b", "fp8")  # the checkpoint's weights are planned
+    fp8 = request(model="qwen3-8b", weight_dtype="fp8")
+    assert base_scenario(fp8)["model"] == {"name": "qwen3-8b", "weight_dtype": "fp8"}
+    assert fp8.name.startswith("plan-qwen3-8b-fp8-weights-") and fp8.label == "qwen3-8b (fp8 weights)"
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 import typer
 import yaml
@@ -93,3 +94,18 @@ def test_a_sweep_in_which_no_point_ran_exits_non_zero_with_the_first_reason(tmp_
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "no point of the sweep ran (invalid: 2)" in errors[0]
     assert "serving.tp (3) needs at least that many GPUs" in errors[0] and out.exists()
+
+
+def test_points_whose_requests_were_shortened_to_the_context_length_are_said(tmp_path):
+    # input_len 100000 on Qwen3-8B (40,960 tokens): the prompts were capped and the row still read input_len=100000
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sweep_dict({"workload.dataset.input_len": [100000, 256]})))
+    out = tmp_path / "r.parquet"
+    result = runner.invoke(app, ["sweep", str(path), "-o", str(out), "--executor", "serial", "-q"])
+    assert result.exit_code == 0, result.output
+    capped = pl.read_parquet(out)["capped_requests"].to_list()
+    assert capped[0] > 0 and capped[1] == 0
+    note = "note: 1 of 2 points shortened requests to fit the model's context length (column capped_requests; first"
+    assert note in " ".join(result.output.split())
+    plan = runner.invoke(app, ["plan", str(out), "--rate", "1"])
+    assert plan.exit_code == 0 and note in " ".join(plan.output.split()), plan.output

@@ -424,7 +424,9 @@ def scenario_like(
     except (
         ValidationError
     ) as err:  # e.g. random_input_len 0 (an embedding run): one line naming the run's key
-        raise BenchImportError(format_validation_error(err, f"{measured}: the run's workload")) from None
+        raise BenchImportError(
+            format_validation_error(err, f"{measured}: the run's workload", WorkloadSpec)
+        ) from None
     return scenario.model_copy(update={"workload": workload})
 
 

@@ -41,7 +41,11 @@ class KernelPrediction:
 
 
 def gpu_key(gpu: str) -> str | None:
-    """'H100 SXM (Modal)' -> 'h100'; None for a GPU simperf's catalogue does not name."""
+    """'H100 SXM (Modal)' -> 'h100'; None for a GPU simperf's catalogue does not name. The catalogue's parts are
+    SXM ones: an H100 PCIe (2.0 TB/s, 350 W) or an H100/H200 NVL card was scored against the SXM part's
+    bandwidth and clocks."""
+    if re.search(r"pcie|\bnvl\b", gpu.lower()):
+        return None
     match = re.search(r"\b([hb]\d{3})\b", gpu.lower())
     return match.group(1) if match else None
 

@@ -67,6 +67,18 @@ _UNIT_FACTORS: dict[tuple[str, str], float] = {
 }
 
 
+# the spellings rows are matched by (kernel_time: the kernel rows, accuracy/kernels.py)
+_METRIC_NAMES = (*METRICS, "kernel_time")
+_UNIT_NAMES = tuple(dict.fromkeys(unit for pair in _UNIT_FACTORS for unit in pair))
+
+
+def _known_spelling(text: str, names: tuple[str, ...]) -> str:
+    """A CSV's metric or unit as simperf spells it when it differs only in case or spacing ('TTFT_mean', 'MS',
+    'tok/s/gpu', 'tok / s'): such rows were listed 'not mapped' and never scored. Anything else is kept as given."""
+    folded = "".join(text.split()).casefold()
+    return next((name for name in names if name.casefold() == folded), text.strip())
+
+
 class TruthError(ValueError):
     """A truth file that cannot be read; the message names the file and line."""
 
@@ -131,9 +143,9 @@ def _truth_row(rec: dict, where: str) -> TruthRow:
         n_gpu=n_gpu,
         config=rec["backend_flags"].strip(),
         model=rec["model"].strip(),
-        metric=rec["metric"].strip(),
+        metric=_known_spelling(rec["metric"], _METRIC_NAMES),
         value=value,
-        unit=rec["unit"].strip(),
+        unit=_known_spelling(rec["unit"], _UNIT_NAMES),
         notes=(rec.get("notes") or "").strip(),
     )
 

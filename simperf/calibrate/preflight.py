@@ -43,7 +43,9 @@ def check_options(options: Any) -> None:
     """Every numeric option in range and --gpu a catalogue key, before the probe or any file."""
     keys = [*gpu_keys(), CPU_STAND_IN]
     if options.gpu is not None and options.gpu not in keys:
-        raise CalibrateError(f"--gpu: got {options.gpu!r}; allowed values: {', '.join(keys)}")
+        from simperf.scenario.load import not_allowed
+
+        raise CalibrateError(f"--gpu: {not_allowed(options.gpu, keys)}")
     if options.limit is not None and options.limit < 1:
         raise CalibrateError(f"--limit: got {options.limit}; measure at least 1 point")
     for name in ("heldout", "ragged"):

@@ -50,8 +50,15 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
 def check_policies(policies: list[str] | None, overrides: list[str] | None = None) -> None:
     """Each --policy once: a repeated one was simulated, and printed, again with the same result. And not beside
     --set fleet.router.policy, which each --policy replaced without a word."""
+    from typing import get_args
+
+    from simperf.scenario.fleet import PrefillPolicy
+    from simperf.scenario.load import not_allowed
+
     seen: set[str] = set()
     for name in policies or []:
+        if name not in get_args(PrefillPolicy):  # was 'fleet.router policy ...', naming no option
+            _fail(f"--policy: {not_allowed(name, list(get_args(PrefillPolicy)))} (bucket: PD prefill only)")
         if name in seen:
             _fail(f"--policy {name!r}: given twice; give each policy once")
         seen.add(name)

@@ -255,7 +255,9 @@ def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[s
     if requests.block_hashes is not None and hit is not None:
         notes["Prefix cache (fleet)"] = f"{100 * hit:.1f}% of prompt tokens hit"
     if requests.num_capped:
-        notes["Requests capped to the context length"] = str(requests.num_capped)
+        from simperf.pipeline import CAPPED_NOTE
+
+        notes[CAPPED_NOTE] = str(requests.num_capped)
     if requests.num_dropped:
         # as a single server's notes say it: a sweep row counts these as failed (evaluate.failed_requests)
         from simperf.pipeline import DROPPED_NOTE

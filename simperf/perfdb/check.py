@@ -29,8 +29,11 @@ def resolve_gpu(directory: Path, gpu: GpuSpec | str | None = None) -> GpuSpec:
     if isinstance(gpu, str):
         return get_gpu(gpu)
     found: dict[str, str] = {}  # GPU -> the first table measured on it
+    empty: list[str] = []
     for path in sorted(Path(directory).glob("*.parquet")):
         column = pl.read_parquet(path, columns=["gpu"])["gpu"]
+        if column.is_empty():
+            empty.append(path.name)
         for g in column.drop_nulls().unique().sort().to_list():
             found.setdefault(g, path.name)
     if len(found) > 1:
@@ -39,6 +42,12 @@ def resolve_gpu(directory: Path, gpu: GpuSpec | str | None = None) -> GpuSpec:
             f"{directory}: tables measured on several GPUs: {tables}; a calibration directory holds one GPU's tables"
         )
     said = directory_gpu(Path(directory), list(found))
+    if said is None and empty and not found:
+        # 'its tables record no gpu ... fill the tables' gpu column' sent the user to a column of no rows
+        raise ValueError(
+            f"{directory}: its tables hold no rows ({', '.join(empty)}): nothing was measured; calibrate into it "
+            "(`simperf calibrate --out`) or give a directory of measured tables"
+        )
     if said is None:
         raise ValueError(
             f"{directory}: its tables record no gpu, it has no device.json naming one, and its name is no GPU "

@@ -42,7 +42,9 @@ def plan_command(
         Path | None,
         typer.Argument(help="sweep result table (.parquet) or sweep file (.yaml); or use --model"),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="one-shot: zoo model (`simperf models`)")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="one-shot: zoo model (`simperf models`) or its HF repo id")
+    ] = None,
     gpu: Annotated[str | None, typer.Option(help="one-shot: GPU kind (h100 | h200 | b200)")] = None,
     total_gpus: Annotated[int | None, typer.Option(help="one-shot: GPUs to spend", min=1)] = None,
     isl: Annotated[int, typer.Option(help="one-shot: input tokens per request", min=1)] = 1024,
@@ -112,21 +114,22 @@ def plan_command(
     check_plan_numbers(rate, top)
     request = _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla or [], mtp_accept_length,
                        num_prompts, disaggregation)  # fmt: skip
-    _check_candidate_options(ctx, model, total_gpus, disaggregation)
+    _check_candidate_options(ctx, request.model, total_gpus, disaggregation)
     run_oneshot(request, top if top is not None else 3, save_dir, table, fresh, output, executor, workers,
                 ray_address, quiet)  # fmt: skip
 
 
 def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, num_prompts, disagg):
     from simperf.hardware.catalog import gpu_keys
-    from simperf.models.zoo import load_arch, zoo_names
+    from simperf.models.zoo import load_arch
     from simperf.plan.oneshot import PlanRequest
     from simperf.sweep.sla import SlaError, parse_sla
 
-    if model not in zoo_names():
-        _fail(f"--model: got {model!r}; the zoo has {', '.join(zoo_names())}")
+    model, weight_dtype = _zoo_model(model)
     if gpu not in gpu_keys():
-        _fail(f"--gpu: got {gpu!r}; allowed values: {', '.join(gpu_keys())}")
+        from simperf.scenario.load import not_allowed
+
+        _fail(f"--gpu: {not_allowed(gpu, gpu_keys())}")
     if not 0.0 <= range_ratio <= 1.0:
         _fail(f"--range-ratio: got {range_ratio}; allowed: 0 to 1")
     context = load_arch(model).context_len
@@ -144,7 +147,18 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
     except SlaError as e:
         _fail(f"--sla: {e}")
     return PlanRequest(model, gpu, total_gpus, isl, osl, range_ratio, rate, tuple(sla), accept, num_prompts,
-                       disaggregation=disagg)  # fmt: skip
+                       disaggregation=disagg, weight_dtype=weight_dtype)  # fmt: skip
+
+
+def _zoo_model(text: str) -> tuple[str, str | None]:
+    from simperf.cli_errors import fail
+    from simperf.scenario.cmdline import resolve_zoo_model
+    from simperf.scenario.flags import FlagError
+
+    try:  # the candidates are drawn from a zoo architecture (load_arch): no local config.json
+        return resolve_zoo_model(text, "--model", "a one-shot plan")
+    except FlagError as e:
+        fail(str(e))
 
 
 def _check_candidate_options(ctx: typer.Context, model: str, total_gpus: int, disaggregation: bool) -> None:
@@ -191,7 +205,7 @@ def run_oneshot(request, top, save_dir, table, fresh, output, executor, workers,
                                      request.mtp_accept_length, request.disaggregation)  # fmt: skip
     if not candidates.candidates:
         reasons = "; ".join(f"{a}: {b}" for a, b in candidates.skipped[:5])
-        _fail(f"no configuration of {request.model} fits {request.total_gpus} x {request.gpu}: {reasons}", 1)
+        _fail(f"no configuration of {request.label} fits {request.total_gpus} x {request.gpu}: {reasons}", 1)
     base_dir = Path.cwd()
     points = build_points(request, candidates.candidates, base_dir)
     out = table or (

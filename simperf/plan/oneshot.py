@@ -51,17 +51,25 @@ class PlanRequest:
     num_prompts: int | None = None
     seed: int = 42
     disaggregation: bool = True
+    # the dtype a named checkpoint stores (Qwen/Qwen3-8B-FP8); None: the model's own
+    weight_dtype: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} ({self.weight_dtype} weights)" if self.weight_dtype else self.model
 
     @property
     def name(self) -> str:
         load = f"-{self.rate:g}rps" if self.rate else ""
-        return f"plan-{self.model}-{self.total_gpus}x{self.gpu}-{self.isl}-{self.osl}{load}"
+        # not plan-qwen3-8b-fp8-...: the zoo's qwen3-8b-fp8 entry names its own tables so
+        weights = f"-{self.weight_dtype}-weights" if self.weight_dtype else ""
+        return f"plan-{self.model}{weights}-{self.total_gpus}x{self.gpu}-{self.isl}-{self.osl}{load}"
 
 
 def base_scenario(req: PlanRequest) -> dict[str, Any]:
     return {
         "name": req.name,
-        "model": {"name": req.model},
+        "model": {"name": req.model, **({"weight_dtype": req.weight_dtype} if req.weight_dtype else {})},
         "hardware": {"gpu": req.gpu, "count": 1},
         "workload": {
             "dataset": {

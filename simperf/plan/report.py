@@ -56,6 +56,7 @@ def request_json(req) -> dict[str, Any]:
     """The question a one-shot plan answers, as plan.json records it."""
     return {
         "model": req.model,
+        "weight_dtype": req.weight_dtype,
         "gpu": req.gpu,
         "total_gpus": req.total_gpus,
         "isl": req.isl,
@@ -131,7 +132,7 @@ def print_oneshot(plan: OneShotPlan, top: int, table_path: Path, saved: list[str
     sla = ", ".join(req.sla) or "no latency bound"
     target = f"{req.rate:g} req/s" if req.rate is not None else "the most req/s"
     console.print(
-        f"{req.model} on up to {req.total_gpus} x {req.gpu}: {target} within {sla}", highlight=False
+        f"{req.label} on up to {req.total_gpus} x {req.gpu}: {target} within {sla}", highlight=False
     )
     w = plan.winner
     if w is None:

@@ -63,8 +63,9 @@ def _get(data: dict[str, Any], path: str) -> Any:
     return node
 
 
-def resolve_model_path(text: str) -> dict[str, Any]:
-    """--model-path: a zoo name, a HF repo id of a zoo model, or a local directory (or file) with config.json."""
+def resolve_model_path(text: str, flag: str = "--model-path") -> dict[str, Any]:
+    """--model-path (and plan's --model): a zoo name in any capitalisation, a HF repo id of a zoo model, or a local
+    directory (or file) with config.json; as a scenario's model mapping."""
     from simperf.models.hf_names import zoo_entry_for_repo
     from simperf.models.zoo import zoo_names
 
@@ -88,9 +89,25 @@ def resolve_model_path(text: str) -> dict[str, Any]:
     close = difflib.get_close_matches(base, names, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise FlagError(
-        f"--model-path {text}: not a zoo model, a HF repo id of one, or a directory with config.json{hint} "
+        f"{flag} {text}: not a zoo model, a HF repo id of one, or a directory with config.json{hint} "
         f"(zoo: {', '.join(names)})"
     )
+
+
+def resolve_zoo_model(text: str, flag: str, what: str) -> tuple[str, str | None]:
+    """(zoo name, the weight dtype a named checkpoint stores where it is not the zoo entry's own) for an option that
+    takes zoo models (plan's and backends' --model), read as --model-path is (`Qwen/Qwen3-8B`, `Qwen3-8B`); `what`
+    says what refuses a local config.json."""
+    from simperf.models.zoo import load_arch, zoo_names
+
+    model = resolve_model_path(text, flag)
+    if "config" in model:
+        raise FlagError(
+            f"{flag} {text}: a local config.json; {what} takes a zoo model or the HF repo id of one "
+            f"(zoo: {', '.join(zoo_names())})"
+        )
+    dtype = model.get("weight_dtype")
+    return model["name"], None if dtype == load_arch(model["name"]).default_weight_dtype else dtype
 
 
 def _choose(flag: str, text: str, table: dict[str, str], what: str) -> str:

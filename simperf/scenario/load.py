@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from simperf.scenario.models import Quoted, Scenario
 from simperf.strictyaml import error_line, read_error, safe_load
@@ -51,9 +54,86 @@ def _expected(e: dict[str, Any]) -> str:
     return e["msg"].removeprefix("Input should be ").split(",")[0]
 
 
-def problem_message(errors: list[dict[str, Any]]) -> str:
+def model_types(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through Optional, unions, lists and Annotated)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return model_types(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in model_types(arg)]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return []
+
+
+def _allowed_keys(loc: tuple[Any, ...], root: type[BaseModel]) -> list[str]:
+    """The keys of the block an unknown key at `loc` was written in, found by walking the models from `root` along
+    its path (a union member's tag in it, such as a dataset's 'random', picks that member)."""
+    models: list[type[BaseModel]] = [root]
+    for item in loc[:-1]:
+        fields = [m for m in models if item in m.model_fields]
+        if fields:
+            models = [sub for m in fields for sub in _item_types(m.model_fields[item].annotation)]
+            continue
+        tagged = [m for m in models if "kind" in m.model_fields and m.model_fields["kind"].default == item]
+        models = tagged or models  # a list index or pydantic's name of a validator: the same block
+    return sorted({name for m in models for name in m.model_fields})
+
+
+def _item_types(annotation: Any) -> list[type[BaseModel]]:
+    """model_types, and those of a list's items (fleet.replicas)."""
+    found = model_types(annotation)
+    for arg in (annotation, *typing.get_args(annotation)):
+        if typing.get_origin(arg) is list:
+            found += [m for a in typing.get_args(arg) for m in model_types(a)]
+    return found
+
+
+def _unknown_key_message(loc: tuple[Any, ...], root: type[BaseModel] | None) -> str:
+    """'unknown key' with the nearest allowed spellings in its block: the file's typos got only 'check the
+    spelling', where --set and sweep axes suggest the nearest field. Outside a scenario (a sweep file's keys)
+    `simperf schema` lists none of them: the block's keys are listed instead."""
+    if root is None or not loc:
+        return "unknown key (check the spelling; `simperf schema` lists every allowed key)"
+    allowed = _allowed_keys(loc, root)
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=3, cutoff=0.6)
+    where = (
+        "`simperf schema` lists every allowed key" if root is Scenario else f"allowed: {', '.join(allowed)}"
+    )
+    if close:
+        return f"unknown key; did you mean {', '.join(close)}? ({where})"
+    return f"unknown key (check the spelling; {where})"
+
+
+def _nearest_value(given: Any, expected: str) -> str:
+    """' (did you mean 'h100'?)' for a word that is an allowed value in another case or punctuation (hardware.gpu:
+    H100, kv_cache_dtype: fp8-e4m3), else ''."""
+    same = same_word(given, re.findall(r"'([^']*)'", expected))
+    return f" (did you mean {same!r}?)" if same else ""
+
+
+def same_word(given: Any, allowed: list[str]) -> str | None:
+    """The allowed value `given` spells in another case or punctuation (spaces, '-', '_', '.'), or None. Not the
+    nearest spelling: an a100 is no h100, nor h300 an h200 (the zoo's model-name hint has the same rule)."""
+    if not isinstance(given, str):
+        return None
+    return next((a for a in allowed if _bare(a) == _bare(given)), None)
+
+
+def not_allowed(given: str, allowed: list[str]) -> str:
+    """An option's refusal of a value not in `allowed`: "got 'H100' (did you mean 'h100'?); allowed values: ..."."""
+    same = same_word(given, allowed)
+    hint = f" (did you mean {same!r}?)" if same else ""
+    return f"got {given!r}{hint}; allowed values: {', '.join(allowed)}"
+
+
+def _bare(word: str) -> str:
+    return re.sub(r"[\s_.\-]", "", word.casefold())
+
+
+def problem_message(errors: list[dict[str, Any]], root: type[BaseModel] | None = None) -> str:
     """What is wrong with one field, from pydantic's errors at its path (several: a union none of whose members
-    took the value)."""
+    took the value). `root`: the model the errors' paths start from, for an unknown key's nearest spellings."""
     quoted = errors[0].get("input")
     # models._Strict: a number or true/false in quotes, which YAML reads as text
     if isinstance(quoted, Quoted):
@@ -65,9 +145,10 @@ def problem_message(errors: list[dict[str, Any]]) -> str:
     e = errors[0]
     kind = e["type"]
     if kind == "extra_forbidden":
-        return "unknown key (check the spelling; `simperf schema` lists every allowed key)"
+        return _unknown_key_message(tuple(e.get("loc", ())), root)
     if kind == "literal_error":
-        return f"got {e.get('input')!r}; allowed values: {e.get('ctx', {}).get('expected', '')}"
+        expected = str(e.get("ctx", {}).get("expected", ""))
+        return f"got {e.get('input')!r}{_nearest_value(e.get('input'), expected)}; allowed values: {expected}"
     if kind == "missing":
         return "required field is missing"
     if kind == "union_tag_invalid":
@@ -83,7 +164,7 @@ def problem_message(errors: list[dict[str, Any]]) -> str:
     return f"{e['msg'].removeprefix('Value error, ')} (got {e.get('input')!r})"
 
 
-def format_validation_error(err: ValidationError, source: str) -> str:
+def format_validation_error(err: ValidationError, source: str, root: type[BaseModel] | None = None) -> str:
     """One line for one problem (`source: field: reason`); a header and one line per problem otherwise. A value
     that matches none of a union's members (request_rate: 'fast') is one problem listing what each accepts."""
     by_path: dict[str, list[dict[str, Any]]] = {}
@@ -96,7 +177,7 @@ def format_validation_error(err: ValidationError, source: str) -> str:
         by_path.setdefault(_field_path(loc), []).append(e)
     lines = [f"{source}: {len(by_path)} problem(s) in the scenario"]
     for path, errors in by_path.items():
-        msg = problem_message(errors)
+        msg = problem_message(errors, root)
         # a check across the whole scenario names its own fields: "(top level)" before them says nothing
         top_level_check = path == "(top level)" and errors[0]["type"] == "value_error" and len(errors) == 1
         lines.append(f"  {msg}" if top_level_check else f"  {path}: {msg}")
@@ -121,7 +202,7 @@ def parse_scenario(
     try:
         scenario = Scenario.model_validate(require_mapping(data, source), context=context)
     except ValidationError as err:
-        raise ScenarioError(format_validation_error(err, source)) from None
+        raise ScenarioError(format_validation_error(err, source, Scenario)) from None
     return _resolve_relative_paths(scenario, base_dir) if base_dir else scenario
 
 

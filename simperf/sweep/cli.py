@@ -130,6 +130,7 @@ def sweep_command(
         highlight=False,
         soft_wrap=True,
     )
+    _note_capped(run.frame)
     if not run.status_counts.get("ok"):  # exit 0 told a script the sweep had run
         first = run.frame.row(0, named=True)
         _fail(
@@ -151,7 +152,18 @@ def _load_table(results: Path, executor: str, workers: int | None, quiet: bool =
         _fail(f"--executor: {results} is a finished table; --executor applies when given a sweep file")
     if not results.exists():
         _fail(f"{results}: no such result table (run `simperf sweep` first)")
-    return read_table(results)
+    table, meta = read_table(results)
+    _note_capped(table)
+    return table, meta
+
+
+def _note_capped(frame) -> None:
+    from simperf.cli_errors import print_note
+    from simperf.sweep.table import capped_note
+
+    note = capped_note(frame)
+    if note is not None:
+        print_note(note)
 
 
 def _plan_inputs(meta: dict[str, Any], rate: float | None, sla: list[str] | None, top: int | None):

@@ -56,6 +56,14 @@ def failed_requests(prediction) -> int:
     return int(requests_made(prediction) - prediction.result["completed"])
 
 
+def capped_requests(prediction) -> int:
+    """Requests shortened to fit the model's context length (`over_context: cap`), as predict's note counts them: a
+    point at input_len 100000 on a 40,960-token model ran shorter prompts, and its row gave no sign of it."""
+    from simperf.pipeline import CAPPED_NOTE
+
+    return int(prediction.notes.get(CAPPED_NOTE, 0))
+
+
 def _metric_columns(prediction) -> dict[str, Any]:
     result = prediction.result
     metrics = {
@@ -78,6 +86,7 @@ def _metric_columns(prediction) -> dict[str, Any]:
         roofline_share=float(extra["step_time_share_by_source"]["roofline"]),
         kv_capacity_tokens_per_rank=int(prediction.serving.max_total_tokens),
         retractions=int(prediction.stats.retractions),
+        capped_requests=capped_requests(prediction),
         simulation_wall_s=float(prediction.wall_s),
     )
     return metrics

@@ -6,27 +6,15 @@ import copy
 import difflib
 import inspect
 import re
-import types
 import typing
 from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError, create_model
 
+from simperf.scenario.load import model_types as _model_types
 from simperf.scenario.load import problem_message
 from simperf.scenario.models import Scenario, _Strict
-
-
-def _model_types(annotation: Any) -> list[type[BaseModel]]:
-    """The pydantic models an annotation can hold (through Optional, unions and Annotated)."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _model_types(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        return [m for arg in typing.get_args(annotation) for m in _model_types(arg)]
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return []
 
 
 def _paths_of(model: type[BaseModel], prefix: str) -> set[str]:
@@ -43,6 +31,15 @@ def _paths_of(model: type[BaseModel], prefix: str) -> set[str]:
 def scenario_field_paths() -> frozenset[str]:
     """Every field a sweep axis may set, including whole sub-blocks (`serving.speculative`)."""
     return frozenset(_paths_of(Scenario, ""))
+
+
+@cache
+def dataset_kind_fields() -> dict[str, frozenset[str]]:
+    """Each workload dataset kind ('random', 'trace', ...) with the fields it takes."""
+    kinds: dict[str, frozenset[str]] = {}
+    for model, _ in _owners("workload.dataset.kind"):
+        kinds[str(model.model_fields["kind"].default)] = frozenset(model.model_fields)
+    return kinds
 
 
 def _holds_model(annotation: Any) -> bool:

@@ -12,7 +12,13 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from simperf.scenario.load import format_validation_error
 from simperf.scenario.models import _Strict as ScenarioStrict
 from simperf.strictyaml import error_line, read_error, safe_load
-from simperf.sweep.paths import never_valid, scenario_field_paths, unknown_path_message
+from simperf.sweep.paths import (
+    dataset_kind_fields,
+    get_path,
+    never_valid,
+    scenario_field_paths,
+    unknown_path_message,
+)
 from simperf.sweep.sla import SlaError, parse_sla
 
 
@@ -205,7 +211,7 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> SweepSpec:
         return SweepSpec.model_validate(data)
     except ValidationError as err:
         raise SweepError(
-            format_validation_error(err, source).replace(" in the scenario", " in the sweep", 1)
+            format_validation_error(err, source, SweepSpec).replace(" in the scenario", " in the sweep", 1)
         ) from None
 
 
@@ -223,7 +229,59 @@ def load_sweep_file(path: Path | str) -> tuple[SweepSpec, dict[str, Any], Path]:
         raise SweepError(f"{path}: cannot read the sweep: {read_error(err)}") from None
     spec = parse_sweep(data, str(path))
     base, base_dir = base_mapping(spec, path.parent)
+    problems = dataset_axis_problems(spec.axes, base)
+    if problems:
+        raise SweepError(f"{path}: axes: {'; '.join(problems)}")
     return spec, base, base_dir
+
+
+DATASET = "workload.dataset"
+
+
+def _axis_options(key: str, values: list[Any]) -> list[dict[str, Any]]:
+    """The {path: value} settings an axis makes, one per value (a group axis' options as given)."""
+    if key in scenario_field_paths():
+        return [{key: value} for value in values]
+    return [option for option in values if isinstance(option, dict)]
+
+
+def _kinds_set_by(option: dict[str, Any]) -> set[Any]:
+    """The dataset kind a point's settings give it (empty where they leave the kind alone)."""
+    if f"{DATASET}.kind" in option:
+        return {option[f"{DATASET}.kind"]}
+    if isinstance(option.get(DATASET), dict):
+        return {option[DATASET].get("kind")}
+    return set()
+
+
+def dataset_axis_problems(axes: dict[str, list[Any]], base: dict[str, Any]) -> list[str]:
+    """Axes over a field of a dataset kind no point has (workload.dataset.num_groups over a `random` base): every
+    point was an invalid row, found only once each had been simulated."""
+    kinds = dataset_kind_fields()
+    possible = {get_path(base, f"{DATASET}.kind")}
+    for key, values in axes.items():
+        for option in _axis_options(key, values):
+            possible |= _kinds_set_by(option)
+    possible = {k for k in possible if k in kinds}  # an unknown kind is refused with the scenario's own words
+    if not possible:
+        return []
+    problems: list[str] = []
+    for key, values in axes.items():
+        for i, option in enumerate(_axis_options(key, values)):
+            own = {k for k in _kinds_set_by(option) if k in kinds} or possible
+            for path in option:
+                field = path.removeprefix(f"{DATASET}.").split(".")[0]
+                if not path.startswith(f"{DATASET}.") or any(field in kinds[k] for k in own):
+                    continue
+                takers = ", ".join(k for k, fields in kinds.items() if field in fields)
+                where = key if path == key else f"{key}[{i}].{path}"
+                problem = (
+                    f"{where}: a field of the {takers} dataset, and every point with it has a "
+                    f"{' or '.join(sorted(own))} dataset (workload.dataset.kind); no point could take it"
+                )
+                if problem not in problems:
+                    problems.append(problem)
+    return problems
 
 
 def base_mapping(spec: SweepSpec, sweep_dir: Path) -> tuple[dict[str, Any], Path]:

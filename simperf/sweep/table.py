@@ -122,3 +122,21 @@ def table_rows(path: Path) -> dict[str, dict[str, Any]]:
         row["point_id"]: {k: v for k, v in row.items() if v is not None}
         for row in frame.iter_rows(named=True)
     }
+
+
+def capped_note(frame: pl.DataFrame) -> str | None:
+    """The points whose requests were shortened to fit the model's context length: their rows name the lengths
+    the sweep gave (input_len 100000) and report the shorter requests that ran. None when there are none (or the
+    table predates the capped_requests column)."""
+    if "capped_requests" not in frame.columns:
+        return None
+    capped = frame.filter(pl.col("capped_requests").fill_null(0) > 0)
+    if capped.is_empty():
+        return None
+    first = capped.row(0, named=True)
+    return (
+        f"{capped.height} of {frame.height} points shortened requests to fit the model's context length (column "
+        f"capped_requests; first: point {first['point_index']}, {first['config_label']}, "
+        f"{first['capped_requests']} requests): their rows report shorter requests than the sweep names; give "
+        "workload.over_context: drop to leave such requests out, or lengths that fit"
+    )

@@ -25,6 +25,7 @@ from simperf.workload.generators import multi_turn, shared_prefix
 from simperf.workload.lengths import (
     cap_to_context,
     legacy_output_lengths,
+    max_request_lengths,
     random_lengths,
     subtract_special_tokens,
 )
@@ -281,8 +282,13 @@ def _fit_to_context(
     if over_context == "drop" and capped.num_capped:
         keep = (capped.input_len == input_len) & (capped.output_len == output_len)
         num_dropped = int(np.count_nonzero(~keep))
-        if num_dropped == len(input_len):
-            raise TraceError(f"every request exceeds the context length ({context_len} tokens)")
+        if num_dropped == len(input_len):  # named no field: which setting left nothing to run
+            limit = max_request_lengths(context_len, kv_pool_tokens)[0]
+            raise TraceError(
+                f"workload.over_context: drop leaves out every request: each is longer than the {limit:,} tokens "
+                f"the server lets a request hold (context length {context_len:,}); give shorter requests "
+                "(workload.dataset), or over_context: cap to shorten them"
+            )
         index = np.flatnonzero(keep)
         kept = replace(
             drawn,
