@@ -3313,6 +3313,39 @@ TENTH_SWEEP_CASES = [
          {"m/config.json": (REPO / "simperf/models/zoo/qwen3-8b.json").read_text()}),
 ]  # fmt: skip
 
+
+ELEVENTH_SWEEP_CASES = [
+    # YAML 1.1 reads an unquoted no/off/yes/on as false/true: a text field said 'Input should be a valid string
+    # (got False)', naming neither the word written nor the remedy
+    Case(
+        "scenario-name-yaml11-no",
+        ("predict", "{ws}/x.yaml"),
+        "x.yaml: name: YAML 1.1 reads no as false; quote it: 'no'",
+        {"x.yaml": scenario_text().replace("name: good", "name: no")},
+    ),
+    Case(
+        "scenario-gpu-yaml11-on",
+        ("predict", "{ws}/x.yaml"),
+        "hardware.gpu: YAML 1.1 reads On as true; quote it: 'On'",
+        {"x.yaml": scenario_text().replace("gpu: h100", "gpu: On")},
+    ),
+    Case(
+        "sweep-name-yaml11-off",
+        ("sweep", "{ws}/x.yaml"),
+        "x.yaml: name: YAML 1.1 reads off as false; quote it",
+        {
+            "x.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]})).replace(
+                "name: tiny-sweep", "name: off"
+            )
+        },
+    ),
+    Case(
+        "predict-set-text-yaml11-no",
+        ("predict", "{ws}/s.yaml", "--set", "model.name=no"),
+        "model.name: got false, which YAML reads as true/false (as it reads yes, no, on, off); for text, quote it",
+    ),
+]
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3341,6 +3374,7 @@ CASES = (
     + EIGHTH_SWEEP_CASES
     + NINTH_SWEEP_CASES
     + TENTH_SWEEP_CASES
+    + ELEVENTH_SWEEP_CASES
 )
 
 

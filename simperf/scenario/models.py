@@ -65,6 +65,33 @@ class Quoted:
         return repr(self.text)
 
 
+class YamlBool:
+    """true/false where a field takes text: YAML 1.1 reads an unquoted yes, no, on or off as true or false (`name: no`
+    gave 'Input should be a valid string (got False)'). Passed on in its place, it makes the field refuse it, and
+    load.problem_message says what YAML made of the word the user wrote (`word`, where the file's mapping kept it)."""
+
+    def __init__(self, value: bool, word: str | None) -> None:
+        self.value = value
+        self.word = word
+
+    def __repr__(self) -> str:
+        return self.word or str(self.value).lower()
+
+    def message(self) -> str:
+        as_bool = str(self.value).lower()
+        if self.word is not None:
+            return f"YAML 1.1 reads {self.word} as {as_bool}; quote it: '{self.word}'"
+        return f"got {as_bool}, which YAML reads as true/false (as it reads yes, no, on, off); for text, quote it"
+
+
+def _takes_text_not_bool(annotation: Any) -> bool:
+    """Whether a field's type takes text (any, or words of a Literal) and not true/false (model.name, a path)."""
+    if annotation is bool or bool in get_args(annotation):
+        return False
+    words = _takes_words(annotation)
+    return words is None or bool(words)
+
+
 # the texts pydantic's lax mode reads as true or false
 _BOOL_WORDS = frozenset({"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"})
 
@@ -105,6 +132,8 @@ class _Strict(BaseModel):
             annotation = fields[key].annotation
             if isinstance(value, bool) and _is_number_not_bool(annotation):
                 return str(value).lower()
+            if isinstance(value, bool) and _takes_text_not_bool(annotation):
+                return YamlBool(value, getattr(data, "bool_words", {}).get(key))
             if isinstance(value, str):
                 if _is_number_not_bool(annotation) and _quoted_number(value, annotation):
                     return Quoted(value)
