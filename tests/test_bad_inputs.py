@@ -3344,6 +3344,22 @@ ELEVENTH_SWEEP_CASES = [
         ("predict", "{ws}/s.yaml", "--set", "model.name=no"),
         "model.name: got false, which YAML reads as true/false (as it reads yes, no, on, off); for text, quote it",
     ),
+    # a percentage for a fraction: pydantic's 'unable to parse string as a number' / 'less than or equal to 1'
+    scenario_case(
+        "range-ratio-percent",
+        "workload.dataset.range_ratio: give a fraction from 0 to 1, not a percentage (50% is 0.5)",
+        **{"workload.dataset": {"kind": "random", "input_len": 256, "output_len": 16, "range_ratio": "50%"}},
+    ),
+    scenario_case(
+        "range-ratio-fifty",
+        "workload.dataset.range_ratio: give a fraction from 0 to 1 (50% is 0.5)",
+        **{"workload.dataset": {"kind": "random", "input_len": 256, "output_len": 16, "range_ratio": 50}},
+    ),
+    Case(
+        "predict-set-mem-fraction-percent",
+        ("predict", "{ws}/s.yaml", "--set", "serving.mem_fraction_static=85"),
+        "serving.mem_fraction_static: give a fraction from 0 to 1 (85% is 0.85)",
+    ),
 ]
 
 CASES = (
