@@ -3360,6 +3360,12 @@ ELEVENTH_SWEEP_CASES = [
         ("predict", "{ws}/s.yaml", "--set", "serving.mem_fraction_static=85"),
         "serving.mem_fraction_static: give a fraction from 0 to 1 (85% is 0.85)",
     ),
+    # --op GEMM listed the ops and left the case for the user to spot (other options got the hint in sweep 10)
+    Case(
+        "diff-op-other-case",
+        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h200", "--op", "GEMM"),
+        "--op: got 'GEMM' (did you mean 'gemm'?); allowed values: attn_mla_decode",
+    ),
 ]
 
 CASES = (
