@@ -3326,8 +3326,15 @@ ELEVENTH_SWEEP_CASES = [
     Case(
         "scenario-gpu-yaml11-on",
         ("predict", "{ws}/x.yaml"),
-        "hardware.gpu: YAML 1.1 reads On as true; quote it: 'On'",
+        "hardware.gpu: got On, which YAML 1.1 reads as true; allowed values: 'b200', 'h100' or 'h200'",
         {"x.yaml": scenario_text().replace("gpu: h100", "gpu: On")},
+    ),
+    # a field of words none of which is off: 'quote it' would only trade one error for another
+    Case(
+        "scenario-over-context-yaml11-off",
+        ("predict", "{ws}/x.yaml"),
+        "workload.over_context: got off, which YAML 1.1 reads as false; allowed values: 'cap' or 'drop'",
+        {"x.yaml": scenario_text().replace("request_rate: 5", "request_rate: 5\n  over_context: off")},
     ),
     Case(
         "sweep-name-yaml11-off",

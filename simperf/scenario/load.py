@@ -140,7 +140,8 @@ def problem_message(errors: list[dict[str, Any]], root: type[BaseModel] | None =
         expected = " or ".join(dict.fromkeys(_expected(e) for e in errors))
         return f"got {quoted!r}, text in quotes; expected {expected}, written without quotes"
     if isinstance(quoted, YamlBool):  # models._Strict: name: no, which YAML 1.1 reads as false
-        return quoted.message()
+        literal = errors[0]["type"] == "literal_error"
+        return quoted.message(str(errors[0].get("ctx", {}).get("expected", "")) if literal else None)
     if len(errors) > 1:
         expected = " or ".join(dict.fromkeys(_expected(e) for e in errors))
         return f"got {errors[0].get('input')!r}; expected {expected}"

@@ -77,8 +77,11 @@ class YamlBool:
     def __repr__(self) -> str:
         return self.word or str(self.value).lower()
 
-    def message(self) -> str:
+    def message(self, allowed: str | None = None) -> str:
+        """`allowed`: the field's words (a Literal), none of which is yes/no/on/off: quoting would not help."""
         as_bool = str(self.value).lower()
+        if allowed is not None:
+            return f"got {self!r}, which YAML 1.1 reads as {as_bool}; allowed values: {allowed}"
         if self.word is not None:
             return f"YAML 1.1 reads {self.word} as {as_bool}; quote it: '{self.word}'"
         return f"got {as_bool}, which YAML reads as true/false (as it reads yes, no, on, off); for text, quote it"
