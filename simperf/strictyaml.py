@@ -31,7 +31,17 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
                     key_node.start_mark,
                 )
             seen[key] = key_node
-        return super().construct_mapping(node, deep=deep)
+        mapping = YamlMapping(super().construct_mapping(node, deep=deep))
+        mapping.bool_words = _yaml11_bool_words(self, node)
+        return mapping
+
+    def construct_yaml_map(self, node: yaml.MappingNode) -> Any:
+        # SafeConstructor's own yields a plain dict first (for anchors that refer to it) and fills it in
+        data = YamlMapping()
+        yield data
+        value = self.construct_mapping(node)
+        data.update(value)
+        data.bool_words = value.bool_words
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         value = super().construct_yaml_int(node)
@@ -43,6 +53,34 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
         _refuse_yaml11_number(node, value)
         return value
 
+
+class YamlMapping(dict):  # type: ignore[type-arg]
+    """A mapping as the YAML file gave it, with the words YAML 1.1 made true or false (`name: no` is False): a field
+    that takes text reads `bool_words` to say which word the user wrote (scenario/models.YamlBool)."""
+
+    bool_words: dict[Any, str] = {}  # noqa: RUF012 - replaced per mapping, never changed in place
+
+
+# YAML 1.1's true/false words that YAML 1.2 and users read as text: PyYAML's bool resolver (true/false aside)
+_YAML11_BOOL_WORDS = frozenset({"yes", "no", "on", "off"})
+
+
+def _yaml11_bool_words(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, str]:
+    """{key: the word} for the values of `node` that are an unquoted yes, no, on or off (any case)."""
+    words: dict[Any, str] = {}
+    for key_node, value_node in node.value:
+        if (
+            isinstance(value_node, yaml.ScalarNode)
+            and value_node.tag == "tag:yaml.org,2002:bool"
+            and str(value_node.value).lower() in _YAML11_BOOL_WORDS
+            and isinstance(key_node, yaml.ScalarNode)
+        ):
+            words[loader.construct_object(key_node)] = str(value_node.value)
+    return words
+
+
+# safe_dump writes a loaded mapping back as the plain mapping it is (plan save, --save-scenario)
+yaml.SafeDumper.add_representer(YamlMapping, yaml.representer.SafeRepresenter.represent_dict)
 
 # YAML 1.1 (PyYAML) reads `1:30` as 90 (base 60) and `010` as 8 (octal), where YAML 1.2 and every user read 1:30 as
 # text and 010 as ten: a rate or count written so came out another number without a word. Both are refused.
@@ -63,6 +101,7 @@ def _refuse_yaml11_number(node: yaml.ScalarNode, value: float) -> None:
     )
 
 
+_NoDuplicateKeysLoader.add_constructor("tag:yaml.org,2002:map", _NoDuplicateKeysLoader.construct_yaml_map)
 _NoDuplicateKeysLoader.add_constructor("tag:yaml.org,2002:int", _NoDuplicateKeysLoader.construct_yaml_int)
 _NoDuplicateKeysLoader.add_constructor("tag:yaml.org,2002:float", _NoDuplicateKeysLoader.construct_yaml_float)
 

@@ -214,6 +214,28 @@ def test_compare_flags_a_measured_run_of_another_dataset_or_server():
     assert setting_differences(RUN, {**RUN, "backend": "sglang-oai-chat"}) == []
 
 
+def test_compare_flags_runs_of_another_size_or_length_mix():
+    # a prediction of 200 prompts against a measured run of 1,000 (or of other lengths, where no --random-* setting
+    # says so) printed deltas without a warning
+    more = {**RUN, "completed": 1000, "total_input_tokens": 750000, "total_output_tokens": 385000}
+    assert setting_differences(RUN, more) == [
+        "completed: predicted run 200 requests, measured run 1000 (another --num-prompts, or requests that failed "
+        "or were dropped)"
+    ]
+    sharegpt = {**RUN, "dataset_name": "sharegpt"}
+    longer = {**sharegpt, "total_input_tokens": 300000}
+    assert setting_differences(sharegpt, longer) == [
+        "mean input tokens per request: predicted run 750, measured run 1,500"
+    ]
+    assert (
+        setting_differences(sharegpt, {**sharegpt, "total_input_tokens": 160000}) == []
+    )  # within sampling noise
+    # a random run's own setting says it once
+    assert setting_differences(RUN, {**RUN, "random_input_len": 4096, "total_input_tokens": 600000}) == [
+        "random_input_len: predicted run 1024, measured run 4096"
+    ]
+
+
 def test_simperf_json_output_reads_as_a_result(tmp_path):
     path = tmp_path / "pred.json"
     path.write_text(json.dumps({**RUN, "simperf": {"scenario": "x"}}, indent=2))

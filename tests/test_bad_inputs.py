@@ -3313,6 +3313,68 @@ TENTH_SWEEP_CASES = [
          {"m/config.json": (REPO / "simperf/models/zoo/qwen3-8b.json").read_text()}),
 ]  # fmt: skip
 
+
+ELEVENTH_SWEEP_CASES = [
+    # YAML 1.1 reads an unquoted no/off/yes/on as false/true: a text field said 'Input should be a valid string
+    # (got False)', naming neither the word written nor the remedy
+    Case(
+        "scenario-name-yaml11-no",
+        ("predict", "{ws}/x.yaml"),
+        "x.yaml: name: YAML 1.1 reads no as false; quote it: 'no'",
+        {"x.yaml": scenario_text().replace("name: good", "name: no")},
+    ),
+    Case(
+        "scenario-gpu-yaml11-on",
+        ("predict", "{ws}/x.yaml"),
+        "hardware.gpu: got On, which YAML 1.1 reads as true; allowed values: 'b200', 'h100' or 'h200'",
+        {"x.yaml": scenario_text().replace("gpu: h100", "gpu: On")},
+    ),
+    # a field of words none of which is off: 'quote it' would only trade one error for another
+    Case(
+        "scenario-over-context-yaml11-off",
+        ("predict", "{ws}/x.yaml"),
+        "workload.over_context: got off, which YAML 1.1 reads as false; allowed values: 'cap' or 'drop'",
+        {"x.yaml": scenario_text().replace("request_rate: 5", "request_rate: 5\n  over_context: off")},
+    ),
+    Case(
+        "sweep-name-yaml11-off",
+        ("sweep", "{ws}/x.yaml"),
+        "x.yaml: name: YAML 1.1 reads off as false; quote it",
+        {
+            "x.yaml": yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]})).replace(
+                "name: tiny-sweep", "name: off"
+            )
+        },
+    ),
+    Case(
+        "predict-set-text-yaml11-no",
+        ("predict", "{ws}/s.yaml", "--set", "model.name=no"),
+        "model.name: got false, which YAML reads as true/false (as it reads yes, no, on, off); for text, quote it",
+    ),
+    # a percentage for a fraction: pydantic's 'unable to parse string as a number' / 'less than or equal to 1'
+    scenario_case(
+        "range-ratio-percent",
+        "workload.dataset.range_ratio: give a fraction from 0 to 1, not a percentage (50% is 0.5)",
+        **{"workload.dataset": {"kind": "random", "input_len": 256, "output_len": 16, "range_ratio": "50%"}},
+    ),
+    scenario_case(
+        "range-ratio-fifty",
+        "workload.dataset.range_ratio: give a fraction from 0 to 1 (50% is 0.5)",
+        **{"workload.dataset": {"kind": "random", "input_len": 256, "output_len": 16, "range_ratio": 50}},
+    ),
+    Case(
+        "predict-set-mem-fraction-percent",
+        ("predict", "{ws}/s.yaml", "--set", "serving.mem_fraction_static=85"),
+        "serving.mem_fraction_static: give a fraction from 0 to 1 (85% is 0.85)",
+    ),
+    # --op GEMM listed the ops and left the case for the user to spot (other options got the hint in sweep 10)
+    Case(
+        "diff-op-other-case",
+        ("perfdb", "diff", "{repo}/calibration/h100", "{repo}/calibration/h200", "--op", "GEMM"),
+        "--op: got 'GEMM' (did you mean 'gemm'?); allowed values: attn_mla_decode",
+    ),
+]
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3341,6 +3403,7 @@ CASES = (
     + EIGHTH_SWEEP_CASES
     + NINTH_SWEEP_CASES
     + TENTH_SWEEP_CASES
+    + ELEVENTH_SWEEP_CASES
 )
 
 

@@ -90,6 +90,35 @@ def test_model_is_read_as_predict_reads_model_path():
     assert fp8.name.startswith("plan-qwen3-8b-fp8-weights-") and fp8.label == "qwen3-8b (fp8 weights)"
 
 
+def test_fp8_checkpoint_plan_fits_and_sizes_with_fp8_weight_bytes():
+    # the candidates' fit rule and the KV pool each point runs with come from resolve(), as predict's do: an fp8
+    # checkpoint's plan admits TP4 on H100s (118 GB of fp8 weights per GPU at TP2, 59 at TP4), a bf16 one needs
+    # TP8, and the fp8 plan's TP8 point gets the larger KV pool predict gives the fp8 checkpoint
+    from simperf.scenario.load import parse_scenario
+    from simperf.scenario.resolve import resolve
+    from simperf.sweep.paths import with_values
+
+    def plan(weight_dtype):
+        req = request(model="qwen3-235b-a22b", gpu="h100", total_gpus=8, weight_dtype=weight_dtype,
+                      disaggregation=False)  # fmt: skip
+        return req, candidates_for(req)
+
+    (bf16_req, bf16), (fp8_req, fp8) = plan(None), plan("fp8")
+    assert {c.gpus_per_replica for c in bf16.candidates} == {8}
+    assert "TP4" in {c.columns["layout"] for c in fp8.candidates}
+    assert "does not fit" in dict(bf16.skipped)["TP4"]
+
+    def pool(req, cands):
+        tp8 = next(c for c in cands.candidates if c.columns["layout"] == "TP8")
+        config = with_values(base_scenario(req), tp8.changes)
+        return resolve(parse_scenario(config, "point"))[0].max_total_tokens
+
+    predicted = resolve(
+        parse_scenario(with_values(base_scenario(fp8_req), {"hardware.count": 8, "serving": {"tp": 8}}), "p")
+    )[0]
+    assert pool(fp8_req, fp8) == predicted.max_total_tokens > pool(bf16_req, bf16)
+
+
 @pytest.fixture
 def small_plan(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

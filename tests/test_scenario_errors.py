@@ -77,6 +77,34 @@ def test_yaml_infinity_is_an_infinite_request_rate(tmp_path):
     assert "request_rate" in error_of(with_changes(workload={"request_rate": float("-inf")}))
 
 
+def test_yaml11_yes_no_on_off_stay_true_false_for_switches_and_are_named_for_text(tmp_path):
+    """A bool field keeps YAML 1.1's yes/no/on/off (disable_cuda_graph: yes); a text field given one is refused
+    naming the word (name: no was 'Input should be a valid string (got False)'); the loaded file dumps as before."""
+    import yaml
+
+    from simperf.scenario.load import load_scenario_mapping
+
+    path = tmp_path / "s.yaml"
+    text = (
+        "name: {name}\nmodel: {{name: qwen3-8b}}\nhardware: {{gpu: h100}}\nserving: {{disable_cuda_graph: {switch}}}\n"
+        "workload: {{dataset: {{kind: random, input_len: 128, output_len: 32}}, num_prompts: 10}}\n"
+    )
+    path.write_text(text.format(name="runs", switch="yes"))
+    assert load_scenario(path).serving.disable_cuda_graph is True
+    path.write_text(text.format(name="runs", switch="Off"))
+    assert load_scenario(path).serving.disable_cuda_graph is False
+    assert yaml.safe_load(yaml.safe_dump(load_scenario_mapping(path)))["serving"] == {
+        "disable_cuda_graph": False
+    }
+    path.write_text(text.format(name="no", switch="yes"))
+    with pytest.raises(ScenarioError, match="name: YAML 1.1 reads no as false; quote it: 'no'"):
+        load_scenario(path)
+    path.write_text(text.format(name="'no'", switch="yes"))
+    assert load_scenario(path).name == "no"
+    # a mapping built in code has no file words: the value is named, and quoting is still the remedy
+    assert "name: got false, which YAML reads as true/false" in error_of({**GOOD, "name": False})
+
+
 def test_layout_must_be_consistent():
     assert "dp_attention (3) must divide tp (8)" in error_of(
         with_changes(hardware={"count": 8}, serving={"tp": 8, "dp_attention": 3})

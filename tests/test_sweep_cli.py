@@ -109,3 +109,8 @@ def test_points_whose_requests_were_shortened_to_the_context_length_are_said(tmp
     assert note in " ".join(result.output.split())
     plan = runner.invoke(app, ["plan", str(out), "--rate", "1"])
     assert plan.exit_code == 0 and note in " ".join(plan.output.split()), plan.output
+    # the report page said nothing of it (only the printed note did)
+    page = tmp_path / "r.html"
+    report = runner.invoke(app, ["report", str(out), "-o", str(page)])
+    assert report.exit_code == 0, report.output
+    assert "1 of 2 points shortened requests to fit the model&#x27;s context length" in page.read_text()

@@ -532,7 +532,51 @@ def setting_differences(predicted: dict[str, Any], measured: dict[str, Any]) -> 
             continue
         if _rate(p) != _rate(m) if key == "request_rate" else p != m:
             out.append(f"{key}: predicted run {p}, measured run {m}")
+    return out + _size_differences(predicted, measured, out)
+
+
+# the mean request lengths of two runs of one workload agree within sampling noise: a random dataset's means over
+# 100 requests or more are within ~6% (uniform lengths); a gap past this is another workload (or EOS cut outputs)
+_MEAN_LENGTH_TOLERANCE = 0.25
+_MIN_REQUESTS_FOR_MEANS = 100
+
+
+def _size_differences(predicted: dict[str, Any], measured: dict[str, Any], said: list[str]) -> list[str]:
+    """Requests completed and their mean lengths, which no setting states for every dataset: a prediction of 1,000
+    prompts compared with a measured run of 200, or of another length mix (a sharegpt sample of another size or
+    seed, a trace of other requests), printed deltas with no word that the runs differ."""
+    out = []
+    p_count, m_count = predicted.get("completed"), measured.get("completed")
+    if not (_positive_number(p_count) and _positive_number(m_count)):
+        return out
+    if p_count != m_count:
+        out.append(
+            f"completed: predicted run {p_count} requests, measured run {m_count} (another --num-prompts, or "
+            "requests that failed or were dropped)"
+        )
+    if min(p_count, m_count) < _MIN_REQUESTS_FOR_MEANS:
+        return out
+    for total, setting, what in (
+        ("total_input_tokens", "random_input_len", "input"),
+        ("total_output_tokens", "random_output_len", "output"),
+    ):
+        p_total, m_total = predicted.get(total), measured.get(total)
+        if any(line.startswith(f"{setting}:") for line in said) or not (
+            _positive_number(p_total) and _positive_number(m_total)
+        ):
+            continue  # the setting's own warning says it, or a file without the total
+        p_mean, m_mean = p_total / p_count, m_total / m_count
+        if abs(p_mean - m_mean) > _MEAN_LENGTH_TOLERANCE * max(m_mean, 1.0):
+            out.append(
+                f"mean {what} tokens per request: predicted run {p_mean:,.0f}, measured run {m_mean:,.0f}"
+            )
     return out
+
+
+def _positive_number(value: Any) -> bool:
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    )
 
 
 def compare_command(

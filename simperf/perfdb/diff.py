@@ -277,10 +277,8 @@ def diff_command(
     if repeated:  # compared once, as if given once: a typo for another op went unnoticed
         raise typer.BadParameter(f"{', '.join(repeated)}: given twice; give each op once", param_hint="--op")
     unknown = sorted(set(op or ()) - set(OP_SPECS))
-    if unknown:
-        raise typer.BadParameter(
-            f"got {', '.join(unknown)}; allowed: {', '.join(OP_SPECS)}", param_hint="--op"
-        )
+    if unknown:  # --op GEMM: the allowed list was left for the user to spot the case in
+        raise typer.BadParameter(_unknown_ops(unknown), param_hint="--op")
     try:
         result = diff_tables(a, b, None, interpolate, op, extra_pairs=parse_pairs(pair))
     except PairError as e:
@@ -320,3 +318,14 @@ def _points_outside(points: Path, *directories: Path) -> None:
                 f"--points {points}: inside calibration directory {label} ({directory}), where a *.parquet "
                 "is one of its tables; write it somewhere else"
             )
+
+
+def _unknown_ops(unknown: list[str]) -> str:
+    """'got 'GEMM' (did you mean 'gemm'?); allowed values: ...', by the rule the scenario's values follow."""
+    from simperf.scenario.load import not_allowed, same_word
+
+    if len(unknown) == 1:
+        return not_allowed(unknown[0], list(OP_SPECS))
+    given = [f"{u!r}" + (f" (did you mean {same_word(u, list(OP_SPECS))!r}?)" if same_word(u, list(OP_SPECS)) else "")
+             for u in unknown]  # fmt: skip
+    return f"got {', '.join(given)}; allowed values: {', '.join(OP_SPECS)}"

@@ -420,11 +420,14 @@ def build_mapping(
         _set(data, path, value)
         origin[path] = f"--set {path}"
     if not base or "name" not in data:
-        data = {"name": _default_name(data), **data}
+        data["name"] = _default_name(data)
     order = list(
         Scenario.model_fields
     )  # the file reads in the schema's order; unknown keys stay (to be refused)
-    data = dict(sorted(data.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+    # reordered in place: the file's mapping keeps the words YAML 1.1 made true/false (strictyaml.YamlMapping)
+    ordered = sorted(data.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+    data.clear()
+    data.update(ordered)
     return data, origin, notes
 
 

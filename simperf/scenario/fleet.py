@@ -11,7 +11,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from simperf.scenario.models import HardwareSpec, ServingSpec, _Strict, unused_serving_fields
+from simperf.scenario.models import Fraction, HardwareSpec, ServingSpec, _Strict, unused_serving_fields
 from simperf.scenario.pd import check_decode_settings, check_prefill_settings
 
 Policy = Literal["round_robin", "random", "power_of_two", "cache_aware", "consistent_hashing", "prefix_hash"]
@@ -53,7 +53,7 @@ class RouterSpec(_Strict):
     decode_policy: Policy | None = Field(
         default=None, description="--decode-policy (PD fleets); default: `policy`"
     )
-    cache_threshold: float = Field(
+    cache_threshold: Fraction = Field(
         default=0.3,
         ge=0.0,
         le=1.0,

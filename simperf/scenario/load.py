@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from simperf.scenario.models import Quoted, Scenario
+from simperf.scenario.models import Quoted, Scenario, YamlBool
 from simperf.strictyaml import error_line, read_error, safe_load
 
 
@@ -139,6 +139,9 @@ def problem_message(errors: list[dict[str, Any]], root: type[BaseModel] | None =
     if isinstance(quoted, Quoted):
         expected = " or ".join(dict.fromkeys(_expected(e) for e in errors))
         return f"got {quoted!r}, text in quotes; expected {expected}, written without quotes"
+    if isinstance(quoted, YamlBool):  # models._Strict: name: no, which YAML 1.1 reads as false
+        literal = errors[0]["type"] == "literal_error"
+        return quoted.message(str(errors[0].get("ctx", {}).get("expected", "")) if literal else None)
     if len(errors) > 1:
         expected = " or ".join(dict.fromkeys(_expected(e) for e in errors))
         return f"got {errors[0].get('input')!r}; expected {expected}"

@@ -65,6 +65,36 @@ class Quoted:
         return repr(self.text)
 
 
+class YamlBool:
+    """true/false where a field takes text: YAML 1.1 reads an unquoted yes, no, on or off as true or false (`name: no`
+    gave 'Input should be a valid string (got False)'). Passed on in its place, it makes the field refuse it, and
+    load.problem_message says what YAML made of the word the user wrote (`word`, where the file's mapping kept it)."""
+
+    def __init__(self, value: bool, word: str | None) -> None:
+        self.value = value
+        self.word = word
+
+    def __repr__(self) -> str:
+        return self.word or str(self.value).lower()
+
+    def message(self, allowed: str | None = None) -> str:
+        """`allowed`: the field's words (a Literal), none of which is yes/no/on/off: quoting would not help."""
+        as_bool = str(self.value).lower()
+        if allowed is not None:
+            return f"got {self!r}, which YAML 1.1 reads as {as_bool}; allowed values: {allowed}"
+        if self.word is not None:
+            return f"YAML 1.1 reads {self.word} as {as_bool}; quote it: '{self.word}'"
+        return f"got {as_bool}, which YAML reads as true/false (as it reads yes, no, on, off); for text, quote it"
+
+
+def _takes_text_not_bool(annotation: Any) -> bool:
+    """Whether a field's type takes text (any, or words of a Literal) and not true/false (model.name, a path)."""
+    if annotation is bool or bool in get_args(annotation):
+        return False
+    words = _takes_words(annotation)
+    return words is None or bool(words)
+
+
 # the texts pydantic's lax mode reads as true or false
 _BOOL_WORDS = frozenset({"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"})
 
@@ -105,6 +135,8 @@ class _Strict(BaseModel):
             annotation = fields[key].annotation
             if isinstance(value, bool) and _is_number_not_bool(annotation):
                 return str(value).lower()
+            if isinstance(value, bool) and _takes_text_not_bool(annotation):
+                return YamlBool(value, getattr(data, "bool_words", {}).get(key))
             if isinstance(value, str):
                 if _is_number_not_bool(annotation) and _quoted_number(value, annotation):
                     return Quoted(value)
@@ -135,6 +167,28 @@ def _given_path(value: Any) -> Any:
 
 # a path the user writes in a scenario (relative to the scenario file), never empty
 GivenPath = Annotated[Path, BeforeValidator(_given_path)]
+
+
+def _fraction_not_percent(value: Any) -> Any:
+    # range_ratio: 50% got pydantic's 'unable to parse string as a number', and 50 'less than or equal to 1',
+    # neither saying the field is a fraction; the bounds stay the field's own (ge/le), checked after this
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            percent = float(value.strip()[:-1])
+        except ValueError:
+            return value
+        raise ValueError(
+            f"give a fraction from 0 to 1, not a percentage ({value.strip()} is {percent / 100:g})"
+        )
+    if isinstance(value, int | float) and not isinstance(value, bool) and 1 < value <= 100:
+        raise ValueError(f"give a fraction from 0 to 1 ({value:g}% is {value / 100:g})")
+    return value
+
+
+# a share from 0 to 1 (range ratios, mem_fraction_static): a percentage written for it is named as one
+Fraction = Annotated[float, BeforeValidator(_fraction_not_percent)]
+# (not `Fraction | None`: the field's bounds would then sit outside the number, and the schema shows them as such)
+OptionalFraction = Annotated[float | None, BeforeValidator(_fraction_not_percent)]
 
 
 class ModelSpec(_Strict):
@@ -287,7 +341,7 @@ class ServingSpec(_Strict):
         ge=1,
         description="KV pool size in tokens per DP rank, e.g. from the server's startup log",
     )
-    mem_fraction_static: float | None = Field(
+    mem_fraction_static: OptionalFraction = Field(
         default=None, gt=0.0, lt=1.0, description="--mem-fraction-static"
     )
     cuda_graph_max_bs: int | None = Field(default=None, ge=1, description="--cuda-graph-max-bs")
@@ -418,7 +472,7 @@ class RandomDataset(_Strict):
     kind: Literal["random"] = "random"
     input_len: int = Field(ge=1, description="--random-input-len")
     output_len: int = Field(ge=1, description="--random-output-len")
-    range_ratio: float = Field(default=0.0, ge=0.0, le=1.0, description="--random-range-ratio (1 = fixed)")
+    range_ratio: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="--random-range-ratio (1 = fixed)")
     length_rule: Literal["compute_random_lens", "sample_random_requests"] = Field(
         default="compute_random_lens",
         description="bench_serving's sampling rule: compute_random_lens (datasets/common.py, recent versions: "
@@ -504,7 +558,7 @@ class SharedPrefixDataset(_Strict):
     system_prompt_len: int = Field(default=2048, ge=1, description="--gsp-system-prompt-len")
     question_len: int = Field(default=128, ge=1, description="--gsp-question-len")
     output_len: int = Field(default=256, ge=1, description="--gsp-output-len")
-    range_ratio: float = Field(default=1.0, ge=0.0, le=1.0, description="--gsp-range-ratio")
+    range_ratio: Fraction = Field(default=1.0, ge=0.0, le=1.0, description="--gsp-range-ratio")
     ordered: bool = Field(default=False, description="--gsp-ordered: keep group order instead of shuffling")
     block_tokens: int = Field(
         default=DEFAULT_PREFIX_BLOCK_TOKENS,
@@ -551,7 +605,7 @@ class MultiTurnDataset(_Strict):
     )
     input_len: int = Field(ge=1, description="new user tokens per turn")
     output_len: int = Field(ge=1, description="tokens generated per turn")
-    range_ratio: float = Field(
+    range_ratio: Fraction = Field(
         default=1.0, ge=0.0, le=1.0, description="lengths ~ U{max(int(L*r),1)..L}, as bench_serving's random"
     )
     turn_interval_s: float = Field(

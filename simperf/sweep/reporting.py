@@ -28,6 +28,7 @@ from simperf.report.html import Section, render_page
 from simperf.sweep.pareto import SPEED_PER_USER, THROUGHPUT_PER_GPU, pareto_front
 from simperf.sweep.plan import Candidate, Plan, plan_capacity
 from simperf.sweep.sla import STATS, Sla
+from simperf.sweep.table import capped_note
 
 MAX_CURVES = 8  # configurations drawn on the latency-vs-load chart: more lines stop being readable
 CHART_NAMES = ("pareto", "latency_vs_load", "latency_cdf", "step_breakdown")
@@ -292,6 +293,10 @@ def _summary_section(table: pl.DataFrame, sla: Sla, plan: Plan | None) -> Sectio
     ]
     if plan is not None:
         summary.append(_plan_sentence(plan))
+    # printed by `simperf report` since sweep 10, and missing from the page a reader is sent
+    capped = capped_note(table)
+    if capped is not None:
+        summary.append(f"Note: {capped}.")
     return Section("Summary", summary)
 
 
