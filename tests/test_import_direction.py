@@ -21,6 +21,7 @@ NEUTRAL = {
     "simperf.jsonl",
     "simperf.progress",
     "simperf.hardware",
+    "simperf.spelling",
 }
 
 # importer package -> packages it must not import (prefix match on dotted module names)

@@ -43,7 +43,7 @@ def check_options(options: Any) -> None:
     """Every numeric option in range and --gpu a catalogue key, before the probe or any file."""
     keys = [*gpu_keys(), CPU_STAND_IN]
     if options.gpu is not None and options.gpu not in keys:
-        from simperf.scenario.load import not_allowed
+        from simperf.spelling import not_allowed
 
         raise CalibrateError(f"--gpu: {not_allowed(options.gpu, keys)}")
     if options.limit is not None and options.limit < 1:

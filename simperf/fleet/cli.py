@@ -53,7 +53,7 @@ def check_policies(policies: list[str] | None, overrides: list[str] | None = Non
     from typing import get_args
 
     from simperf.scenario.fleet import PrefillPolicy
-    from simperf.scenario.load import not_allowed
+    from simperf.spelling import not_allowed
 
     seen: set[str] = set()
     for name in policies or []:

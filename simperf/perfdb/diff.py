@@ -322,7 +322,7 @@ def _points_outside(points: Path, *directories: Path) -> None:
 
 def _unknown_ops(unknown: list[str]) -> str:
     """'got 'GEMM' (did you mean 'gemm'?); allowed values: ...', by the rule the scenario's values follow."""
-    from simperf.scenario.load import not_allowed, same_word
+    from simperf.spelling import not_allowed, same_word
 
     if len(unknown) == 1:
         return not_allowed(unknown[0], list(OP_SPECS))

@@ -127,7 +127,7 @@ def _request(model, gpu, total_gpus, isl, osl, range_ratio, rate, sla, accept, n
 
     model, weight_dtype = _zoo_model(model)
     if gpu not in gpu_keys():
-        from simperf.scenario.load import not_allowed
+        from simperf.spelling import not_allowed
 
         _fail(f"--gpu: {not_allowed(gpu, gpu_keys())}")
     if not 0.0 <= range_ratio <= 1.0:

@@ -58,7 +58,7 @@ def backends_command(
 
 def _choice_problem(option: str, given: list[str], allowed: list[str], what: str) -> str | None:
     """An unknown value, or one given twice (its rows were printed twice), named with its option."""
-    from simperf.scenario.load import same_word
+    from simperf.spelling import same_word
 
     unknown = [v for v in given if v not in allowed]
     if unknown:

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from simperf.scenario.models import Quoted, Scenario, YamlBool
+from simperf.spelling import same_word
 from simperf.strictyaml import error_line, read_error, safe_load
 
 
@@ -110,25 +111,6 @@ def _nearest_value(given: Any, expected: str) -> str:
     H100, kv_cache_dtype: fp8-e4m3), else ''."""
     same = same_word(given, re.findall(r"'([^']*)'", expected))
     return f" (did you mean {same!r}?)" if same else ""
-
-
-def same_word(given: Any, allowed: list[str]) -> str | None:
-    """The allowed value `given` spells in another case or punctuation (spaces, '-', '_', '.'), or None. Not the
-    nearest spelling: an a100 is no h100, nor h300 an h200 (the zoo's model-name hint has the same rule)."""
-    if not isinstance(given, str):
-        return None
-    return next((a for a in allowed if _bare(a) == _bare(given)), None)
-
-
-def not_allowed(given: str, allowed: list[str]) -> str:
-    """An option's refusal of a value not in `allowed`: "got 'H100' (did you mean 'h100'?); allowed values: ..."."""
-    same = same_word(given, allowed)
-    hint = f" (did you mean {same!r}?)" if same else ""
-    return f"got {given!r}{hint}; allowed values: {', '.join(allowed)}"
-
-
-def _bare(word: str) -> str:
-    return re.sub(r"[\s_.\-]", "", word.casefold())
 
 
 def problem_message(errors: list[dict[str, Any]], root: type[BaseModel] | None = None) -> str:
