@@ -15,22 +15,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from simperf.scenario.load import model_types
 from simperf.scenario.models import Scenario
 
 BEGIN = "<!-- simperf schema --markdown: begin (generated; do not edit by hand) -->"
 END = "<!-- simperf schema --markdown: end -->"
 REFRESH = "simperf schema --markdown --update docs/scenario.md"
-
-
-def _models(annotation: Any) -> list[type[BaseModel]]:
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _models(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        return [m for a in typing.get_args(annotation) for m in _models(a)]
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return []
 
 
 def _literals(annotation: Any) -> list[Any]:
@@ -57,7 +47,7 @@ def _meaning(name: str, info: Any, path: str) -> str:
     text = (info.description or "").replace("|", "\\|").replace("\n", " ")
     if name == "kind" and not text:
         text = "selects this kind"
-    if not text and _models(info.annotation):
+    if not text and model_types(info.annotation):
         text = f"the `{path}{'.' if path else ''}{name}` block below"
     allowed = _literals(info.annotation)
     if allowed and not (len(allowed) == 1 and info.default == allowed[0]):
@@ -73,7 +63,7 @@ def _sections(model: type[BaseModel], path: str, out: list[tuple[str, type[BaseM
     if sum(1 for _, m in out if m is model) > 1:
         return  # documented once, at its first path; later paths refer to it
     for name, info in model.model_fields.items():
-        subs = _models(info.annotation)
+        subs = model_types(info.annotation)
         for sub in subs:
             kind = sub.model_fields.get("kind")
             title = f"{path}.{name}" if path else name
