@@ -3375,6 +3375,19 @@ ELEVENTH_SWEEP_CASES = [
     ),
 ]
 
+# launch_server flags SGLang refuses that predict priced (silent wrong answers, twelfth sweep)
+TWELFTH_FLAGS = tuple(
+    "predict --model-path qwen3-8b --gpu h100 --dataset-name random --num-prompts 4 --speculative-algorithm EAGLE "
+    "--accept-length 2".split()
+)
+TWELFTH_SWEEP_CASES = [
+    # SGLang asserts eagle_topk and num_draft_tokens are unset when num_steps is; simperf priced num_steps 3
+    Case("flags-spec-topk-without-num-steps", (*TWELFTH_FLAGS, "--speculative-eagle-topk", "4"),
+         "--speculative-eagle-topk: give --speculative-num-steps too; SGLang's launch_server fails an assertion"),
+    Case("flags-spec-draft-tokens-without-num-steps", (*TWELFTH_FLAGS, "--speculative-num-draft-tokens", "4"),
+         "--speculative-num-draft-tokens: give --speculative-num-steps too"),
+]  # fmt: skip
+
 CASES = (
     CALIBRATION_TABLE_CASES
     + GROUNDTRUTH_CASES
@@ -3404,6 +3417,7 @@ CASES = (
     + NINTH_SWEEP_CASES
     + TENTH_SWEEP_CASES
     + ELEVENTH_SWEEP_CASES
+    + TWELFTH_SWEEP_CASES
 )
 
 

@@ -111,6 +111,21 @@ def test_sglang_backend_and_speculative_names_are_translated():
     assert s.speculative.accept_length.mean == 2.1
 
 
+def test_speculative_algorithm_alone_takes_sglangs_draft_shape_for_llama():
+    # SGLang 0.5.x auto-chooses (num_steps, eagle_topk, num_draft_tokens) = (5, 4, 8) for a Llama target when none
+    # is given; simperf priced its own (3, 1, 4) chain
+    def speculative(*extra: str):
+        return scenario_from_command_line(
+            ["--model-path", "llama-3.1-8b", "--gpu", "h100", "--dataset-name", "random",
+             "--speculative-algorithm", "EAGLE3", "--accept-length", "2.5", *extra]
+        ).scenario.serving.speculative  # fmt: skip
+
+    auto = speculative()
+    assert (auto.num_steps, auto.eagle_topk, auto.num_draft_tokens) == (5, 4, 8)
+    given = speculative("--speculative-num-steps", "3")
+    assert (given.num_steps, given.eagle_topk, given.num_draft_tokens) == (3, 1, None)
+
+
 def test_model_path_takes_zoo_names_hf_repo_ids_and_local_config_dirs(tmp_path):
     from importlib import resources
 

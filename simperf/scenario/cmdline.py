@@ -236,6 +236,58 @@ def _apply_speculative(settings: FlagSettings, data: dict[str, Any], origin: dic
     used = [f.name for f, _, _ in settings.values if f.name.startswith("--speculative-")]
     if used and _get(data, "serving.speculative.algorithm") is None:
         raise FlagError(f"{', '.join(used)}: give --speculative-algorithm too (EAGLE, EAGLE3 or NEXTN)")
+    _check_draft_shape_flags(used, data)
+    if algorithm is not None:
+        _auto_draft_shape(data, origin)
+
+
+# SGLang 0.5.x server_args.py (0.5.17 arg_groups/speculative_hook.py, _auto_choose_speculative_params): with none of
+# --speculative-num-steps / -eagle-topk / -num-draft-tokens given, a Llama target drafts (5, 4, 8) in every 0.5.x
+# release (other architectures' choice changed between releases; simperf keeps its (3, 1, 4) for them)
+AUTO_DRAFT_SHAPES = {"LlamaForCausalLM": (5, 4, 8)}
+DRAFT_SHAPE_KEYS = ("num_steps", "eagle_topk", "num_draft_tokens")
+
+
+def _auto_draft_shape(data: dict[str, Any], origin: dict[str, str]) -> None:
+    """--speculative-algorithm without the draft's shape: the shape SGLang picks for the model, where simperf knows
+    it (a Llama EAGLE draft ran as num_steps 3, eagle_topk 1: a chain of 4 instead of SGLang's tree of 8)."""
+    from simperf.models.zoo import load_arch
+
+    spec = _get(data, "serving.speculative")
+    model = data.get("model")
+    if not isinstance(spec, dict) or any(spec.get(k) is not None for k in DRAFT_SHAPE_KEYS):
+        return
+    if not isinstance(model, dict) or not isinstance(model.get("name"), str):
+        return
+    config = model.get("config")
+    try:
+        arch = load_arch(model["name"], Path(config) if isinstance(config, str) else None)
+    except Exception:  # an unknown model is refused, with its own words, when the scenario resolves
+        return
+    shape = AUTO_DRAFT_SHAPES.get(arch.hf_architecture)
+    if shape is None:
+        return
+    for key, value in zip(DRAFT_SHAPE_KEYS, shape, strict=True):
+        _set(data, f"serving.speculative.{key}", value)
+        origin[f"serving.speculative.{key}"] = "--speculative-algorithm"
+
+
+def _check_draft_shape_flags(used: list[str], data: dict[str, Any]) -> None:
+    """SGLang 0.5.x (server_args.py; 0.5.17 arg_groups/speculative_hook.py, _handle_eagle_family) asserts that
+    --speculative-eagle-topk and --speculative-num-draft-tokens are unset when --speculative-num-steps is: it then
+    picks all three for the model. simperf priced the flags given with its own num_steps 3, a server that fails to
+    start."""
+    shape = [name for name in used if name in ("--speculative-eagle-topk", "--speculative-num-draft-tokens")]
+    if (
+        not shape
+        or "--speculative-num-steps" in used
+        or _get(data, "serving.speculative.num_steps") is not None
+    ):
+        return
+    raise FlagError(
+        f"{', '.join(shape)}: give --speculative-num-steps too; SGLang's launch_server fails an assertion when "
+        "--speculative-eagle-topk or --speculative-num-draft-tokens is given without it (server_args.py)"
+    )
 
 
 # bench_serving's flags of one dataset (benchmark/datasets/): another dataset never reads them
