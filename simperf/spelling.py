@@ -16,11 +16,16 @@ def same_word(given: Any, allowed: list[str]) -> str | None:
     return next((a for a in allowed if _bare(a) == _bare(given)), None)
 
 
+def did_you_mean(given: Any, allowed: list[str]) -> str:
+    """The hint " (did you mean 'h100'?)" where `given` is an allowed value in another case or punctuation, else
+    the empty string."""
+    same = same_word(given, allowed)
+    return f" (did you mean {same!r}?)" if same else ""
+
+
 def not_allowed(given: str, allowed: list[str]) -> str:
     """An option's refusal of a value not in `allowed`: "got 'H100' (did you mean 'h100'?); allowed values: ..."."""
-    same = same_word(given, allowed)
-    hint = f" (did you mean {same!r}?)" if same else ""
-    return f"got {given!r}{hint}; allowed values: {', '.join(allowed)}"
+    return f"got {given!r}{did_you_mean(given, allowed)}; allowed values: {', '.join(allowed)}"
 
 
 def _bare(word: str) -> str:

@@ -322,10 +322,10 @@ def _points_outside(points: Path, *directories: Path) -> None:
 
 def _unknown_ops(unknown: list[str]) -> str:
     """'got 'GEMM' (did you mean 'gemm'?); allowed values: ...', by the rule the scenario's values follow."""
-    from simperf.spelling import not_allowed, same_word
+    from simperf.spelling import did_you_mean, not_allowed
 
+    allowed = list(OP_SPECS)
     if len(unknown) == 1:
-        return not_allowed(unknown[0], list(OP_SPECS))
-    given = [f"{u!r}" + (f" (did you mean {same_word(u, list(OP_SPECS))!r}?)" if same_word(u, list(OP_SPECS)) else "")
-             for u in unknown]  # fmt: skip
-    return f"got {', '.join(given)}; allowed values: {', '.join(OP_SPECS)}"
+        return not_allowed(unknown[0], allowed)
+    given = [f"{u!r}{did_you_mean(u, allowed)}" for u in unknown]
+    return f"got {', '.join(given)}; allowed values: {', '.join(allowed)}"

@@ -58,12 +58,11 @@ def backends_command(
 
 def _choice_problem(option: str, given: list[str], allowed: list[str], what: str) -> str | None:
     """An unknown value, or one given twice (its rows were printed twice), named with its option."""
-    from simperf.spelling import same_word
+    from simperf.spelling import did_you_mean
 
     unknown = [v for v in given if v not in allowed]
     if unknown:
-        same = same_word(unknown[0], allowed)
-        hint = f" (did you mean {same!r}?)" if same else ""
+        hint = did_you_mean(unknown[0], allowed)
         return f"{option}: unknown {', '.join(unknown)}{hint}; {what}: {', '.join(allowed)}"
     repeated = sorted({v for v in given if given.count(v) > 1})
     if repeated:

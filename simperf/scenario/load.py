@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from simperf.scenario.models import Quoted, Scenario, YamlBool
-from simperf.spelling import same_word
+from simperf.spelling import did_you_mean
 from simperf.strictyaml import error_line, read_error, safe_load
 
 
@@ -109,8 +109,7 @@ def _unknown_key_message(loc: tuple[Any, ...], root: type[BaseModel] | None) -> 
 def _nearest_value(given: Any, expected: str) -> str:
     """' (did you mean 'h100'?)' for a word that is an allowed value in another case or punctuation (hardware.gpu:
     H100, kv_cache_dtype: fp8-e4m3), else ''."""
-    same = same_word(given, re.findall(r"'([^']*)'", expected))
-    return f" (did you mean {same!r}?)" if same else ""
+    return did_you_mean(given, re.findall(r"'([^']*)'", expected))
 
 
 def problem_message(errors: list[dict[str, Any]], root: type[BaseModel] | None = None) -> str:
