@@ -343,14 +343,17 @@ WORKLOAD_NOTES_LISTED = 3
 
 
 def workload_notes(requests: RequestSet) -> dict[str, str]:
-    """What the dataset left out or changed (RequestSet.notes: a bench_serving file's failed requests, a trace
-    shorter than num_prompts, output lengths of 0 priced as 1): built by the workload and, until here, printed
-    by nothing, so a prediction ran on fewer requests than asked without a word."""
-    if not requests.notes:
-        return {}
-    listed = "; ".join(requests.notes[:WORKLOAD_NOTES_LISTED])
-    more = len(requests.notes) - WORKLOAD_NOTES_LISTED
-    return {WORKLOAD_NOTE: listed + (f"; and {more} more" if more > 0 else "")}
+    """What the dataset left out or changed, for a server's and a fleet's notes alike: the requests
+    `over_context: drop` left out (a sweep row counts them as failed, evaluate.failed_requests), and RequestSet.notes
+    (a bench_serving file's failed requests, a trace shorter than num_prompts, output lengths of 0 priced as 1),
+    built by the workload and once printed by nothing, so a prediction ran on fewer requests than asked without a
+    word."""
+    notes = {DROPPED_NOTE: str(requests.num_dropped)} if requests.num_dropped else {}
+    if requests.notes:
+        listed = "; ".join(requests.notes[:WORKLOAD_NOTES_LISTED])
+        more = len(requests.notes) - WORKLOAD_NOTES_LISTED
+        notes[WORKLOAD_NOTE] = listed + (f"; and {more} more" if more > 0 else "")
+    return notes
 
 
 def eager_decode_note(stats: SimStats, serving: ResolvedServing, host: ExtendHostTime) -> str:
@@ -419,8 +422,6 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         notes[ACCEPT_LEN_UNUSED] = ACCEPT_LEN_UNUSED_TEXT
     if stats.eager_decode_iterations:
         notes[EAGER_DECODE] = eager_decode_note(stats, serving, cost.eager_decode_host)
-    if getattr(requests, "num_dropped", 0):
-        notes[DROPPED_NOTE] = str(requests.num_dropped)
     notes.update(workload_notes(requests))
     if requests.block_hashes is not None and len(records):
         prompt = float(records.input_len.sum()) or 1.0

@@ -258,12 +258,7 @@ def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[s
         from simperf.pipeline import CAPPED_NOTE
 
         notes[CAPPED_NOTE] = str(requests.num_capped)
-    if requests.num_dropped:
-        # as a single server's notes say it: a sweep row counts these as failed (evaluate.failed_requests)
-        from simperf.pipeline import DROPPED_NOTE
-
-        notes[DROPPED_NOTE] = str(requests.num_dropped)
-    from simperf.pipeline import workload_notes
+    from simperf.pipeline import workload_notes  # as a single server's notes say them
 
     notes.update(workload_notes(requests))
     if requests.accept_len is not None:
