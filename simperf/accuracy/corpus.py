@@ -26,33 +26,10 @@ from typing import Any
 from simperf.accuracy.stats import Summary, signed_error, summarize_errors
 from simperf.groundtruth.decompose import SERVICE_RUNS
 from simperf.groundtruth.hosts import feeds_defaults, host_speed_of
+from simperf.scenario.cmdline import build_mapping
+from simperf.scenario.flags import BY_NAME, FlagError, parse_flags
 from simperf.scenario.models import Scenario
 
-# launch_server flags (SGLang 0.5.x spelling) -> scenario `serving` keys
-_SERVING_FLAGS: dict[str, str] = {
-    "attention-backend": "attention_backend",
-    "prefill-attention-backend": "prefill_attention_backend",
-    "decode-attention-backend": "decode_attention_backend",
-    "tp-size": "tp",
-    "tp": "tp",
-    "ep-size": "ep",
-    "page-size": "page_size",
-    "kv-cache-dtype": "kv_cache_dtype",
-    "chunked-prefill-size": "chunked_prefill_size",
-    "max-running-requests": "max_running_requests",
-    "max-prefill-tokens": "max_prefill_tokens",
-    "max-total-tokens": "max_total_tokens",
-    "mem-fraction-static": "mem_fraction_static",
-    "cuda-graph-max-bs": "cuda_graph_max_bs",
-    "disable-cuda-graph": "disable_cuda_graph",
-    "disable-overlap-schedule": "disable_overlap_schedule",
-    "enable-metrics": "enable_metrics",
-    "incremental-streaming-output": "incremental_streaming_output",
-    "enable-mixed-chunk": "enable_mixed_chunk",
-    "schedule-policy": "schedule_policy",
-    "disable-radix-cache": "disable_radix_cache",
-    "schedule-conservativeness": "schedule_conservativeness",
-}
 # Flags that locate files, name endpoints or switch on logging: they do not change what the server computes.
 _NEUTRAL_FLAGS = frozenset(
     {
@@ -71,20 +48,6 @@ _NEUTRAL_FLAGS = frozenset(
         "random-seed",
         "decode-log-interval",
         "enable-request-time-stats-logging",
-    }
-)
-_BOOL_FLAGS = frozenset(
-    {
-        "disable-cuda-graph",
-        "disable-overlap-schedule",
-        "enable-mixed-chunk",
-        "disable-radix-cache",
-        "enable-metrics",
-        "export-metrics-to-file",
-        "trust-remote-code",
-        "log-requests",
-        "enable-request-time-stats-logging",
-        "enable-dp-attention",
     }
 )
 # Per-run metrics compared (bench_serving's keys), and the families the summary groups them in.
@@ -133,6 +96,7 @@ class RunResult:
     api_server_paced: bool = False
     # False: recorded by a check-only plan after its prediction was committed (groundtruth/hosts.py)
     feeds_defaults: bool = True
+    dp_attention: int = 1  # DP-attention ranks of the server
 
 
 @dataclass
@@ -166,7 +130,7 @@ class CorpusReport:
 
 
 def server_flags(server_cmd: Path) -> dict[str, str | bool]:
-    """The launch_server flags of a recorded server (the command line in server_cmd.txt)."""
+    """The launch_server flags of a recorded server (the command line in server_cmd.txt); True for a switch."""
     line = next(
         (ln for ln in server_cmd.read_text(encoding="utf-8").splitlines() if "sglang.launch_server" in ln),
         None,
@@ -180,37 +144,37 @@ def server_flags(server_cmd: Path) -> dict[str, str | bool]:
         token = argv[i]
         if not token.startswith("--"):
             raise CorpusError(f"{server_cmd}: unexpected argument {token!r}")
-        name = token[2:]
-        if name in _BOOL_FLAGS or i + 1 >= len(argv) or argv[i + 1].startswith("--"):
-            flags[name] = True
+        known = BY_NAME.get(token)
+        switch = (
+            not known.takes_value if known is not None else i + 1 >= len(argv) or argv[i + 1].startswith("--")
+        )
+        if switch:
+            flags[token[2:]] = True
             i += 1
         else:
-            flags[name] = argv[i + 1]
+            flags[token[2:]] = argv[i + 1]
             i += 2
     return flags
 
 
-def _typed(value: str | bool) -> Any:
-    """A flag's value as the scenario takes it: a number for a number ('2' -> 2; the scenario refuses a quoted
-    number), else the text (a backend's name)."""
-    if isinstance(value, str):
-        for convert in (int, float):
-            try:
-                return convert(value)
-            except ValueError:
-                pass
-    return value
-
-
 def serving_from_flags(flags: dict[str, str | bool], sglang_version: str | None) -> dict[str, Any]:
-    serving: dict[str, Any] = {}
+    """The scenario's `serving` for a recorded server: its flags read by `simperf predict`'s own parser and rules
+    (scenario/cmdline.py), so a corpus run and a user's copied command line are one scenario; a flag predict does
+    not take refuses the run."""
+    tokens: list[str] = []
     for name, value in flags.items():
         if name in _NEUTRAL_FLAGS:
             continue
-        key = _SERVING_FLAGS.get(name)
-        if key is None:
+        known = BY_NAME.get(f"--{name}")
+        if known is None or known.origin != "launch_server":
             raise Unmodelled(f"launch_server flag --{name} is not modelled by simperf")
-        serving[key] = _typed(value)
+        tokens += [f"--{name}"] if value is True else [f"--{name}", str(value)]
+    try:
+        # a base mapping stands for the scenario file: the workload comes from the run, not from flags
+        data, _, _ = build_mapping(parse_flags(tokens), {"serving": {}}, {})
+    except FlagError as e:
+        raise Unmodelled(f"launch_server flags: {e}") from None
+    serving = dict(data.get("serving") or {})
     if sglang_version:
         serving["sglang_version"] = sglang_version
     return serving
@@ -360,6 +324,7 @@ def predict_run(run_dir: Path) -> RunResult:
         wall_s=time.perf_counter() - t0,
         api_server_paced=API_SERVER_PACED in prediction.notes,
         feeds_defaults=feeds_defaults(run_dir),
+        dp_attention=scenario.serving.dp_attention,
     )
 
 
@@ -394,6 +359,10 @@ def diagnosed_group(run: RunResult) -> str:
         return "other runs the API server paces (simperf's warning)"
     if run.run.split("/")[-1].startswith("gsp"):
         return "shared-prefix text prompts (gsp)"
+    if run.dp_attention > 1:
+        # docs/accuracy.md "DP attention, checked": an extend iteration in which the ranks run different eager
+        # forwards (one prefills, another decodes without its graph) lasts longer than the slower of the two
+        return "DP attention: ranks' different eager forwards in lockstep"
     if run.model == "deepseek-v2-lite":
         return "DeepSeek-V2-Lite"
     return "the rest"
