@@ -47,6 +47,8 @@ from simperf.sglang_defaults import (
 
 Method = Literal["absorb", "mha", "sparse", "gqa"]
 Phase = Literal["extend", "decode"]
+# how DP attention pads and moves the MLP's rows (SGLang's DpPaddingMode): see dp_gathers
+DpPadding = Literal["sum_len", "max_len"]
 # How well a key is covered: 2 a table of the target GPU, 1 a table scaled from another GPU, 0 none (a bool
 # works too: True counts as a table of the target GPU).
 HasTable = Callable[[str, dict[str, Any]], int]
@@ -336,6 +338,7 @@ def row_ops(
     gathered_rows: int | None = None,
     gathered_logit_rows: int | None = None,
     part: Literal["all", "local", "gathered"] = "all",
+    dp_padding: DpPadding = "sum_len",
 ) -> list[OpCall]:
     """Ops whose shapes depend only on the step's row counts (per rank).
 
@@ -343,7 +346,8 @@ def row_ops(
     LM head run on the rows gathered from every DP rank, G (and R logit rows). When the caller does not know the
     other ranks' rows, every rank is assumed to carry as many as this one (G = DP·T, SGLang's MAX_LEN padding, which
     is what a decode CUDA graph replays: DP x the bucket of the largest rank). `part` selects the rank-local or
-    the gathered ops, so the two can be tabulated separately.
+    the gathered ops, so the two can be tabulated separately. `dp_padding` is how SGLang moves the rows around the
+    MLP under DP attention (dp_gathers below): "max_len" in a decode step, "sum_len" in an extend.
     """
     lay = s.layout
     T = int(num_tokens)
@@ -390,9 +394,15 @@ def row_ops(
         norm("final_norm", "add_rmsnorm", h, T, 1)
     if part == "local":
         return ops
-    allreduce("attn_allreduce", G, L)
-    _mlp_ops(arch, s, G, gemm, norm, add, has)
-    allreduce("mlp_allreduce", G, L)
+    if lay.dp_attention > 1 and dp_padding == "max_len":
+        gather, scatter = dp_gathers(lay, T, G, h, L)
+        ops.extend(gather)
+        _mlp_ops(arch, s, G, gemm, norm, add, has)
+        ops.extend(scatter)
+    else:
+        allreduce("attn_allreduce", G, L)
+        _mlp_ops(arch, s, G, gemm, norm, add, has)
+        allreduce("mlp_allreduce", G, L)
     vocab = arch.vocab_per_rank(lay.tp)
     gemm("lm_head", vocab, h, R, 1, dtype="bf16")
     if lay.tp > 1:
@@ -404,6 +414,42 @@ def row_ops(
             message_bytes=R * vocab * lay.tp * 2,  # the gathered [R, vocab] bf16 tensor
         )
     return ops
+
+
+def dp_gathers(lay: ParallelLayout, T: int, G: int, h: int, L: int) -> tuple[list[OpCall], list[OpCall]]:
+    """The collectives around each layer's MLP under DP attention in SGLang's MAX_LEN padding: every rank's rows
+    padded to the largest rank's, gathered with all_gather_into_tensor, and the MLP's output summed and handed
+    back with reduce_scatter_tensor, in place of the two all-reduces of SUM_LEN (SGLang 0.5.17
+    layers/dp_attention.py `_dp_gather_via_all_gather`, `dp_reduce_scatter_tensor`; layers/communicator.py
+    `_scatter_hidden_states`). DpPaddingMode.get_dp_padding_mode picks MAX_LEN for a batch with no extend when
+    sum_len x 2 >= max_len x dp (always at DP 2; a balanced decode above it), and a decode CUDA graph is captured in
+    it (get_default_mode_in_cuda_graph). With attention TP > 1 each leg adds a collective inside the attention-TP
+    group: a reduce-scatter of this rank's rows before the gather, an all-gather of them after the scatter.
+    Served check (groundtruth/forwards/h200x2/served-deepseek-v2-lite-dp2-decode): NCCL AllGather and
+    ReduceScatter kernels, one each per layer, where a TP decode runs two custom all-reduces."""
+    a, tp, nbytes = lay.attn_tp, lay.tp, G * h * 2
+    gather = [
+        OpCall("dp_gather", "allgather", collective_keys("allgather", tp), {"message_bytes": nbytes}, L, 1)
+    ]
+    scatter = [
+        OpCall(
+            "dp_reduce_scatter",
+            "reducescatter",
+            collective_keys("reducescatter", tp),
+            {"message_bytes": nbytes},
+            L,
+            1,
+        )
+    ]
+    if a > 1:
+        local = {"message_bytes": T * h * 2}
+        gather.insert(
+            0, OpCall("dp_gather.attn_tp", "reducescatter", collective_keys("reducescatter", a), local, L, 1)
+        )
+        scatter.append(
+            OpCall("dp_reduce_scatter.attn_tp", "allgather", collective_keys("allgather", a), local, L, 1)
+        )
+    return gather, scatter
 
 
 def _mla_row_ops(arch: ModelArch, s: StepSettings, T: int, method: Method, gemm, norm, add) -> None:
@@ -721,8 +767,9 @@ def _nsa_ops(
 def decode_row_ops(
     arch: ModelArch, s: StepSettings, padded_bs: int, has: HasTable | None = None
 ) -> list[OpCall]:
-    """Row ops of a decode step: every GEMM, collective and MoE runs on the padded (CUDA-graph bucket) rows."""
-    return row_ops(arch, s, padded_bs, padded_bs, decode_method(arch), has)
+    """Row ops of a decode step: every GEMM, collective and MoE runs on the padded (CUDA-graph bucket) rows; under
+    DP attention in MAX_LEN padding (dp_gathers)."""
+    return row_ops(arch, s, padded_bs, padded_bs, decode_method(arch), has, dp_padding="max_len")
 
 
 def decode_attention_ops(
