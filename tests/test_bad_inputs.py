@@ -3386,6 +3386,13 @@ TWELFTH_SWEEP_CASES = [
          "--speculative-eagle-topk: give --speculative-num-steps too; SGLang's launch_server fails an assertion"),
     Case("flags-spec-draft-tokens-without-num-steps", (*TWELFTH_FLAGS, "--speculative-num-draft-tokens", "4"),
          "--speculative-num-draft-tokens: give --speculative-num-steps too"),
+    # and with the steps alone 0.5.17 leaves the top-k unset and fails comparing it; simperf priced a top-1 chain
+    Case("flags-spec-num-steps-without-topk", (*TWELFTH_FLAGS, "--speculative-num-steps", "3"),
+         "--speculative-num-steps: give --speculative-eagle-topk too"),
+    # a percentage for a fraction: the message said "expected float" and left the conversion to the user
+    Case("flags-range-ratio-as-percent", (*TWELFTH_FLAGS[:9], "--random-range-ratio", "50%"),
+         "--random-range-ratio: got '50%'; expected float (lengths ~ U{int(L*r)..L}); give the fraction itself "
+         "(50% is 0.5)"),
 ]  # fmt: skip
 
 CASES = (

@@ -102,7 +102,8 @@ def test_sglang_backend_and_speculative_names_are_translated():
         ["--model-path", "deepseek-v3.2", "--gpu", "h200", "--tp", "8", "--dataset-name", "random",
          "--attention-backend", "nsa", "--nsa-prefill-backend", "flashmla_sparse", "--nsa-decode-backend",
          "flashmla_kv", "--kv-cache-dtype", "fp8_e4m3", "--enable-dp-attention", "--dp-size", "8",
-         "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "2", "--accept-length", "2.1"]
+         "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "2", "--speculative-eagle-topk", "1",
+         "--accept-length", "2.1"]
     ).scenario  # fmt: skip
     s = sc.serving
     assert (s.prefill_attention_backend, s.decode_attention_backend) == ("flashmla_sparse", "flashmla_kv")
@@ -122,7 +123,7 @@ def test_speculative_algorithm_alone_takes_sglangs_draft_shape_for_llama():
 
     auto = speculative()
     assert (auto.num_steps, auto.eagle_topk, auto.num_draft_tokens) == (5, 4, 8)
-    given = speculative("--speculative-num-steps", "3")
+    given = speculative("--speculative-num-steps", "3", "--speculative-eagle-topk", "1")
     assert (given.num_steps, given.eagle_topk, given.num_draft_tokens) == (3, 1, None)
 
 

@@ -277,6 +277,20 @@ def _check_draft_shape_flags(used: list[str], data: dict[str, Any]) -> None:
     --speculative-eagle-topk and --speculative-num-draft-tokens are unset when --speculative-num-steps is: it then
     picks all three for the model. simperf priced the flags given with its own num_steps 3, a server that fails to
     start."""
+    if (
+        "--speculative-num-steps" in used
+        and "--speculative-eagle-topk" not in used
+        and _get(data, "serving.speculative.eagle_topk") is None
+    ):
+        # 0.5.17 arg_groups/speculative_hook.py, _handle_eagle_family: with num_steps given nothing fills the top-k,
+        # and its page-size rule compares it with 1 (None > 1) before any other use: the launch fails. simperf
+        # priced eagle_topk 1, a chain the server never ran.
+        raise FlagError(
+            "--speculative-num-steps: give --speculative-eagle-topk too (1 for a chain of num_steps + 1 tokens); "
+            "SGLang 0.5.17's launch_server leaves the top-k unset when only the steps are given and fails comparing "
+            "it (arg_groups/speculative_hook.py, _handle_eagle_family); or give none of the three for SGLang's own "
+            "choice"
+        )
     shape = [name for name in used if name in ("--speculative-eagle-topk", "--speculative-num-draft-tokens")]
     if (
         not shape

@@ -310,6 +310,17 @@ def _check_not_given_twice(settings: FlagSettings, flag: Flag, name: str, value:
             raise FlagError(f"{name}: given twice ({earlier_text!r}, then {text!r}); give {flag.name} once")
 
 
+def _percent_hint(text: str, flag: Flag) -> str:
+    """'50%' for a fraction flag: bench_serving takes the fraction itself (0.5)."""
+    number = text.strip().removesuffix("%")
+    if flag.convert is not _float or number == text.strip():
+        return ""
+    try:
+        return f"; give the fraction itself ({text.strip()} is {float(number) / 100:g})"
+    except ValueError:
+        return ""
+
+
 def parse_flags(tokens: list[str]) -> FlagSettings:
     """Read `[SCENARIO.yaml] --flag value --switch ...` (also --flag=value) in order."""
     settings = FlagSettings()
@@ -351,6 +362,7 @@ def parse_flags(tokens: list[str]) -> FlagSettings:
         except ValueError:
             raise FlagError(
                 f"{name}: got {text!r}; expected {flag.convert.__name__.strip('_')} ({flag.help})"
+                + _percent_hint(text, flag)
             ) from None
         _check_not_given_twice(settings, flag, name, value, text)
         settings.values.append((flag, value, text))
