@@ -592,3 +592,23 @@ def test_the_module_entry_point_ends_a_bad_corpus_in_one_error_line(tmp_path):
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip().splitlines() == [f"error: {run}/run.json: expected a JSON object, got list"]
+
+
+def test_runs_of_a_gpu_the_catalogue_does_not_describe_are_listed_not_predicted(tmp_path):
+    import shutil
+
+    from simperf.groundtruth.index import write_index
+
+    for gpu in ("h100", "nvidia-h100-pcie"):
+        (tmp_path / gpu).mkdir()
+        shutil.copy(CORPUS / "h100" / "env.json", tmp_path / gpu / "env.json")
+        shutil.copytree(
+            CORPUS / "h100" / "qwen3-8b-flashinfer-check", tmp_path / gpu / "qwen3-8b-flashinfer-check"
+        )
+    write_index(tmp_path)
+    report = corpus_accuracy.run_corpus(tmp_path)
+    assert report.runs and all(r.gpu == "h100" for r in report.runs)
+    assert len(report.skipped) == len(report.runs)
+    assert all(
+        "GPU nvidia-h100-pcie: not in simperf's hardware catalogue" in why for _, why in report.skipped
+    )

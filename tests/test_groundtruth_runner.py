@@ -266,3 +266,13 @@ def test_a_model_directory_rewritten_for_another_model_gets_that_models_tokenize
         modeldir.write_model_dir(modeldir.source_config(model, zoo), tmp_path / "m")
         tokenizer = json.loads((tmp_path / "m" / "tokenizer.json").read_text())
         assert len(tokenizer["model"]["vocab"]) == words
+
+
+def test_a_gpu_the_catalogue_does_not_describe_is_filed_under_its_own_name():
+    """An H100 PCIe was filed under h100 and `simperf accuracy` scored its runs as the SXM part (3.35 vs 2.0 TB/s)."""
+    from simperf.groundtruth.runner import gpu_key
+
+    assert gpu_key("NVIDIA H200") == "h200" and gpu_key("NVIDIA H100 80GB HBM3") == "h100"
+    assert gpu_key("NVIDIA H100 PCIe") == "nvidia-h100-pcie"
+    assert gpu_key("NVIDIA H200 NVL") == "nvidia-h200-nvl"
+    assert gpu_key("NVIDIA A100-SXM4-80GB") == "nvidia-a100-sxm4-80gb"

@@ -26,6 +26,7 @@ from typing import Any
 from simperf.accuracy.stats import Summary, signed_error, summarize_errors
 from simperf.groundtruth.decompose import SERVICE_RUNS
 from simperf.groundtruth.hosts import feeds_defaults, host_speed_of
+from simperf.hardware.catalog import gpu_keys
 from simperf.scenario.cmdline import build_mapping
 from simperf.scenario.flags import BY_NAME, FlagError, parse_flags
 from simperf.scenario.models import Scenario
@@ -257,6 +258,9 @@ def closed_loop_token_runs(corpus: Path, min_concurrency: int) -> Iterator[tuple
 def scenario_of(run_dir: Path) -> Scenario:
     """The scenario that predicts one recorded run (raises Unmodelled or CorpusError with the reason)."""
     server_dir, gpu_dir = run_dir.parent, run_dir.parent.parent
+    if gpu_dir.name not in gpu_keys():
+        # the runner files a GPU the catalogue does not describe under its own name (groundtruth/runner.gpu_key)
+        raise Unmodelled(f"GPU {gpu_dir.name}: not in simperf's hardware catalogue ({', '.join(gpu_keys())})")
     env = _json(gpu_dir / "env.json")
     facts = _json(server_dir / "server_facts.json")
     bench = _json(run_dir / "bench.json")

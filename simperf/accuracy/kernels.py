@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simperf.accuracy.truth import TruthRow
-from simperf.hardware.catalog import get_gpu
+from simperf.hardware.catalog import device_gpu_key, get_gpu
 from simperf.perfdb.db import PerfDB, shipped_calibration_dir
 
 _OP = "attn_mla_decode"
@@ -41,13 +41,9 @@ class KernelPrediction:
 
 
 def gpu_key(gpu: str) -> str | None:
-    """'H100 SXM (Modal)' -> 'h100'; None for a GPU simperf's catalogue does not name. The catalogue's parts are
-    SXM ones: an H100 PCIe (2.0 TB/s, 350 W) or an H100/H200 NVL card was scored against the SXM part's
-    bandwidth and clocks."""
-    if re.search(r"pcie|\bnvl\b", gpu.lower()):
-        return None
-    match = re.search(r"\b([hb]\d{3})\b", gpu.lower())
-    return match.group(1) if match else None
+    """'H100 SXM (Modal)' -> 'h100'; None for a GPU simperf's catalogue does not describe (hardware.device_gpu_key:
+    a PCIe or NVL card is not the SXM part)."""
+    return device_gpu_key(gpu)
 
 
 def parse_shape(row: TruthRow) -> KernelShape:

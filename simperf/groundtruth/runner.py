@@ -16,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -36,6 +37,7 @@ from simperf.groundtruth.plan import (
     flags_to_argv,
     server_fingerprint,
 )
+from simperf.hardware.catalog import device_gpu_key
 
 # Observability switches of SGLang 0.5.17 (sglang/srt/environ.py) that only add logging: millisecond log times,
 # the decode step times per running-request count in /get_server_info, iteration numbers in batch log lines.
@@ -121,10 +123,10 @@ def host_facts() -> dict[str, Any]:
 
 
 def gpu_key(name: str) -> str:
-    for key in ("H200", "H100", "B200", "A100", "L40S"):
-        if key in name:
-            return key.lower()
-    return name.lower().replace(" ", "_")
+    """The corpus directory a GPU's runs go in: the catalogue's key ('NVIDIA H200' -> 'h200'), or for a part it does
+    not describe the device name itself ('NVIDIA H100 PCIe' -> 'nvidia-h100-pcie'), which `simperf accuracy` then
+    lists as not predicted instead of scoring it as the SXM part (an H100 PCIe was filed under h100)."""
+    return device_gpu_key(name) or re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def package_versions() -> dict[str, str | None]:

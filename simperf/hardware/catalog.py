@@ -6,6 +6,7 @@ docs/hardware.md lists where every number comes from.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -102,6 +103,17 @@ def max_measured_pre_load_used_bytes() -> int:
 
 def gpu_keys() -> list[str]:
     return sorted(_catalogue())
+
+
+def device_gpu_key(name: str) -> str | None:
+    """The catalogue's key for a GPU as a device or a report names it ('NVIDIA H200', 'H100 SXM (Modal)' -> 'h200',
+    'h100'); None for a part the catalogue does not describe. Its parts are SXM ones: an H100 PCIe (2.0 TB/s,
+    350 W) or an H100/H200 NVL card carries the same number but not the SXM part's bandwidth and clocks, and was
+    scored (and its ground truth filed) as the SXM part."""
+    if re.search(r"pcie|\bnvl\b", name.lower()):
+        return None
+    match = re.search(r"\b([a-z]\d{3})\b", name.lower())
+    return match.group(1) if match and match.group(1) in _catalogue() else None
 
 
 def get_gpu(key: str) -> GpuSpec:
