@@ -327,6 +327,14 @@ def nothing_completed(stats: SimStats, n: int) -> str:
 API_SERVER_PACED = "WARNING: the API server sets the pace"
 OUTPUT_UPPER_BOUND = "WARNING: output lengths are upper bounds"
 EAGER_DECODE = "Decode steps without a CUDA graph"
+DP_EAGER_RIDERS = "WARNING: DP ranks ran different eager forwards together"
+# measured on the DP-attention check (docs/accuracy.md "DP attention, checked before its runs"); not modelled
+DP_EAGER_RIDERS_TEXT = (
+    "{n:,} extend iterations had a DP rank decoding without its CUDA graph beside a rank prefilling without one "
+    "(the prefill graph is off here); simperf prices such an iteration as the slower of the two forwards, and on "
+    "real SGLang 0.5.17 (DeepSeek-V2-Lite, TP 2 / DP 2 on an H200 pair) they lasted 15-45% longer, so TTFT and "
+    'TPOT under load may come out low (docs/accuracy.md, "DP attention, checked before its runs")'
+)
 ACCEPT_LEN_UNUSED = "WARNING: the trace's accept_len is not used"
 # a simperf trace's per-request accept_len is read (trace inspect shows its mean) but no simulator takes it: said
 # here, or a trace of accept lengths 1.2 and one of 3.9 gave the same prediction without a word
@@ -422,6 +430,8 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         notes[ACCEPT_LEN_UNUSED] = ACCEPT_LEN_UNUSED_TEXT
     if stats.eager_decode_iterations:
         notes[EAGER_DECODE] = eager_decode_note(stats, serving, cost.eager_decode_host)
+    if stats.rider_extend_iterations and not serving.prefill_cuda_graph:
+        notes[DP_EAGER_RIDERS] = DP_EAGER_RIDERS_TEXT.format(n=stats.rider_extend_iterations)
     notes.update(workload_notes(requests))
     if requests.block_hashes is not None and len(records):
         prompt = float(records.input_len.sum()) or 1.0

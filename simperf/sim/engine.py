@@ -141,6 +141,8 @@ class SimStats:
     # Σ of those that another running request also reads (shared prefix pages)
     decode_shared_reads: float = 0.0
     frontend_max_wait_s: float = 0.0  # longest a batch's chunks waited for the API server (sim/frontend.py)
+    # DP attention: extend iterations in which a rank with nothing to prefill decoded beside a prefilling one
+    rider_extend_iterations: int = 0
 
     def source_shares(self) -> dict[str, float]:
         total = float(self.time_by_source_us.sum()) or 1.0
@@ -554,6 +556,8 @@ class Simulator:
             return self._fresh_extend(self.ranks[0], plans[0], *fresh)
         batch = self._new_batch()
         work = self._extend_work(plans)
+        if any(plan is None for _, plan, _, _, _ in work):
+            self.stats.rider_extend_iterations += 1
         gathered, gathered_logits = self._gathered_rows(work)
         step, step_us, slowest, host_us = None, 0.0, None, 0.0
         for item in work:

@@ -1,5 +1,6 @@
-"""A DP-attention decode step with the real cost model and the shipped H200 tables, against the served iteration
-of the DP-attention check (groundtruth/h200/deepseek-v2-lite-dp2/, check-only: compared, never fitted)."""
+"""simperf's DP attention against the served runs of the DP-attention check (groundtruth/h200/deepseek-v2-lite-dp2/,
+check-only: compared, never fitted): the decode step with the real cost model and the shipped H200 tables, and the
+warning where the check found the model low."""
 
 from __future__ import annotations
 
@@ -48,3 +49,14 @@ def test_the_decode_step_at_one_request_is_within_three_percent_of_the_served_it
     )  # the first entry holds the prefill
     step_us = sum(row.total_us for row in decode_rows.values())
     assert step_us == pytest.approx(served_us, rel=0.03)
+
+
+def test_a_prediction_with_eager_dp_riders_warns_that_it_may_be_low():
+    """The check measured such iterations 15-45% longer than priced (not modelled): a prediction that has them says
+    so; the TP2 server of the same model and load has none."""
+    from simperf.pipeline import DP_EAGER_RIDERS, predict
+
+    dp = predict(scenario_of(RUN.parent / "r8-1k-256"))
+    assert DP_EAGER_RIDERS in dp.notes and "15-45% longer" in dp.notes[DP_EAGER_RIDERS]
+    tp = predict(scenario_of(REPO / "groundtruth" / "h200" / "deepseek-v2-lite-tp2" / "r8-1k-256"))
+    assert DP_EAGER_RIDERS not in tp.notes
