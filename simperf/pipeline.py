@@ -327,13 +327,14 @@ def nothing_completed(stats: SimStats, n: int) -> str:
 API_SERVER_PACED = "WARNING: the API server sets the pace"
 OUTPUT_UPPER_BOUND = "WARNING: output lengths are upper bounds"
 EAGER_DECODE = "Decode steps without a CUDA graph"
-DP_EAGER_RIDERS = "WARNING: DP ranks ran different eager forwards together"
-# measured on the DP-attention check (docs/accuracy.md "DP attention, checked before its runs"); not modelled
+DP_EAGER_RIDERS = "WARNING: DP attention with eager extends under load was measured low"
+# what the DP-attention check found (docs/accuracy.md "DP attention, checked before its runs"), cause not established
 DP_EAGER_RIDERS_TEXT = (
     "{n:,} extend iterations had a DP rank decoding without its CUDA graph beside a rank prefilling without one "
-    "(the prefill graph is off here); simperf prices such an iteration as the slower of the two forwards, and on "
-    "real SGLang 0.5.17 (DeepSeek-V2-Lite, TP 2 / DP 2 on an H200 pair) they lasted 15-45% longer, so TTFT and "
-    'TPOT under load may come out low (docs/accuracy.md, "DP attention, checked before its runs")'
+    "(the prefill graph is off here); in this regime real SGLang 0.5.17 (DeepSeek-V2-Lite, TP 2 / DP 2 on an H200 "
+    "pair, at 8 and 16 requests/s and 16 streams) ran slower than simperf predicted: TPOT 6-25% and TTFT 16-34% "
+    "low, while its decode steps and a profiled iteration of this kind are priced within 5%; the cause is not "
+    'established (docs/accuracy.md, "DP attention, checked before its runs")'
 )
 ACCEPT_LEN_UNUSED = "WARNING: the trace's accept_len is not used"
 # a simperf trace's per-request accept_len is read (trace inspect shows its mean) but no simulator takes it: said
