@@ -14,34 +14,23 @@ OUT_DIR/driver.json (what was sent and when).
 from __future__ import annotations
 
 import json
-import random
 import sys
 import threading
 import time
-import urllib.request
+
+from served_requests import generate as _generate
+from served_requests import post as _post
 
 PORT, OUT = int(sys.argv[1]), sys.argv[2]
 URL = f"http://127.0.0.1:{PORT}"
 
 
-def post(path: str, body: dict, timeout: float = 600) -> str:
-    req = urllib.request.Request(
-        URL + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.read().decode()
+def post(path: str, body: dict) -> str:
+    return _post(URL, path, body)
 
 
 def generate(seed: int, new_tokens: int) -> None:
-    rng = random.Random(seed)
-    ids = [rng.randrange(1000, 30000) for _ in range(1024)]
-    post(
-        "/generate",
-        {
-            "input_ids": ids,
-            "sampling_params": {"max_new_tokens": new_tokens, "ignore_eos": True, "temperature": 0.0},
-        },
-    )
+    _generate(URL, seed, new_tokens)
 
 
 generate(1, 8)  # warm-up
