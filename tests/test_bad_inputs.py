@@ -3389,10 +3389,13 @@ TWELFTH_SWEEP_CASES = [
     # and with the steps alone 0.5.17 leaves the top-k unset and fails comparing it; simperf priced a top-1 chain
     Case("flags-spec-num-steps-without-topk", (*TWELFTH_FLAGS, "--speculative-num-steps", "3"),
          "--speculative-num-steps: give --speculative-eagle-topk too"),
-    # a percentage for a fraction: the message said "expected float" and left the conversion to the user
+    # a percentage for a fraction flag: the message said "expected float" and left the conversion to the user; it
+    # now reaches the scenario's Fraction type, which names it as --set and a scenario file already did
     Case("flags-range-ratio-as-percent", (*TWELFTH_FLAGS[:9], "--random-range-ratio", "50%"),
-         "--random-range-ratio: got '50%'; expected float (lengths ~ U{int(L*r)..L}); give the fraction itself "
-         "(50% is 0.5)"),
+         "workload.dataset.range_ratio: give a fraction from 0 to 1, not a percentage (50% is 0.5) (got '50%') "
+         "[from --random-range-ratio]"),
+    Case("flags-mem-fraction-as-percent", (*TWELFTH_FLAGS[:9], "--mem-fraction-static", "85%"),
+         "serving.mem_fraction_static: give a fraction from 0 to 1, not a percentage (85% is 0.85)"),
 ]  # fmt: skip
 
 CASES = (

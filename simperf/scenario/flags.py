@@ -35,6 +35,17 @@ def _float(text: str) -> float:
     return float(text)
 
 
+def _fraction(text: str) -> float | str:
+    """A share from 0 to 1; '50%' passes through as written, for the scenario's Fraction type to name as a percentage
+    (scenario/models.py, _fraction_not_percent) with the field it sets."""
+    try:
+        return float(text)
+    except ValueError:
+        if text.strip().endswith("%"):
+            return text.strip()
+        raise
+
+
 def _rate(text: str) -> float | str:
     return "inf" if text.strip().lower() in ("inf", "infinity") else float(text)
 
@@ -91,7 +102,7 @@ FLAGS: tuple[Flag, ...] = (
         "output tokens (bench_serving default 1024)",
         _int,
     ),
-    _client("--random-range-ratio", "workload.dataset.range_ratio", "lengths ~ U{int(L*r)..L}", _float),
+    _client("--random-range-ratio", "workload.dataset.range_ratio", "lengths ~ U{int(L*r)..L}", _fraction),
     _client("--num-prompts", "workload.num_prompts", "requests to send", _int),
     _client("--request-rate", "workload.request_rate", "req/s (Poisson), or inf", _rate),
     _client(
@@ -116,7 +127,7 @@ FLAGS: tuple[Flag, ...] = (
     _client("--gsp-system-prompt-len", "workload.dataset.system_prompt_len", "shared prefix tokens", _int),
     _client("--gsp-question-len", "workload.dataset.question_len", "question tokens", _int),
     _client("--gsp-output-len", "workload.dataset.output_len", "output tokens", _int),
-    _client("--gsp-range-ratio", "workload.dataset.range_ratio", "length range ratio", _float),
+    _client("--gsp-range-ratio", "workload.dataset.range_ratio", "length range ratio", _fraction),
     _client("--gsp-ordered", "workload.dataset.ordered", "keep group order", None),
     _ignored("--backend", "bench_serving"),
     _ignored("--base-url", "bench_serving"),
@@ -186,7 +197,7 @@ FLAGS: tuple[Flag, ...] = (
         "KV pool tokens (server log's max_total_num_tokens)",
         _int,
     ),
-    _server("--mem-fraction-static", "serving.mem_fraction_static", "static memory share", _float),
+    _server("--mem-fraction-static", "serving.mem_fraction_static", "static memory share", _fraction),
     _server(
         "--cuda-graph-max-bs",
         "serving.cuda_graph_max_bs",
@@ -310,17 +321,6 @@ def _check_not_given_twice(settings: FlagSettings, flag: Flag, name: str, value:
             raise FlagError(f"{name}: given twice ({earlier_text!r}, then {text!r}); give {flag.name} once")
 
 
-def _percent_hint(text: str, flag: Flag) -> str:
-    """'50%' for a fraction flag: bench_serving takes the fraction itself (0.5)."""
-    number = text.strip().removesuffix("%")
-    if flag.convert is not _float or number == text.strip():
-        return ""
-    try:
-        return f"; give the fraction itself ({text.strip()} is {float(number) / 100:g})"
-    except ValueError:
-        return ""
-
-
 def parse_flags(tokens: list[str]) -> FlagSettings:
     """Read `[SCENARIO.yaml] --flag value --switch ...` (also --flag=value) in order."""
     settings = FlagSettings()
@@ -362,7 +362,6 @@ def parse_flags(tokens: list[str]) -> FlagSettings:
         except ValueError:
             raise FlagError(
                 f"{name}: got {text!r}; expected {flag.convert.__name__.strip('_')} ({flag.help})"
-                + _percent_hint(text, flag)
             ) from None
         _check_not_given_twice(settings, flag, name, value, text)
         settings.values.append((flag, value, text))
