@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simperf.accuracy.kernels import flashmla_available, gpu_key, parse_shape
+from simperf.accuracy.kernels import flashmla_available, parse_shape
 from simperf.accuracy.run import IndexError_, load_index, markdown, report_json, run_accuracy
 from simperf.accuracy.truth import read_truth
+from simperf.hardware.catalog import device_gpu_key
 from simperf.perfdb.db import shipped_calibration_dir
 from simperf.scenario.load import load_scenario
 
@@ -127,7 +128,7 @@ def test_kernel_shapes_parse_from_the_flashmla_rows():
     shape = parse_shape(row)
     assert (shape.batch, shape.q_len, shape.kv_len, shape.num_heads) == (128, 2, 4096, 32)
     assert shape.kv_dtype == "bf16" and shape.page_size == 64 and shape.varlen
-    assert gpu_key("H100 SXM (Modal)") == "h100" and gpu_key("MI300X") is None
+    assert device_gpu_key("H100 SXM (Modal)") == "h100" and device_gpu_key("MI300X") is None
 
 
 needs_truth = pytest.mark.skipif(not TRUTH.is_file(), reason="../shared/data/published-runs.csv not present")

@@ -40,12 +40,6 @@ class KernelPrediction:
     calibrated: bool  # the tables have this exact key (otherwise a nearby key scaled, or the roofline)
 
 
-def gpu_key(gpu: str) -> str | None:
-    """'H100 SXM (Modal)' -> 'h100'; None for a GPU simperf's catalogue does not describe (hardware.device_gpu_key:
-    a PCIe or NVL card is not the SXM part)."""
-    return device_gpu_key(gpu)
-
-
 def parse_shape(row: TruthRow) -> KernelShape:
     fields = dict(_SHAPE.findall(row.model))
     needed = ("b", "s_q", "mean_sk", "h_q")
@@ -95,7 +89,7 @@ def flashmla_available(directory: Path | None) -> bool:
 
 def open_db(gpu: str) -> tuple[PerfDB | None, str]:
     """The shipped tables of a row's GPU, or None and why not."""
-    key = gpu_key(gpu)
+    key = device_gpu_key(gpu)
     if key is None:
         return None, f"GPU {gpu!r} is not in simperf's hardware catalogue"
     directory = shipped_calibration_dir(key)

@@ -34,6 +34,7 @@ from simperf.accuracy.truth import (
     read_truth,
     unit_factor,
 )
+from simperf.hardware.catalog import device_gpu_key
 from simperf.strictyaml import error_line, read_error, safe_load
 
 INDEX_FILE = "index.yaml"
@@ -179,7 +180,7 @@ def load_index(directory: Path) -> Index:
 
 
 def _gpu_matches(row: TruthRow, gpu: str) -> bool:
-    return kernels.gpu_key(row.gpu) == gpu
+    return device_gpu_key(row.gpu) == gpu
 
 
 def _predict_scenario(path: Path):
