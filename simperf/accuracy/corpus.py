@@ -158,11 +158,14 @@ def server_flags(server_cmd: Path) -> dict[str, str | bool]:
     return flags
 
 
-def serving_from_flags(flags: dict[str, str | bool], sglang_version: str | None) -> dict[str, Any]:
+def serving_from_flags(
+    flags: dict[str, str | bool], sglang_version: str | None, accept_length: float | None = None
+) -> dict[str, Any]:
     """The scenario's `serving` for a recorded server: its flags read by `simperf predict`'s own parser and rules
     (scenario/cmdline.py), so a corpus run and a user's copied command line are one scenario; a flag predict does
-    not take refuses the run."""
-    tokens: list[str] = []
+    not take refuses the run. `accept_length`: the run's measured speculative accept length (predict's
+    --accept-length), which a speculative server's flags cannot say."""
+    tokens: list[str] = [] if accept_length is None else ["--accept-length", repr(float(accept_length))]
     for name, value in flags.items():
         if name in _NEUTRAL_FLAGS:
             continue
@@ -266,7 +269,9 @@ def scenario_of(run_dir: Path) -> Scenario:
     bench = _json(run_dir / "bench.json")
     flags = server_flags(server_dir / "server_cmd.txt")
     model = facts.get("model") or Path(str((facts.get("server_info") or {}).get("model_path", ""))).name
-    serving = serving_from_flags(flags, (env.get("packages") or {}).get("sglang"))
+    serving = serving_from_flags(
+        flags, (env.get("packages") or {}).get("sglang"), _accept_length(flags, bench)
+    )
     data = {
         "name": f"{gpu_dir.name}/{server_dir.name}/{run_dir.name}",
         "model": {"name": model},
@@ -279,6 +284,20 @@ def scenario_of(run_dir: Path) -> Scenario:
         "workload": workload_of(run_dir, bench),
     }
     return Scenario.model_validate(data)
+
+
+def _accept_length(flags: dict[str, str | bool], bench: dict[str, Any]) -> float | None:
+    """A speculative run's accept length: bench_serving's `accept_length`, the server's accepted tokens per verify
+    over the run (its counters restart with the cache flush before each run: scheduler_components/metrics_reporter.py
+    reset_metrics, SGLang 0.5.17). simperf takes acceptance as input, it does not predict it."""
+    if "speculative-algorithm" not in flags:
+        return None
+    accept = bench.get("accept_length")
+    if not isinstance(accept, int | float) or accept < 1:
+        raise Unmodelled(
+            "a speculative run without bench_serving's accept_length: its acceptance is not known"
+        )
+    return float(accept)
 
 
 def load_class(bench: dict[str, Any]) -> str:

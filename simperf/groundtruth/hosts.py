@@ -56,6 +56,7 @@ CHECK_ONLY_PLANS = frozenset(
         "h200x4-check-moe-tp4.yaml",  # twenty-seventh session
         "h200x2-check-dp-attention.yaml",  # twenty-ninth session
         "h200-check-dense-8b.yaml",  # twenty-eighth session
+        "h200-check-eagle.yaml",  # thirtieth session
     }
 )
 

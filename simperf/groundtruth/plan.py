@@ -123,6 +123,11 @@ class ServerSpec(_Strict):
         default="dummy",
         description="'dummy' (random weights: --load-format dummy, same kernels and speed) or a checkpoint dir",
     )
+    draft_model: str | None = Field(
+        default=None,
+        description="the speculative draft as `model` is given (a zoo name, or a directory/config.json): written "
+        "beside the model with random weights and passed as --speculative-draft-model-path",
+    )
     server: ServerFlags = Field(default_factory=dict, description="launch_server flags")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment of the server process")
     startup_timeout_s: float = Field(
@@ -192,7 +197,14 @@ def _scalar(value: str | int | float) -> str:
 def server_fingerprint(server: ServerSpec, flags: dict[str, FlagValue]) -> str:
     """What makes two servers interchangeable: a running one is reused by a later call only if this matches."""
     blob = json.dumps(
-        {"model": server.model, "weights": server.weights, "flags": flags, "env": server.env}, sort_keys=True
+        {
+            "model": server.model,
+            "draft": server.draft_model,
+            "weights": server.weights,
+            "flags": flags,
+            "env": server.env,
+        },
+        sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

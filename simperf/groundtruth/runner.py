@@ -237,12 +237,20 @@ class PlanRunner:
         return {r.name: self.collect(spec, r, work, dest) for r in runs}
 
     def model_dir(self, spec: ServerSpec) -> Path:
-        zoo = Path(modeldir.__file__).resolve().parents[1] / "models" / "zoo"
-        config = modeldir.source_config(spec.model, zoo)
-        path = self.opts.work / "models" / Path(spec.model).name.removesuffix(".json")
-        modeldir.write_model_dir(config, path)
+        path, config = self._write_model(spec.model)
         modeldir.write_prompt_source(self.opts.work / "prompt_source.json", int(config["vocab_size"]))
         return path
+
+    def _write_model(self, model: str) -> tuple[Path, dict[str, Any]]:
+        """A plan's model (or draft model) as a servable directory under the work dir, and its config."""
+        zoo = Path(modeldir.__file__).resolve().parents[1] / "models" / "zoo"
+        config = modeldir.source_config(model, zoo)
+        name = Path(model).name
+        if name == "config.json":  # a config file names its model by its directory
+            name = Path(model).parent.name
+        path = self.opts.work / "models" / name.removesuffix(".json")
+        modeldir.write_model_dir(config, path)
+        return path, config
 
     def server_argv(self, spec: ServerSpec, model_path: Path, work: Path) -> tuple[list[str], str]:
         flags = {**TIMING_FLAGS, **self.plan.server_flags(spec)}
@@ -259,6 +267,9 @@ class PlanRunner:
         ]
         if spec.weights == "dummy":
             fixed += ["--load-format", "dummy"]
+        if spec.draft_model is not None:
+            # SGLang loads the draft in the server's --load-format: random weights here too
+            fixed += ["--speculative-draft-model-path", str(self._write_model(spec.draft_model)[0])]
         if flags.get("export-metrics-to-file"):
             fixed += ["--export-metrics-to-file-dir", str(work / "export")]
         return fixed + flags_to_argv(flags), server_fingerprint(spec, flags)
@@ -268,6 +279,8 @@ class PlanRunner:
         model_note = (
             f"# model directory: `simperf groundtruth modeldir {spec.model} DIR` (weights: {spec.weights})"
         )
+        if spec.draft_model is not None:
+            model_note += f"\n# draft model directory: `simperf groundtruth modeldir {spec.draft_model} DIR` (random weights)"
         # quoted as a shell would need it: a flag value such as --json-model-override-args' JSON has spaces and quotes
         return f"{model_note}\n{env} python -m sglang.launch_server {shlex.join(argv)}\n"
 

@@ -244,6 +244,12 @@ FLAGS: tuple[Flag, ...] = (
     _server("--disable-radix-cache", "serving.disable_radix_cache", "no prefix reuse", None),
     _server("--load-balance-method", None, "DP-attention dispatch: round_robin | total_requests"),
     _server("--speculative-algorithm", None, "EAGLE | EAGLE3 | NEXTN (DeepSeek MTP)"),
+    _server(
+        "--speculative-draft-model-path",
+        None,
+        "the EAGLE draft checkpoint: priced as one decoder layer of the target's shape (docs/serving-model.md §3)",
+        aliases=("--speculative-draft-model",),
+    ),
     _server("--speculative-num-steps", "serving.speculative.num_steps", "draft steps", _int),
     _server("--speculative-eagle-topk", "serving.speculative.eagle_topk", "draft top-k", _int),
     _server(

@@ -243,7 +243,8 @@ class HardwareSpec(_Strict):
 
 
 class AcceptLength(_Strict):
-    mean: float = Field(gt=1.0, description="mean accepted tokens per verify step, including the bonus token")
+    # 1.0 is a real measurement (no draft token accepted, only the bonus token): a draft that does not fit the target
+    mean: float = Field(ge=1.0, description="mean accepted tokens per verify step, including the bonus token")
     min: float | None = Field(
         default=None, ge=1.0, description="lowest per-request mean (spread across requests)"
     )

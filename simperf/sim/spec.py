@@ -41,9 +41,9 @@ class AcceptSampler:
         high: float | None = None,
         seed: int = 0,
     ) -> None:
-        if not 1.0 < mean <= num_steps + 1:
+        if not 1.0 <= mean <= num_steps + 1:
             raise ValueError(
-                f"serving.speculative.accept_length.mean: {mean} is outside (1, num_steps + 1 = {num_steps + 1}]"
+                f"serving.speculative.accept_length.mean: {mean} is outside [1, num_steps + 1 = {num_steps + 1}]"
             )
         self.num_steps = num_steps
         self.mean = mean
