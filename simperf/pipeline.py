@@ -336,6 +336,15 @@ DP_EAGER_RIDERS_TEXT = (
     "low, while its decode steps and a profiled iteration of this kind are priced within 5%; the cause is not "
     'established (docs/accuracy.md, "DP attention, checked before its runs")'
 )
+SPECULATIVE_MEASURED_LOW = "WARNING: speculative decoding was measured slower than priced"
+# what the EAGLE check found (docs/accuracy.md "Speculative decoding, checked before its runs"), cause not established
+SPECULATIVE_MEASURED_LOW_TEXT = (
+    "on real SGLang 0.5.17 (Llama-3.1-8B with an EAGLE draft on an H200, flashinfer, 1 to 48 running requests) a "
+    "speculative iteration took 1.1-2.1 ms longer than simperf prices at one running request and ~8.6 ms longer at "
+    "48 (about 0.16 ms more per running request), while the difference between a draft chain of 4 and a tree of 8 "
+    "is priced within 1 ms at 48: TPOT here is likely 14-40% low and throughput as much high; the missing cost "
+    'is not established (docs/accuracy.md, "Speculative decoding, checked before its runs")'
+)
 ACCEPT_LEN_UNUSED = "WARNING: the trace's accept_len is not used"
 # a simperf trace's per-request accept_len is read (trace inspect shows its mean) but no simulator takes it: said
 # here, or a trace of accept lengths 1.2 and one of 3.9 gave the same prediction without a word
@@ -431,6 +440,8 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         notes[ACCEPT_LEN_UNUSED] = ACCEPT_LEN_UNUSED_TEXT
     if stats.eager_decode_iterations:
         notes[EAGER_DECODE] = eager_decode_note(stats, serving, cost.eager_decode_host)
+    if serving.speculative is not None:
+        notes[SPECULATIVE_MEASURED_LOW] = SPECULATIVE_MEASURED_LOW_TEXT
     if stats.rider_extend_iterations and not serving.prefill_cuda_graph:
         notes[DP_EAGER_RIDERS] = DP_EAGER_RIDERS_TEXT.format(n=stats.rider_extend_iterations)
     notes.update(workload_notes(requests))

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from simperf.costmodel import prefix_path
+from simperf.costmodel import prefix_path, spec_verify
 from simperf.costmodel.api import AddBySource, is_single_fresh_prompt
 from simperf.costmodel.overhead import OVERHEAD_SOURCE, StepOverhead, step_overhead
 from simperf.costmodel.rowtable import RowCostTable
@@ -180,7 +180,7 @@ class SGLangStepCost:
         )
         # a decode step outside CUDA graphs runs the same eager Python per layer (Overheads.eager_decode_us)
         self.eager_decode_host = overheads.eager_decode_us(dense, serving.layout.tp)
-        self._chosen: dict[tuple[str, tuple[Key, ...]], tuple[Key, OpCurve]] = {}
+        self._chosen: dict[tuple[str, tuple[Key, ...], tuple[str, int] | None], tuple[Key, OpCurve]] = {}
         self._decode_rows: dict[int, tuple[np.ndarray, int]] = {}
         self._decode: dict[tuple[int, int, bool], tuple[np.ndarray, list[_DecodeAttention]]] = {}
         self._row_tables: dict[tuple[str, str], RowCostTable] = {}
@@ -590,7 +590,7 @@ class SGLangStepCost:
         the target GPU beats any table scaled from another GPU, whatever the candidates' order; docs/b200.md).
         With no table for any candidate: the candidate whose nearest measured key is nearest (PerfDB.covers, the
         earlier one on a tie), priced from that key; else the preferred one (the bare roofline)."""
-        ck = (op.op, op.candidates)
+        ck = (op.op, op.candidates, op.spec_path)
         hit = self._chosen.get(ck)
         if hit is None:
             key = choose_key(op.candidates, lambda k: self.db.table_rank(op.op, dict(k)))
@@ -605,6 +605,8 @@ class SGLangStepCost:
                 op.op, dict(key), self.settings.prefill_backend, self.arch.is_mla
             ):
                 curve = prefix_path.PrefixPathCurve(curve, self.db.prefix_path)
+            if op.spec_path is not None and self.db.spec_verify is not None:
+                curve = spec_verify.SpecVerifyCurve(curve, self.db.spec_verify, *op.spec_path)
             hit = (key, curve)
             self._chosen[ck] = hit
         return hit
@@ -684,9 +686,17 @@ class SGLangStepCost:
         def tag(ops: list[OpCall], prefix: str, times: int = 1) -> list[OpCall]:
             return [dc_replace(op, name=f"{prefix}.{op.name}", count=op.count * times) for op in ops]
 
+        # without a measured verify path (perfdb/spec_verify.py) both q_len > 1 steps stay on the prefill tables
+        measured_path = self.db.spec_verify is not None
         rows += tag(row_ops(arch, s, padded_bs * d, padded_bs * d, method, self._has), "verify")
         attention += [
-            (op, d - 1.0) for op in tag(decode_attention_ops(arch, s, bs, kv_len, q_len=d), "verify")
+            (op, d - 1.0)
+            for op in tag(
+                decode_attention_ops(
+                    arch, s, bs, kv_len, q_len=d, spec_kind="verify" if measured_path else None
+                ),
+                "verify",
+            )
         ]
         if n > 1:
             draft_rows = row_ops(draft, s, padded_bs * k, padded_bs * k, method, self._has)
@@ -697,7 +707,13 @@ class SGLangStepCost:
         rows += tag(row_ops(draft, s, padded_bs * d, padded_bs * d, method, self._has), "draft_extend")
         rows += tag([self._eh_proj(padded_bs * d)], "draft_extend")
         attention += [
-            (op, d - 1.0) for op in tag(decode_attention_ops(draft, s, bs, kv_len, q_len=d), "draft_extend")
+            (op, d - 1.0)
+            for op in tag(
+                decode_attention_ops(
+                    draft, s, bs, kv_len, q_len=d, spec_kind="draft_extend" if measured_path else None
+                ),
+                "draft_extend",
+            )
         ]
         return rows, attention
 

@@ -18,7 +18,7 @@ cached prefix, and a fractional request count (docs/costmodel.md). A decode batc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -118,6 +118,9 @@ class OpCall:
     # a ragged extend batch's own requests as (new tokens, KV lengths), for a key whose planner is modelled
     # (perfdb/prefillplan.py prices it from the busiest CTA instead of the work-equivalent batch); None: uniform
     requests: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    # a speculative verify or draft extend priced from the decode tables as (kind, q_len): SGLang's flashinfer
+    # backend runs it as one paged prefill kernel over the decode's KV (perfdb/spec_verify.py); None: anything else
+    spec_path: tuple[str, int] | None = None
 
     @property
     def key(self) -> dict[str, Any]:
@@ -772,12 +775,27 @@ def decode_row_ops(
     return row_ops(arch, s, padded_bs, padded_bs, decode_method(arch), has, dp_padding="max_len")
 
 
+# decode backends whose speculative verify and draft extend run flashinfer's paged prefill kernel over the decode's
+# paged KV (SGLang 0.5.17 layers/attention/flashinfer_backend.py: use_ragged=False for both forward modes)
+SPEC_PAGED_PREFILL_BACKENDS = frozenset({"flashinfer"})
+
+
 def decode_attention_ops(
-    arch: ModelArch, s: StepSettings, bs: int, kv_len: Any, q_len: int = 1
+    arch: ModelArch, s: StepSettings, bs: int, kv_len: Any, q_len: int = 1, spec_kind: str | None = None
 ) -> list[OpCall]:
     """Attention of a decode step: the real `bs` requests at KV length `kv_len` (scalar or one per step);
-    q_len > 1 for a speculative verify or draft-extend step (q_len query tokens per request)."""
+    q_len > 1 for a speculative verify or draft-extend step (q_len query tokens per request, `spec_kind` says
+    which: on flashinfer with GQA that is the decode table's kernel times a measured ratio, perfdb/spec_verify.py)."""
     group = decode_group(bs, kv_len)
+    method = decode_method(arch)
+    if (
+        q_len > 1
+        and spec_kind is not None
+        and method == "gqa"
+        and s.decode_backend in SPEC_PAGED_PREFILL_BACKENDS
+    ):
+        ops = attention_ops(arch, s, (group,), method, "decode")
+        return [replace(op, spec_path=(spec_kind, q_len)) for op in ops]
     if q_len > 1:
         group = AttentionGroup(
             batch=bs,
@@ -787,7 +805,7 @@ def decode_attention_ops(
             context_mean=group.context_mean,
             sparse_kv_len=group.sparse_kv_len,
         )
-    return attention_ops(arch, s, (group,), decode_method(arch), "decode")
+    return attention_ops(arch, s, (group,), method, "decode")
 
 
 def decode_ops(

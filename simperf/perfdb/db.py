@@ -64,6 +64,7 @@ from simperf.perfdb.schema import (
 )
 from simperf.perfdb.shared_reads import SharedReadCosts
 from simperf.perfdb.shared_reads import read_costs as read_shared_reads
+from simperf.perfdb.spec_verify import SpecVerifyRatios, read_spec_verify
 from simperf.perfdb.vintage import VintageChoice, select_vintages
 
 _EXTRAPOLATED = SOURCE_INDEX["extrapolated"]
@@ -469,6 +470,9 @@ class PerfDB:
         # SGLang's flashinfer extend over a cached prefix (ragged FA3 + paged FA2 + merge) over the tables' one
         # kernel (prefix_path.py); None: the tables' kernel stands for it
         self.prefix_path: PrefixPathRatios | None = None
+        # SGLang's flashinfer speculative verify / draft extend (one paged FA2 kernel with q_len draft tokens) over
+        # the decode kernel the tables time (spec_verify.py); None: priced as before, from the prefill tables
+        self.spec_verify: SpecVerifyRatios | None = None
 
     @classmethod
     def load(
@@ -513,6 +517,7 @@ class PerfDB:
         db.cta_stream = read_cta_stream(directory) or db.cta_stream
         db.shared_reads = read_shared_reads(directory)
         db.prefix_path = read_prefix_path(directory, int(float(gpu.sm)))
+        db.spec_verify = read_spec_verify(directory, int(float(gpu.sm)))
         return db
 
     @classmethod
@@ -757,6 +762,7 @@ class PerfDB:
             "cta_stream": self.cta_stream.provenance if self.cta_stream is not None else None,
             "shared_reads": self.shared_reads.provenance if self.shared_reads is not None else None,
             "prefix_path": self.prefix_path.provenance if self.prefix_path is not None else None,
+            "spec_verify": self.spec_verify.provenance if self.spec_verify is not None else None,
         }
         for column in _PROVENANCE_LISTS:
             info[column] = _distinct(rows, column)

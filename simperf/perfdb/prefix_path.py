@@ -65,11 +65,11 @@ class PrefixPathRatios:
         p = np.asarray(prefix, dtype=np.float64)
         lq = np.clip(np.log2(np.maximum(q, 1.0)), v.log_q[0], v.log_q[-1])
         lp = np.clip(np.log2(np.maximum(p, 1.0)), v.log_prefix[0], v.log_prefix[-1])
-        out = _bilinear(v.log_q, v.log_prefix, v.ratio, lq, lp)
+        out = bilinear(v.log_q, v.log_prefix, v.ratio, lq, lp)
         return np.where(p >= 0.5, out, 1.0)
 
 
-def _bilinear(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def bilinear(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 2)
     j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, len(ys) - 2)
     tx = (x - xs[i]) / (xs[i + 1] - xs[i])

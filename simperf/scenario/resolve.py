@@ -6,7 +6,7 @@ numbers the server log gives (max_total_tokens) win over derived ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simperf import capabilities
 from simperf.hardware.catalog import GpuSpec, get_gpu, max_measured_pre_load_used_bytes
@@ -696,6 +696,8 @@ def _kv_pool_tokens(
         assert fraction is not None  # resolve computes it whenever the pool is not given
         pre_load, pre_load_source = memory_before_weights(gpu, s.tp)
         weights = arch.weight_bytes_per_rank(pool.layout, pool.weight_dtype)
+        draft_weights, kv_bytes, draft_note = _draft_memory(s, arch, pool)
+        weights += draft_weights
         rest = pre_load * fraction - weights
         if rest <= 0:
             raise ValueError(
@@ -703,15 +705,37 @@ def _kv_pool_tokens(
                 f"dp_attention={s.dp_attention}; a {gpu.key} leaves {pre_load * fraction / 1e9:.1f} GB "
                 f"at mem_fraction_static={fraction}: it does not fit"
             )
-        tokens = int(rest // pool.kv_bytes) // pool.page_size * pool.page_size
+        tokens = int(rest // kv_bytes) // pool.page_size * pool.page_size
         notes.append(
             f"KV pool {tokens} tokens/rank = ({pre_load / 1e9:.2f} GB free before the weights "
-            f"({pre_load_source}) x {fraction} - weights {weights / 1e9:.2f} GB) / {pool.kv_bytes} B per token "
-            f"(estimated; give serving.max_total_tokens from the server log to override)"
+            f"({pre_load_source}) x {fraction} - weights {weights / 1e9:.2f} GB{draft_note}) / {kv_bytes} B per "
+            f"token (estimated; give serving.max_total_tokens from the server log to override)"
         )
     if tokens < pool.page_size * 2:
         raise ValueError(f"KV pool of {tokens} tokens per rank is too small to serve anything")
     return tokens
+
+
+def _draft_memory(s: ServingSpec, arch: ModelArch, pool: _PoolInputs) -> tuple[int, int, str]:
+    """(draft weight bytes, KV bytes per token of target and draft together, note) of a speculative server.
+
+    SGLang 0.5.17 loads the draft model before it sizes the KV pool, and gives the draft its own pool of as many
+    tokens as the target's, one layer deep (server log of groundtruth/h200/llama-3.1-8b-eagle-chain: draft load
+    "mem usage=2.43 GB", then two pools of 859,077 tokens, 52.43 and 1.64 GB of K). The draft is loaded whole
+    before it takes the target's embedding and LM head (speculative/eagle_worker_v2.py, set_embed_and_head), so
+    its weights are one decoder layer of the target's shape with its own embedding, LM head and the [embedding,
+    hidden] projection: 2.61 GB for Llama-3.1-8B's EAGLE draft, the 2.43 GiB logged."""
+    if s.speculative is None:
+        return 0, pool.kv_bytes, ""
+    draft = replace(arch, name=f"{arch.name}-draft", num_layers=1, num_dense_layers=0)
+    eh_proj = 2 * arch.hidden_size * arch.hidden_size * 2  # bf16, replicated on every rank
+    weights = draft.weight_bytes_per_rank(pool.layout, pool.weight_dtype) + eh_proj
+    kv_bytes = -(-pool.kv_bytes * (arch.num_layers + 1) // arch.num_layers)
+    return (
+        weights,
+        kv_bytes,
+        f" incl. the draft's {weights / 1e9:.2f} GB, its KV layer in the bytes per token",
+    )
 
 
 def _max_running_requests(

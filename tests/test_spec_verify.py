@@ -1,0 +1,127 @@
+"""A speculative verify and draft extend priced as SGLang's flashinfer backend runs them (perfdb/spec_verify.py),
+and a speculative server's KV pool with its draft: checked against the H200 kernel timings and the EAGLE server
+logs recorded in groundtruth/h200/llama-3.1-8b-eagle-* (2026-11-28)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simperf.accuracy.corpus import scenario_of
+from simperf.costmodel.step import SGLangStepCost
+from simperf.hardware.catalog import get_gpu
+from simperf.models.zoo import load_arch
+from simperf.perfdb.db import PerfDB
+from simperf.perfdb.spec_verify import ratios_from_records, read_spec_verify
+from simperf.scenario.models import Overheads
+from simperf.scenario.resolve import resolve
+from simperf.scenario.resolved import SpecSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+H200 = ROOT / "calibration" / "h200"
+EAGLE_RUNS = ROOT / "groundtruth" / "h200"
+
+
+@pytest.fixture(scope="module")
+def h200_db():
+    return PerfDB.load(H200, get_gpu("h200"))
+
+
+def _records():
+    return [json.loads(line) for line in (H200 / "spec_verify.jsonl").read_text().splitlines()]
+
+
+def test_the_masked_verify_costs_more_than_the_decode_kernel_and_more_once_its_query_tile_grows():
+    ratios = read_spec_verify(H200, 9)
+    # Llama-3.1-8B (32 query heads over 8 KV heads) at 48 requests of 1,283 tokens: 16 query rows per KV head for a
+    # chain of 4, 32 for a tree of 8
+    chain = float(ratios.ratio("verify", 32, 8, 4, 48, 1283))
+    tree = float(ratios.ratio("verify", 32, 8, 8, 48, 1283))
+    extend = float(ratios.ratio("draft_extend", 32, 8, 4, 48, 1283))
+    assert 1.3 < chain < 1.6 and 2.6 < tree < 3.1 and 1.0 < extend < chain
+
+
+def test_a_hopper_gpu_without_its_own_file_borrows_the_h200s_labelled_an_estimate():
+    borrowed = read_spec_verify(ROOT / "calibration" / "h100", 9)
+    assert borrowed is not None and "estimate" in borrowed.provenance
+    assert read_spec_verify(ROOT / "calibration" / "h100", 10) is None
+
+
+def test_a_record_without_a_decode_time_is_refused_naming_the_field():
+    bad = [dict(r) for r in _records()]
+    bad[0]["decode_tc_us"] = 0.0
+    with pytest.raises(ValueError, match="not a positive ratio"):
+        ratios_from_records(bad, "test")
+
+
+def _eagle(db, shape=(3, 1, 4)):
+    spec = SpecSettings("eagle", *shape, 1.0)
+    arch = load_arch("llama-3.1-8b")
+    from tests.test_costmodel_step import serving
+
+    s = serving(tp=1, weight="bf16", prefill="flashinfer", decode="flashinfer", spec=spec)
+    return SGLangStepCost(arch, s, db, Overheads())
+
+
+def test_the_verify_on_flashinfer_is_the_decode_table_times_the_measured_kernel_ratio(h200_db):
+    cm = _eagle(h200_db)
+    rows = {r.name: r for r in cm.breakdown_decode(48, 48, 1280, True)}
+    assert (
+        rows["verify.attention"].op == "attn_gqa_decode"
+        and "paged FA2 prefill" in rows["verify.attention"].detail
+    )
+    verify = next(op for op in cm.decode_ops(48, 48, 1280.0) if op.name == "verify.attention")
+    assert verify.spec_path == ("verify", 4)
+    key, curve = cm.resolve(verify)
+    table = h200_db.curve("attn_gqa_decode", dict(key))
+    ratio = float(h200_db.spec_verify.ratio("verify", 32, 8, 4, 48, 1283))
+    assert float(curve(batch=48, kv_len=1283)[0]) == pytest.approx(
+        float(table(batch=48, kv_len=1283)[0]) * ratio
+    )
+
+
+def test_a_one_percent_dearer_verify_kernel_moves_the_speculative_step(h200_db):
+    cm = _eagle(h200_db)
+    step = cm.decode_steps(48, 48, np.array([48 * 1280.0]), True)[0].sum()
+    records = _records()
+    for r in records:
+        for k in [k for k in r if k.startswith("verify_q")]:
+            r[k] *= 1.01
+    dearer_db = PerfDB.load(H200, get_gpu("h200"))
+    dearer_db.spec_verify = ratios_from_records(records, "mutated")
+    dearer = _eagle(dearer_db).decode_steps(48, 48, np.array([48 * 1280.0]), True)[0].sum()
+    assert dearer > step * 1.001
+
+
+def test_mla_verifies_stay_on_the_prefill_tables(h200_db):
+    from tests.test_costmodel_step import serving
+
+    spec = SpecSettings("mtp", 3, 1, 4, 2.0)
+    cm = SGLangStepCost(load_arch("deepseek-v3"), serving(spec=spec), h200_db, Overheads())
+    verify = next(op for op in cm.decode_ops(4, 4, 1000.0) if op.name == "verify.attention")
+    assert verify.spec_path is None
+
+
+@pytest.mark.parametrize("server", ["llama-3.1-8b-eagle-chain", "llama-3.1-8b-eagle-auto"])
+def test_a_speculative_servers_kv_pool_counts_its_draft_within_a_fraction_of_a_percent(server):
+    run = EAGLE_RUNS / server / "c1-1k-256"
+    logged = json.loads((EAGLE_RUNS / server / "server_facts.json").read_text())["startup"][
+        "max_total_num_tokens"
+    ]
+    scenario = scenario_of(run)
+    predicted = resolve(scenario)[0].max_total_tokens
+    assert abs(predicted - logged) / logged < 0.002
+
+
+def test_the_corpus_reads_sglangs_own_draft_shape_and_the_runs_accept_length():
+    scenario = scenario_of(EAGLE_RUNS / "llama-3.1-8b-eagle-auto" / "c16-1k-512-rr0.8")
+    sp = scenario.serving.speculative
+    assert (sp.num_steps, sp.eagle_topk, sp.num_draft_tokens) == (
+        5,
+        4,
+        8,
+    )  # the server's verify graph: 8 per req
+    assert sp.accept_length.mean == 1.0
