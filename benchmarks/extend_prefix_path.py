@@ -14,10 +14,8 @@ Writes one record per (heads, q_len, prefix): both times in µs, CUDA-graph repl
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-import time
 
 # (q heads, kv heads) per rank at head dim 128: Qwen3-8B / Llama-3.1-8B at TP 1, Qwen3-32B at TP 1
 HEADS = ((32, 8), (64, 8))
@@ -87,7 +85,7 @@ def _case(heads: int, kv_heads: int, q_len: int, prefix: int, workspace) -> dict
             lambda: paged.run_return_lse(q[s], (pool_k[s], pool_v[s])),
         )
 
-    record = {"heads": heads, "kv_heads": kv_heads, "head_dim": d, "q_len": q_len, "prefix": prefix}
+    record = {"head_dim": d}
     record["table_kernel_us"] = _time([table_launch(s) for s in range(sets)])
     record["sglang_path_us"] = _time([sglang_launch(s) for s in range(sets)])
     record["ragged_new_us"] = _time([parts(s)[0] for s in range(sets)])
@@ -98,22 +96,22 @@ def _case(heads: int, kv_heads: int, q_len: int, prefix: int, workspace) -> dict
 def main(path: str) -> None:
     import torch
 
+    from simperf.calibrate.timing import write_shape_records
+
     workspace = [torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda") for _ in range(3)]
     props = torch.cuda.get_device_properties(0)
-    with open(path, "a", encoding="utf-8") as f:
-        for heads, kv_heads in HEADS:
-            for q_len in Q_LENS:
-                for prefix in PREFIXES:
-                    t0 = time.time()
-                    try:
-                        record = _case(heads, kv_heads, q_len, prefix, workspace)
-                    except Exception as exc:  # one shape failing leaves the others
-                        record = {"heads": heads, "q_len": q_len, "prefix": prefix, "error": repr(exc)[:300]}
-                    record |= {"gpu": props.name, "wall_s": round(time.time() - t0, 1)}
-                    f.write(json.dumps(record) + "\n")
-                    f.flush()
-                    print(json.dumps(record), flush=True)
-                    torch.cuda.empty_cache()
+    shapes = [
+        {"heads": h, "kv_heads": kv, "q_len": q, "prefix": p}
+        for h, kv in HEADS
+        for q in Q_LENS
+        for p in PREFIXES
+    ]
+    write_shape_records(
+        path,
+        shapes,
+        lambda s: _case(s["heads"], s["kv_heads"], s["q_len"], s["prefix"], workspace),
+        {"gpu": props.name},
+    )
 
 
 if __name__ == "__main__":

@@ -8,17 +8,19 @@ num_draft_tokens query tokens per request; the verify with the draft tree's cust
 A decode step runs `BatchDecodeWithPagedKVCacheWrapper`, with tensor cores for a GQA group of 4 or more.
 
 usage (GPU host, flashinfer on PYTHONPATH, e.g. the SGLang kit's):
-    python benchmarks/spec_verify_attention.py OUT.jsonl
+    python benchmarks/spec_verify_attention.py OUT.jsonl [graph|eager]
 One record per (heads, batch, kv_len): µs of the decode kernel (tensor cores and CUDA cores), and of the verify
-and draft-extend kernels at each q_len, by CUDA-graph replay, inputs rotated past the L2.
+and draft-extend kernels at each q_len, by CUDA-graph replay, inputs rotated past the L2. `graph` (the default)
+builds and plans every wrapper as SGLang's captured forwards do (`use_cuda_graph=True` over buffers of the batch,
+SGLang's workspace: flashinfer then forces split-KV and sizes the grid for the worst case, as the `attn_gqa_decode`
+tables are timed, calibrate/backends/gqa_flashinfer.py); `eager` plans plain wrappers (what a first measurement did:
+about a third of the served verify kernel at 48 requests, groundtruth/experiments/spec-verify-h200/).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-import time
 
 # (q heads, kv heads) per rank at head dim 128: Llama-3.1-8B / Qwen3-8B, Qwen3-32B at TP 1
 HEADS = ((32, 8), (64, 8))
@@ -45,11 +47,39 @@ def _verify_mask(batch: int, q_len: int, kv_len: int):
     return one.flatten().repeat(batch)
 
 
-def _case(heads: int, kv_heads: int, batch: int, kv_len: int, workspace) -> dict:
+def _graph_prefill(workspace, qo_indptr, kv_indptr, pages, last_page, mask_bytes: int | None):
+    """A paged prefill wrapper as SGLang builds it for a captured verify / draft extend: CUDA-graph mode over
+    buffers of this batch's size (`_create_prefill_wrappers`; the verify's with a custom-mask buffer)."""
+    import torch
+    from flashinfer.prefill import BatchPrefillWithPagedKVCacheWrapper
+
+    extra = (
+        {}
+        if mask_bytes is None
+        else {
+            "custom_mask_buf": torch.empty(mask_bytes, dtype=torch.uint8, device="cuda"),
+            "mask_indptr_buf": torch.empty_like(qo_indptr),
+        }
+    )
+    return BatchPrefillWithPagedKVCacheWrapper(
+        workspace,
+        "NHD",
+        use_cuda_graph=True,
+        backend="fa2",
+        qo_indptr_buf=torch.empty_like(qo_indptr),
+        paged_kv_indptr_buf=torch.empty_like(kv_indptr),
+        paged_kv_indices_buf=torch.empty_like(pages),
+        paged_kv_last_page_len_buf=torch.empty_like(last_page),
+        **extra,
+    )
+
+
+def _case(heads: int, kv_heads: int, batch: int, kv_len: int, workspace, graph: bool) -> dict:
     import torch
     from flashinfer.decode import BatchDecodeWithPagedKVCacheWrapper
     from flashinfer.prefill import BatchPrefillWithPagedKVCacheWrapper
 
+    from simperf.calibrate.backends.gqa_flashinfer import graph_mode_wrapper
     from simperf.calibrate.timing import random_tensor, rotation_sets
 
     d, bf16 = HEAD_DIM, torch.bfloat16
@@ -63,10 +93,13 @@ def _case(heads: int, kv_heads: int, batch: int, kv_len: int, workspace) -> dict
     pages = torch.randperm(tokens, device="cuda").to(torch.int32)
     kv_indptr = torch.arange(0, tokens + 1, kv_len, **i32)
     last_page = torch.ones(batch, **i32)
-    record: dict = {"heads": heads, "kv_heads": kv_heads, "head_dim": d, "batch": batch, "kv_len": kv_len}
+    record: dict = {"head_dim": d, "plan": "graph-mode" if graph else "eager"}
 
     for tensor_cores in (True, False):
-        wrapper = BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=tensor_cores)
+        if graph:
+            wrapper = graph_mode_wrapper(workspace, tensor_cores, kv_indptr, pages, last_page)
+        else:
+            wrapper = BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=tensor_cores)
         wrapper.plan(kv_indptr, pages, last_page, heads, kv_heads, d, 1, q_data_type=bf16, kv_data_type=bf16,
                      sm_scale=scale)  # fmt: skip
         q = random_tensor((sets, batch, heads, d), bf16)
@@ -77,8 +110,12 @@ def _case(heads: int, kv_heads: int, batch: int, kv_len: int, workspace) -> dict
         qo_indptr = torch.arange(0, batch * q_len + 1, q_len, **i32)
         q = random_tensor((sets, batch * q_len, heads, d), bf16)
         for kind in ("verify", "draft_extend"):
-            wrapper = BatchPrefillWithPagedKVCacheWrapper(workspace, "NHD", backend="fa2")
             mask = _verify_mask(batch, q_len, kv_len) if kind == "verify" else None
+            if graph:
+                mask_bytes = None if mask is None else (mask.numel() + 7) // 8 + batch + 64
+                wrapper = _graph_prefill(workspace, qo_indptr, kv_indptr, pages, last_page, mask_bytes)
+            else:
+                wrapper = BatchPrefillWithPagedKVCacheWrapper(workspace, "NHD", backend="fa2")
             wrapper.plan(qo_indptr, kv_indptr, pages, last_page, heads, kv_heads, d, 1, custom_mask=mask,
                          causal=mask is None, sm_scale=scale, q_data_type=bf16, kv_data_type=bf16)  # fmt: skip
             record[f"{kind}_q{q_len}_us"] = _time(
@@ -87,10 +124,13 @@ def _case(heads: int, kv_heads: int, batch: int, kv_len: int, workspace) -> dict
     return record
 
 
-def main(path: str) -> None:
+def main(path: str, plan: str = "graph") -> None:
     import torch
 
-    workspace = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
+    from simperf.calibrate.backends.gqa_flashinfer import SGLANG_WORKSPACE_BYTES
+    from simperf.calibrate.timing import write_shape_records
+
+    workspace = torch.empty(SGLANG_WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
     props = torch.cuda.get_device_properties(0)
     try:
         import flashinfer
@@ -98,21 +138,19 @@ def main(path: str) -> None:
         version = flashinfer.__version__
     except Exception:  # the version is a label only
         version = None
-    with open(path, "a", encoding="utf-8") as f:
-        for heads, kv_heads in HEADS:
-            for batch in BATCHES:
-                for kv_len in KV_LENS:
-                    t0 = time.time()
-                    try:
-                        record = _case(heads, kv_heads, batch, kv_len, workspace)
-                    except Exception as exc:  # one shape failing leaves the others
-                        record = {"heads": heads, "batch": batch, "kv_len": kv_len, "error": repr(exc)[:300]}
-                    record |= {"gpu": props.name, "flashinfer": version, "wall_s": round(time.time() - t0, 1)}
-                    f.write(json.dumps(record) + "\n")
-                    f.flush()
-                    print(json.dumps(record), flush=True)
-                    torch.cuda.empty_cache()
+    shapes = [
+        {"heads": h, "kv_heads": kv, "batch": b, "kv_len": n}
+        for h, kv in HEADS
+        for b in BATCHES
+        for n in KV_LENS
+    ]
+    write_shape_records(
+        path,
+        shapes,
+        lambda s: _case(s["heads"], s["kv_heads"], s["batch"], s["kv_len"], workspace, plan == "graph"),
+        {"gpu": props.name, "flashinfer": version},
+    )
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

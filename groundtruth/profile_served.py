@@ -4,13 +4,14 @@ the GPU's busy time per iteration with the iteration the scheduler records (docs
 usage (repository root, GPU host, kit environment sourced; groundtruth/profile_served.sh does that):
     python3 groundtruth/profile_served.py PORT OUT_DIR
 Drives one request, then 16 concurrent ones (1,024 prompt tokens as ids, 256 output tokens, ignore_eos) and
-profiles 10 scheduler steps of each once every request is decoding. Writes OUT_DIR/driver.json (what was sent and
-when).
+profiles 10 scheduler steps of each once every request is decoding; CONCURRENCY="1 16 48" (environment) names other
+loads. Writes OUT_DIR/driver.json (what was sent and when).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -52,7 +53,9 @@ def profiled(name: str, concurrency: int, after_s: float) -> dict:
 
 
 generate(1)  # warm-up: JIT, first-request paths
-runs = [profiled("c1", 1, 0.6), profiled("c16", 16, 1.5)]
+# the later a load's profile starts, the more of its requests are past their prefill: 0.6 s at 1, 1.5 s at 16
+loads = [int(c) for c in os.environ.get("CONCURRENCY", "1 16").split()]
+runs = [profiled(f"c{c}", c, 0.6 if c == 1 else 1.5 + c / 32) for c in loads]
 with open(f"{OUT}/driver.json", "w") as f:
     json.dump(runs, f, indent=1)
 print(json.dumps(runs))

@@ -339,11 +339,12 @@ DP_EAGER_RIDERS_TEXT = (
 SPECULATIVE_MEASURED_LOW = "WARNING: speculative decoding was measured slower than priced"
 # what the EAGLE check found (docs/accuracy.md "Speculative decoding, checked before its runs"), cause not established
 SPECULATIVE_MEASURED_LOW_TEXT = (
-    "on real SGLang 0.5.17 (Llama-3.1-8B with an EAGLE draft on an H200, flashinfer, 1 to 48 running requests) a "
-    "speculative iteration took 1.1-2.1 ms longer than simperf prices at one running request and ~8.6 ms longer at "
-    "48 (about 0.16 ms more per running request), while the difference between a draft chain of 4 and a tree of 8 "
-    "is priced within 1 ms at 48: TPOT here is likely 14-40% low and throughput as much high; the missing cost "
-    'is not established (docs/accuracy.md, "Speculative decoding, checked before its runs")'
+    "on real SGLang 0.5.17 (Llama-3.1-8B with an EAGLE draft on an H200, flashinfer, 1 to 48 running requests) "
+    "TPOT was 10-23% longer than simperf prices and throughput 5-38% lower: a served profile at one request shows "
+    "6.35 ms of GPU work per iteration where the check run's scheduler recorded 7.6 ms steps; between the "
+    "speculative worker's graph replays the GPU idles while the host launches ~30 small kernels, which simperf "
+    "does not price beyond a plain decode's gaps "
+    '(docs/accuracy.md, "Speculative decoding, checked before its runs")'
 )
 ACCEPT_LEN_UNUSED = "WARNING: the trace's accept_len is not used"
 # a simperf trace's per-request accept_len is read (trace inspect shows its mean) but no simulator takes it: said

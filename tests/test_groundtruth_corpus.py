@@ -309,7 +309,9 @@ def test_the_memory_in_use_before_the_weights_is_what_the_tp1_servers_logged():
     used: dict[str, list[float]] = {}
     for server in _servers():
         facts = json.loads((server / "server_facts.json").read_text())
-        if facts["server_info"]["tp_size"] != 1:
+        # a speculative server holds ~41 MiB more before its weights (the EAGLE servers: 1,342.8 MiB against
+        # 1,301.9): its KV pool is still within 0.1% of the log (tests/test_spec_verify.py)
+        if facts["server_info"]["tp_size"] != 1 or facts["server_info"].get("speculative_algorithm"):
             continue
         line = next(x for x in facts["startup_log"] if "Load weight begin" in x)
         avail_mib = float(re.search(r"avail mem=([\d.]+) GB", line).group(1)) * 1024
@@ -566,16 +568,16 @@ def test_later_waves_reach_the_server_slower_than_the_first():
     from simperf.accuracy.wave_receives import corpus_receives
 
     rows = corpus_receives(CORPUS)
-    assert len(rows) == 46
+    assert len(rows) == 48
     slower = [r for r in rows if r.later_receive_gap_ms > r.first_receive_gap_ms + 0.3]
     assert len(slower) >= 0.85 * len(rows)
     medians = [
         np.median([getattr(r, f) for r in rows])
         for f in ("first_receive_gap_ms", "later_receive_gap_ms", "later_send_gap_ms")
     ]
-    assert medians == pytest.approx([0.45, 1.79, 0.43], abs=0.005)
+    assert medians == pytest.approx([0.448, 1.771, 0.419], abs=0.005)
     doc = (REPO / "docs" / "overheads.md").read_text(encoding="utf-8")
-    assert "0.45 ms apart (median over 46 runs)" in doc and "**1.79 ms** apart" in doc
+    assert "0.45 ms apart (median over 48 runs)" in doc and "**1.77 ms** apart" in doc
 
 
 def test_the_module_entry_point_ends_a_bad_corpus_in_one_error_line(tmp_path):

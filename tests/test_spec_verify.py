@@ -41,7 +41,9 @@ def test_the_masked_verify_costs_more_than_the_decode_kernel_and_more_once_its_q
     chain = float(ratios.ratio("verify", 32, 8, 4, 48, 1283))
     tree = float(ratios.ratio("verify", 32, 8, 8, 48, 1283))
     extend = float(ratios.ratio("draft_extend", 32, 8, 4, 48, 1283))
-    assert 1.3 < chain < 1.6 and 2.6 < tree < 3.1 and 1.0 < extend < chain
+    # planned as SGLang's captured verify is (graph mode): 4.03x and 1.53x the draft's own decode kernel in a served
+    # profile at 48 requests (groundtruth/forwards/h200/served-llama-3.1-8b-eagle-decode)
+    assert 3.7 < chain < 4.2 and chain < tree < 5.0 and 1.3 < extend < 1.8
 
 
 def test_a_hopper_gpu_without_its_own_file_borrows_the_h200s_labelled_an_estimate():

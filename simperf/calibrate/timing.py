@@ -204,3 +204,28 @@ def random_tensor(shape: Sequence[int], dtype: Any, device: str = "cuda", scale:
     if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
         return (torch.randn(*shape, device=device, dtype=torch.bfloat16) * scale).to(dtype)
     return torch.randn(*shape, device=device, dtype=dtype) * scale
+
+
+def write_shape_records(
+    path: str, shapes: Sequence[dict], case: Callable[[dict], dict], labels: dict
+) -> None:
+    """Time each shape with `case` (a dict of its times) and append one JSON record per shape to `path`, flushed
+    as it goes: the shape, its times or the error that stopped it (one failing shape leaves the others), `labels`
+    and the wall time. For the GPU benchmarks that time SGLang's kernel paths beside the tables' (benchmarks/)."""
+    import json
+    import time
+
+    import torch
+
+    with open(path, "a", encoding="utf-8") as f:
+        for shape in shapes:
+            t0 = time.time()
+            try:
+                record = dict(shape) | case(shape)
+            except Exception as exc:  # one shape failing leaves the others
+                record = dict(shape) | {"error": repr(exc)[:300]}
+            record |= labels | {"wall_s": round(time.time() - t0, 1)}
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            print(json.dumps(record), flush=True)
+            torch.cuda.empty_cache()

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from simperf.jsonl import json_object_lines
+from simperf.perfdb.ratiogrid import bilinear, full_grid, own_or_borrowed
 
 PATH_FILE = "extend_prefix_path.jsonl"
 # the GPU whose measurement stands in for another of its architecture without one
@@ -69,16 +70,6 @@ class PrefixPathRatios:
         return np.where(p >= 0.5, out, 1.0)
 
 
-def bilinear(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 2)
-    j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, len(ys) - 2)
-    tx = (x - xs[i]) / (xs[i + 1] - xs[i])
-    ty = (y - ys[j]) / (ys[j + 1] - ys[j])
-    low = grid[i, j] * (1 - tx) + grid[i + 1, j] * tx
-    high = grid[i, j + 1] * (1 - tx) + grid[i + 1, j + 1] * tx
-    return low * (1 - ty) + high * ty
-
-
 def parse_records(lines: list[str], source: str = "extend_prefix_path records") -> list[dict]:
     """The benchmark's records that timed both paths; ValueError naming the source and line of one that is not a
     JSON object."""
@@ -100,43 +91,18 @@ def ratios_from_records(records: list[dict], provenance: str) -> PrefixPathRatio
         ] = ratio
     variants = []
     for (heads, kv_heads), points in sorted(by_variant.items()):
-        qs = sorted({q for q, _ in points})
-        prefixes = sorted({p for _, p in points})
-        if any((q, p) not in points for q in qs for p in prefixes) or len(qs) < 2 or len(prefixes) < 2:
-            raise ValueError(
-                f"{provenance}: heads {heads}/{kv_heads} is not a full grid of new tokens x prefix"
-            )
-        grid = np.array([[points[(q, p)] for p in prefixes] for q in qs])
-        variants.append(_Variant(heads, kv_heads, np.log2(qs), np.log2(prefixes), grid))
+        what = f"{provenance}: heads {heads}/{kv_heads} (new tokens x prefix)"
+        variants.append(_Variant(heads, kv_heads, *full_grid(points, what)))
     if not variants:
         raise ValueError(f"{provenance}: no record timed both paths")
     return PrefixPathRatios(tuple(variants), provenance)
 
 
-def _shipped_borrow() -> Path:
-    import simperf
-
-    return Path(simperf.__file__).resolve().parent.parent / "calibration" / BORROW_FROM / PATH_FILE
-
-
 def read_prefix_path(directory: Path | None, sm_major: int) -> PrefixPathRatios | None:
-    """The directory's own measurement, else (a Hopper GPU without one) the H100's, labelled an estimate: the sibling
-    h100 directory's where there is one (a calibration tree like the shipped one), else the shipped H100 file (a
-    user's own tables elsewhere, measured without this ratio)."""
-    if directory is None:
-        return None
-    own = Path(directory) / PATH_FILE
-    if own.is_file():
-        return _read(own, f"measured ({own.parent.name})")
-    if sm_major != 9:
-        return None
-    for borrowed in (Path(directory).parent / BORROW_FROM / PATH_FILE, _shipped_borrow()):
-        if borrowed.is_file() and borrowed.parent.resolve() != Path(directory).resolve():
-            return _read(
-                borrowed,
-                f"measured on {BORROW_FROM} ({borrowed}), used for {Path(directory).name} (estimate)",
-            )
-    return None
+    """The directory's own measurement, else (a Hopper GPU without one) the H100's, labelled an estimate
+    (ratiogrid.own_or_borrowed)."""
+    found = own_or_borrowed(directory, sm_major, PATH_FILE, BORROW_FROM)
+    return None if found is None else _read(*found)
 
 
 def _read(path: Path, provenance: str) -> PrefixPathRatios:

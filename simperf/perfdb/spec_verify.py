@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from simperf.jsonl import json_object_lines
-from simperf.perfdb.prefix_path import bilinear
+from simperf.perfdb.ratiogrid import bilinear, full_grid, own_or_borrowed
 
 PATH_FILE = "spec_verify.jsonl"
 BORROW_FROM = "h200"  # the GPU whose measurement stands in for another Hopper GPU without one
@@ -96,35 +96,18 @@ def ratios_from_records(records: list[dict], provenance: str) -> SpecVerifyRatio
             )
     variants = []
     for (kind, heads, kv_heads, q_len), grid_points in sorted(points.items()):
-        batches = sorted({b for b, _ in grid_points})
-        kvs = sorted({k for _, k in grid_points})
-        if any((b, k) not in grid_points for b in batches for k in kvs) or len(batches) < 2 or len(kvs) < 2:
-            raise ValueError(
-                f"{provenance}: {kind} q_len {q_len} at heads {heads}/{kv_heads} is not a full grid"
-            )
-        grid = np.array([[grid_points[(b, k)] for k in kvs] for b in batches])
-        variants.append(_Variant(kind, heads, kv_heads, q_len, np.log2(batches), np.log2(kvs), grid))
+        what = f"{provenance}: {kind} q_len {q_len} at heads {heads}/{kv_heads} (batch x KV length)"
+        variants.append(_Variant(kind, heads, kv_heads, q_len, *full_grid(grid_points, what)))
     if {v.kind for v in variants} != set(KINDS):
         raise ValueError(f"{provenance}: needs records of both {' and '.join(KINDS)}")
     return SpecVerifyRatios(tuple(variants), provenance)
 
 
 def read_spec_verify(directory: Path | None, sm_major: int) -> SpecVerifyRatios | None:
-    """The directory's own measurement, else (a Hopper GPU without one) the shipped H200's, labelled an estimate."""
-    if directory is None:
-        return None
-    own = Path(directory) / PATH_FILE
-    if own.is_file():
-        return _read(own, f"measured ({own.parent.name})")
-    if sm_major != 9:
-        return None
-    import simperf
-
-    shipped = Path(simperf.__file__).resolve().parent.parent / "calibration" / BORROW_FROM / PATH_FILE
-    for borrowed in (Path(directory).parent / BORROW_FROM / PATH_FILE, shipped):
-        if borrowed.is_file() and borrowed.parent.resolve() != Path(directory).resolve():
-            return _read(borrowed, f"measured on {BORROW_FROM}, used for {Path(directory).name} (estimate)")
-    return None
+    """The directory's own measurement, else (a Hopper GPU without one) the H200's, labelled an estimate
+    (ratiogrid.own_or_borrowed)."""
+    found = own_or_borrowed(directory, sm_major, PATH_FILE, BORROW_FROM)
+    return None if found is None else _read(*found)
 
 
 def _read(path: Path, provenance: str) -> SpecVerifyRatios:
