@@ -276,3 +276,48 @@ def test_a_gpu_the_catalogue_does_not_describe_is_filed_under_its_own_name():
     assert gpu_key("NVIDIA H100 PCIe") == "nvidia-h100-pcie"
     assert gpu_key("NVIDIA H200 NVL") == "nvidia-h200-nvl"
     assert gpu_key("NVIDIA A100-SXM4-80GB") == "nvidia-a100-sxm4-80gb"
+
+
+def test_a_draft_model_is_written_beside_the_model_and_passed_to_the_server(host, tmp_path):
+    """A speculative server's plan names its draft (`draft_model`): the runner writes the draft's directory with the
+    same random-weight setup as the target's and passes --speculative-draft-model-path, and the recorded command
+    says how to write it again (groundtruth/plans/h200-check-eagle.yaml)."""
+    env, port = host
+    draft = REPO / "groundtruth" / "plans" / "llama-3.1-8b-eagle-draft.json"
+    plan = _plan(
+        tmp_path,
+        f"""  - name: eagle-fake
+    model: llama-3.1-8b
+    draft_model: {draft}
+    server: {{token-ms: 0.5, prefill-ms: 2, speculative-algorithm: EAGLE}}
+    runs:
+      - {{name: c2, client: {{random-input-len: 16, random-output-len: 4, max-concurrency: 2, num-prompts: 2}}, expected_s: 20}}
+""",
+    )
+    done = _run(env, port, plan, tmp_path, "--stop-after")
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = json.loads(
+        (tmp_path / "work" / "models" / "llama-3.1-8b-eagle-draft" / "config.json").read_text()
+    )
+    assert written["architectures"] == ["LlamaForCausalLMEagle"] and written["num_hidden_layers"] == 1
+    cmd = (tmp_path / "corpus" / "h100" / "eagle-fake" / "server_cmd.txt").read_text()
+    assert (
+        f"--speculative-draft-model-path {tmp_path / 'work' / 'models' / 'llama-3.1-8b-eagle-draft'}" in cmd
+    )
+    assert f"# draft model directory: `simperf groundtruth modeldir {draft} DIR`" in cmd
+
+
+@pytest.mark.parametrize("field", ["model", "draft_model"])
+def test_a_model_that_does_not_resolve_stops_the_plan_in_one_line_before_anything_starts(tmp_path, field):
+    models = {"model": "llama-3.1-8b", "draft_model": "llama-3.1-8b"} | {field: "no-such-model"}
+    plan = _plan(
+        tmp_path,
+        f"  - {{name: s, model: {models['model']}, draft_model: {models['draft_model']}, runs: [{{name: r}}]}}\n",
+    )
+    done = _run(dict(os.environ), _free_port(), plan, tmp_path)
+    assert done.returncode == 2  # the CLI's usage-error code (groundtruth/cli.py _fail)
+    assert done.stderr.strip().splitlines() == [
+        f"error: servers[0].{field}: model 'no-such-model': neither a zoo name "
+        + done.stderr.split("neither a zoo name ", 1)[1].strip()
+    ]
+    assert not (tmp_path / "work").exists()

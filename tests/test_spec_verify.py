@@ -127,3 +127,17 @@ def test_the_corpus_reads_sglangs_own_draft_shape_and_the_runs_accept_length():
         8,
     )  # the server's verify graph: 8 per req
     assert sp.accept_length.mean == 1.0
+
+
+def test_speculative_forwards_under_dp_attention_move_their_rows_as_a_decode_does(h200_db):
+    """Every speculative forward is a decode-mode batch replayed in a CUDA graph: under DP attention SGLang pads it
+    MAX_LEN (all-gather + reduce-scatter around the MLP, layers/dp_attention.py), not the extend's two all-reduces;
+    the verify, draft and draft-extend rows were priced with an extend's collectives."""
+    from tests.test_costmodel_step import serving
+
+    spec = SpecSettings("mtp", 3, 1, 4, 2.0)
+    cm = SGLangStepCost(load_arch("deepseek-v3"), serving(tp=8, dp=8, spec=spec), h200_db, Overheads())
+    names = [op.name for op in cm.decode_ops(8, 8, 2000.0)]
+    for prefix in ("verify.", "draft.", "draft_extend."):
+        assert f"{prefix}dp_gather" in names and f"{prefix}dp_reduce_scatter" in names, prefix
+    assert not any(n.endswith("allreduce") for n in names if n.startswith(("verify.", "draft")))

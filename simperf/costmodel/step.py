@@ -688,7 +688,13 @@ class SGLangStepCost:
 
         # without a measured verify path (perfdb/spec_verify.py) both q_len > 1 steps stay on the prefill tables
         measured_path = self.db.spec_verify is not None
-        rows += tag(row_ops(arch, s, padded_bs * d, padded_bs * d, method, self._has), "verify")
+        # every speculative forward is a decode-mode batch replayed in a CUDA graph: under DP attention its rows move
+        # in MAX_LEN padding like a decode's (SGLang 0.5.17 layers/dp_attention.py, get_default_mode_in_cuda_graph;
+        # get_dp_padding_mode picks SUM_LEN only with an extend in the batch)
+        pad = "max_len"
+        rows += tag(
+            row_ops(arch, s, padded_bs * d, padded_bs * d, method, self._has, dp_padding=pad), "verify"
+        )
         attention += [
             (op, d - 1.0)
             for op in tag(
@@ -699,12 +705,14 @@ class SGLangStepCost:
             )
         ]
         if n > 1:
-            draft_rows = row_ops(draft, s, padded_bs * k, padded_bs * k, method, self._has)
+            draft_rows = row_ops(draft, s, padded_bs * k, padded_bs * k, method, self._has, dp_padding=pad)
             rows += tag(draft_rows + [self._eh_proj(padded_bs * k)], "draft", n - 1)
             attention += [
                 (op, 0.0) for op in tag(decode_attention_ops(draft, s, bs * k, kv_len), "draft", n - 1)
             ]
-        rows += tag(row_ops(draft, s, padded_bs * d, padded_bs * d, method, self._has), "draft_extend")
+        rows += tag(
+            row_ops(draft, s, padded_bs * d, padded_bs * d, method, self._has, dp_padding=pad), "draft_extend"
+        )
         rows += tag([self._eh_proj(padded_bs * d)], "draft_extend")
         attention += [
             (op, d - 1.0)

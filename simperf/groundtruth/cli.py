@@ -59,6 +59,7 @@ def run_command(
         spec = load_plan(plan)
     except PlanError as e:
         _fail(str(e))
+    _check_models(spec)
     if deadline is not None and not deadline > 0:  # nan passed `<= 0`, and every later comparison with it
         _fail(f"--deadline: got {deadline}; give a positive number of seconds")
     # the server could not bind a port outside TCP's range, or (0) bound a random one bench_serving never found
@@ -87,6 +88,22 @@ def run_command(
     err.print(f"groundtruth: {json.dumps(counts)}; corpus in {out}", highlight=False)
     if counts["failed"]:
         raise typer.Exit(1)
+
+
+def _check_models(plan) -> None:
+    """Every server's model and draft model resolve before anything starts: a misspelt draft failed after the
+    target's server directory was written, with a traceback."""
+    from simperf.groundtruth import modeldir
+
+    zoo = Path(modeldir.__file__).resolve().parents[1] / "models" / "zoo"
+    for i, server in enumerate(plan.servers):
+        for field, model in (("model", server.model), ("draft_model", server.draft_model)):
+            if model is None:
+                continue
+            try:
+                modeldir.source_config(model, zoo)
+            except modeldir.ModelDirError as e:
+                _fail(f"servers[{i}].{field}: {e}")
 
 
 @groundtruth_app.command("index")
