@@ -338,8 +338,8 @@ MUTATIONS = (
         "prefix-path-ratio",
         "extend over a cached prefix (costmodel/prefix_path.py): SGLang's path ratio +1% in the step's pricing",
         "simperf/costmodel/prefix_path.py",
-        '        return us * self._factor(axes["q_len"], axes["kv_len"]), source\n',
-        '        return us * self._factor(axes["q_len"], axes["kv_len"]) * 1.01, source\n',
+        "        return self._ratios.ratio(self._heads, self._kv_heads, q, prefix)\n",
+        "        return self._ratios.ratio(self._heads, self._kv_heads, q, prefix) * 1.01\n",
     ),
     Mutation(
         "sglang-moe-first",

@@ -575,7 +575,7 @@ class SGLangStepCost:
     @property
     def draft_arch(self) -> ModelArch:
         """The speculative draft model: the checkpoint's single MTP / EAGLE decoder layer (MoE for DeepSeek)."""
-        return dc_replace(self.arch, name=f"{self.arch.name}-draft", num_layers=1, num_dense_layers=0)
+        return self.arch.speculative_draft()
 
     def _has(self, op: str, key: dict[str, Any]) -> int:
         return self.db.table_rank(op, key)

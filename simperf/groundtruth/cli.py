@@ -95,13 +95,12 @@ def _check_models(plan) -> None:
     target's server directory was written, with a traceback."""
     from simperf.groundtruth import modeldir
 
-    zoo = Path(modeldir.__file__).resolve().parents[1] / "models" / "zoo"
     for i, server in enumerate(plan.servers):
         for field, model in (("model", server.model), ("draft_model", server.draft_model)):
             if model is None:
                 continue
             try:
-                modeldir.source_config(model, zoo)
+                modeldir.source_config(model)
             except modeldir.ModelDirError as e:
                 _fail(f"servers[{i}].{field}: {e}")
 
@@ -133,7 +132,6 @@ def modeldir_command(
     """Write a model directory SGLang serves with --load-format dummy (what the runner does before a start)."""
     from simperf.groundtruth import modeldir
 
-    zoo = Path(modeldir.__file__).resolve().parents[1] / "models" / "zoo"
     if (
         prompts is not None and prompts.is_dir()
     ):  # an existing file is kept as the source; a directory was too
@@ -152,7 +150,7 @@ def modeldir_command(
             "give a new or empty directory (or one modeldir wrote)"
         )
     try:
-        config = modeldir.source_config(model, zoo)
+        config = modeldir.source_config(model)
         modeldir.write_model_dir(config, directory)
         if prompts is not None:
             modeldir.write_prompt_source(prompts, int(config["vocab_size"]))

@@ -62,11 +62,15 @@ _CHECKPOINT_FIELDS: dict[str, dict[str, Any]] = {
 }
 
 
+# the shipped model zoo (simperf/models/zoo/*.json), where a plan's or the command line's zoo names are read from
+ZOO_DIR = Path(__file__).resolve().parents[1] / "models" / "zoo"
+
+
 class ModelDirError(ValueError):
     """A model that cannot be turned into a servable directory."""
 
 
-def source_config(model: str, zoo_dir: Path) -> dict[str, Any]:
+def source_config(model: str, zoo_dir: Path = ZOO_DIR) -> dict[str, Any]:
     """The HF config of a plan's `model`: a zoo name, a directory with config.json, or a config.json file."""
     path = Path(model)
     if path.is_dir():

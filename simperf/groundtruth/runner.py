@@ -243,8 +243,7 @@ class PlanRunner:
 
     def _write_model(self, model: str) -> tuple[Path, dict[str, Any]]:
         """A plan's model (or draft model) as a servable directory under the work dir, and its config."""
-        zoo = Path(modeldir.__file__).resolve().parents[1] / "models" / "zoo"
-        config = modeldir.source_config(model, zoo)
+        config = modeldir.source_config(model)
         name = Path(model).name
         if name == "config.json":  # a config file names its model by its directory
             name = Path(model).parent.name

@@ -8,7 +8,7 @@ factor sharding each expert; the vocabulary is split over TP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simperf import capabilities
 from simperf.capabilities import FamilyCaps, dsa_fp8_layout
@@ -109,6 +109,12 @@ class ModelArch:
     @property
     def padded_vocab(self) -> int:
         return _ceil_div(self.vocab_size, VOCAB_PAD) * VOCAB_PAD
+
+    def speculative_draft(self) -> ModelArch:
+        """The speculative draft a server runs beside this model: the checkpoint's single MTP / EAGLE decoder layer
+        of the target's shape (MoE for DeepSeek), with its own embedding and LM head until SGLang shares the
+        target's. The step cost prices its forwards, the KV pool its weights and KV layer."""
+        return replace(self, name=f"{self.name}-draft", num_layers=1, num_dense_layers=0)
 
     def heads_per_rank(self, layout: ParallelLayout) -> int:
         return max(1, self.num_heads // layout.attn_tp)

@@ -6,7 +6,7 @@ numbers the server log gives (max_total_tokens) win over derived ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from simperf import capabilities
 from simperf.hardware.catalog import GpuSpec, get_gpu, max_measured_pre_load_used_bytes
@@ -727,7 +727,7 @@ def _draft_memory(s: ServingSpec, arch: ModelArch, pool: _PoolInputs) -> tuple[i
     hidden] projection: 2.61 GB for Llama-3.1-8B's EAGLE draft, the 2.43 GiB logged."""
     if s.speculative is None:
         return 0, pool.kv_bytes, ""
-    draft = replace(arch, name=f"{arch.name}-draft", num_layers=1, num_dense_layers=0)
+    draft = arch.speculative_draft()
     eh_proj = 2 * arch.hidden_size * arch.hidden_size * 2  # bf16, replicated on every rank
     weights = draft.weight_bytes_per_rank(pool.layout, pool.weight_dtype) + eh_proj
     kv_bytes = -(-pool.kv_bytes * (arch.num_layers + 1) // arch.num_layers)
