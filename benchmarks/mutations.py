@@ -49,6 +49,8 @@ GUARDS = (
     "tests/test_calibrate_runner.py",
     "tests/test_moe_default_tiles.py",
     "tests/test_workplan.py",
+    "tests/test_spec_verify.py",
+    "tests/test_spec_launch_wait.py",
 )
 
 
@@ -404,6 +406,28 @@ MUTATIONS = (
         "simperf/perfdb/workplan.py",
         "    (1, 128): 6, (2, 128): 9, (3, 128): 9,\n",
         "    (1, 128): 6, (2, 128): 8, (3, 128): 9,\n",
+    ),
+    Mutation(
+        "spec-worker-idle",
+        "the speculative worker's idle GPU per iteration +1% (scenario/models.py Overheads.spec_worker_idle_us, "
+        "measured on served EAGLE decodes; added 2026-11-28, thirty-first session)",
+        "simperf/scenario/models.py",
+        "        default=1471.5,\n",
+        "        default=1486.2,\n",
+    ),
+    Mutation(
+        "spec-draft-topk",
+        "the tree draft's top-k sampling per row +1% (costmodel/step.py draft_topk_us)",
+        STEP,
+        "        return spec.num_steps * o.spec_draft_topk_us_per_step + rows * per_row\n",
+        "        return spec.num_steps * o.spec_draft_topk_us_per_step + rows * per_row * 1.01\n",
+    ),
+    Mutation(
+        "spec-launch-wait",
+        "the speculative launch's wait before the scheduler processes a batch +1% (sim/engine.py)",
+        ENGINE,
+        "            overheads.spec_launch_wait_us_per_draft_step * spec.num_steps * US\n",
+        "            overheads.spec_launch_wait_us_per_draft_step * spec.num_steps * US * 1.01\n",
     ),
 )
 

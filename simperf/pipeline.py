@@ -336,15 +336,14 @@ DP_EAGER_RIDERS_TEXT = (
     "low, while its decode steps and a profiled iteration of this kind are priced within 5%; the cause is not "
     'established (docs/accuracy.md, "DP attention, checked before its runs")'
 )
-SPECULATIVE_MEASURED_LOW = "WARNING: speculative decoding was measured slower than priced"
-# what the EAGLE check found (docs/accuracy.md "Speculative decoding, checked before its runs"), cause not established
-SPECULATIVE_MEASURED_LOW_TEXT = (
-    "on real SGLang 0.5.17 (Llama-3.1-8B with an EAGLE draft on an H200, flashinfer, 1 to 48 running requests) "
-    "TPOT was 10-23% longer than simperf prices and throughput 5-38% lower: a served profile at one request shows "
-    "6.35 ms of GPU work per iteration where the check run's scheduler recorded 7.6 ms steps; between the "
-    "speculative worker's graph replays the GPU idles while the host launches ~30 small kernels, which simperf "
-    "does not price beyond a plain decode's gaps "
-    '(docs/accuracy.md, "Speculative decoding, checked before its runs")'
+SPECULATIVE_ONE_SERVER = "Speculative decoding's own costs measured on one kind of server"
+# what the EAGLE measurements cover (docs/overheads.md "The speculative worker"); elsewhere they are estimates
+SPECULATIVE_ONE_SERVER_TEXT = (
+    "the speculative worker's idle GPU between its graphs, its launch wait before the scheduler streams a batch and "
+    "the tree draft's top-k sampling were measured on real SGLang 0.5.17 serving Llama-3.1-8B with a one-layer EAGLE "
+    "draft on one H200 (chain 3/1/4 and tree 5/4/8, 1-48 running requests, random weights: accept length 1); "
+    "other targets, drafts, GPUs, tensor-parallel sizes and accept lengths take them as estimates, and the accept "
+    "length itself is an input (docs/overheads.md)"
 )
 ACCEPT_LEN_UNUSED = "WARNING: the trace's accept_len is not used"
 # a simperf trace's per-request accept_len is read (trace inspect shows its mean) but no simulator takes it: said
@@ -442,7 +441,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     if stats.eager_decode_iterations:
         notes[EAGER_DECODE] = eager_decode_note(stats, serving, cost.eager_decode_host)
     if serving.speculative is not None:
-        notes[SPECULATIVE_MEASURED_LOW] = SPECULATIVE_MEASURED_LOW_TEXT
+        notes[SPECULATIVE_ONE_SERVER] = SPECULATIVE_ONE_SERVER_TEXT
     if stats.rider_extend_iterations and not serving.prefill_cuda_graph:
         notes[DP_EAGER_RIDERS] = DP_EAGER_RIDERS_TEXT.format(n=stats.rider_extend_iterations)
     notes.update(workload_notes(requests))

@@ -155,15 +155,38 @@ def test_a_speculative_step_pays_the_between_replay_work_once_per_replayed_forwa
     o = Overheads()
     cm = SGLangStepCost(load_arch("deepseek-v3"), serving(spec=spec), empty_db, o)
     step = cm.decode_steps(4, 4, np.array([4000.0]), True)[0]
-    overhead = cm.breakdown_decode(4, 4, 4000, True)[-1]
+    rows = {r.name: r for r in cm.breakdown_decode(4, 4, 4000, True)}
+    overhead = rows["cuda_graph_replay"]
     # three draft forwards and the verify: four replays; every kernel of all of them idles its gap
     expected = 4 * o.decode_between_replays_us + overhead.count * o.decode_graph_gap_us_per_kernel
-    router = cm.breakdown_decode(4, 4, 4000, True)[-2]
-    assert router.name == "moe.router" and router.total_us == pytest.approx(
-        o.decode_moe_router_us * cm.arch.num_moe_layers
+    router = rows["moe.router"]
+    assert router.total_us == pytest.approx(o.decode_moe_router_us * cm.arch.num_moe_layers)
+    # and the GPU waits for the speculative worker's host-launched kernels: per iteration and per running request
+    idle = rows["spec_worker_idle"]
+    assert idle.total_us == pytest.approx(
+        o.spec_worker_idle_us + 4 * o.spec_worker_idle_us_per_running_request
     )
-    assert step[SOURCES.index("constant")] == pytest.approx(expected + router.total_us)
+    assert step[SOURCES.index("constant")] == pytest.approx(expected + router.total_us + idle.total_us)
     assert overhead.total_us == pytest.approx(expected)
+
+
+def test_the_speculative_workers_idle_is_per_running_request_in_a_graph_and_absent_when_eager(empty_db):
+    """The idle grows with the batch's real requests, not the graph bucket's padding (two batches of one bucket
+    differ by it alone), and an eager step, host-bound already, does not pay it on top."""
+    spec = SpecSettings("eagle", 3, 1, 4, 1.0)
+    o = Overheads()
+    cm = SGLangStepCost(load_arch("llama-3.1-8b"), serving(spec=spec), empty_db, o)
+    kv = np.array([4 * 1000.0])
+    three, four = cm.decode_steps(3, 4, kv * 3 / 4, True), cm.decode_steps(4, 4, kv, True)
+    constant = SOURCES.index("constant")
+    assert four[0, constant] - three[0, constant] == pytest.approx(o.spec_worker_idle_us_per_running_request)
+    plain = SGLangStepCost(load_arch("llama-3.1-8b"), serving(), empty_db, o)
+    assert plain.spec_worker_idle_us(4) == 0.0
+    assert "spec_worker_idle" not in {r.name for r in cm.breakdown_decode(4, 4, 4000, False)}
+    eager = cm.decode_steps(4, 4, kv, False)[0]
+    kernels_us = eager.sum() - eager[constant]
+    launches = {r.name: r for r in cm.breakdown_decode(4, 4, 4000, False)}["eager_launch"]
+    assert eager.sum() == pytest.approx(max(kernels_us, launches.count * cm.eager_decode_host.us))
 
 
 def test_eager_launches_are_hidden_behind_long_kernels(llama):

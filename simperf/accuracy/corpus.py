@@ -389,10 +389,6 @@ def diagnosed_group(run: RunResult) -> str:
         return "other runs the API server paces (simperf's warning)"
     if run.run.split("/")[-1].startswith("gsp"):
         return "shared-prefix text prompts (gsp)"
-    if run.speculative:
-        # docs/accuracy.md "Speculative decoding, checked before its runs": the iteration is longer than priced; a
-        # served profile shows GPU idle between the speculative worker's replays, not yet measured for a default
-        return "speculative decoding (idle between replays, not priced)"
     if run.dp_attention > 1:
         # docs/accuracy.md "DP attention, checked before its runs": the loaded runs are low on TPOT and TTFT while
         # the decode step and a profiled extend iteration are priced within 5%; the cause is not established

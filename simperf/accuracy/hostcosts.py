@@ -100,6 +100,7 @@ bench_serving's `--tokenize-prompt`):
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -537,6 +538,114 @@ def decode_between_replays_us(corpus: Path) -> HostCost:
         for bs, r in replays.items()
     ]
     return HostCost(float(np.mean(values)), "; ".join(points))
+
+
+# profiled served EAGLE decodes (SGLang 0.5.17's spec-v2 worker, Llama-3.1-8B with a one-layer draft, flashinfer,
+# H200; groundtruth/profile_served.sh with UNPROFILED=1): SGLang's chain (3 steps, top-k 1, 4 draft tokens) and its
+# own tree for a Llama target (5, 4, 8), each timed unprofiled and then profiled for 10 iterations at each load
+SPEC_IDLE_SERVERS = (
+    "forwards/h200/served-llama-3.1-8b-eagle-idle-chain",
+    "forwards/h200/served-llama-3.1-8b-eagle-idle-tree",
+)
+SPEC_IDLE_LOADS = (1, 16, 48)
+SPEC_PROFILED_ITERATIONS = 10  # profile_served.py asks /start_profile for 10 steps
+# an idle stretch shorter than this between two kernels is the GPU's own gap inside a replay or between eagerly
+# launched kernels, which decode_graph_gap_us_per_kernel and decode_between_replays_us already price; a longer one
+# is the GPU waiting for the host
+SPEC_HOST_GAP_US = 5.0
+
+
+@dataclass(frozen=True)
+class SpecIdlePoint:
+    server: str
+    running: int
+    iteration_us: (
+        float  # the scheduler's unprofiled decode iteration (median of its logged averages, first dropped)
+    )
+    busy_us: float  # the profiled iteration's GPU busy time
+    short_gaps_us: float  # its idle stretches under SPEC_HOST_GAP_US
+
+    @property
+    def idle_us(self) -> float:
+        return self.iteration_us - self.busy_us - self.short_gaps_us
+
+
+def _busy_and_short_gaps_us(trace: Path) -> tuple[float, float]:
+    from simperf.groundtruth.trace import read_trace
+
+    spans = sorted(
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in read_trace(trace)
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+    )
+    busy, short, end = 0.0, 0.0, None
+    for start, stop in spans:
+        if end is not None and start > end and start - end < SPEC_HOST_GAP_US:
+            short += start - end
+        if end is None or stop > end:
+            busy += stop - (start if end is None or start > end else end)
+            end = stop
+    return busy, short
+
+
+def spec_idle_points(corpus: Path) -> list[SpecIdlePoint]:
+    """Per server and load: the unprofiled iteration, and the GPU busy time and short gaps of a profiled one."""
+    points = []
+    for server in SPEC_IDLE_SERVERS:
+        d = corpus / server
+        loads = json.loads((d / "driver.json").read_text(encoding="utf-8"))
+        for running in SPEC_IDLE_LOADS:
+            (load,) = [x for x in loads if x.get("concurrency") == running and "step_time_s" in x]
+            # each entry averages decode_log_interval iterations; the first also holds the load's prefills
+            iteration_us = float(np.median(load["step_time_s"][str(running)][1:])) * 1e6
+            busy, short = _busy_and_short_gaps_us(d / f"c{running}.trace.json.gz")
+            n = SPEC_PROFILED_ITERATIONS
+            points.append(SpecIdlePoint(server.rsplit("-", 1)[1], running, iteration_us, busy / n, short / n))
+    return points
+
+
+def spec_worker_idle(corpus: Path) -> tuple[HostCost, HostCost]:
+    """(spec_worker_idle_us, spec_worker_idle_us_per_running_request): the least-squares line through the GPU's
+    host-bound idle per speculative decode iteration (the unprofiled iteration less the profiled GPU busy time and
+    its short gaps) against the running requests, both draft shapes together."""
+    points = spec_idle_points(corpus)
+    slope, intercept = np.polyfit([p.running for p in points], [p.idle_us for p in points], 1)
+    detail = "; ".join(
+        f"{p.server} at {p.running}: {p.iteration_us / 1e3:.2f} ms iteration - {p.busy_us / 1e3:.2f} busy - "
+        f"{p.short_gaps_us / 1e3:.2f} short gaps = {p.idle_us / 1e3:.2f} ms idle"
+        for p in points
+    )
+    return HostCost(float(intercept), detail), HostCost(float(slope), detail)
+
+
+# the kernels of a draft step's sampling when it keeps more than one candidate (SGLang's eagle_utils: softmax over
+# the vocabulary, then torch.topk's radix select and the sorts and scans around it); with top-k 1 the draft takes an
+# argmax kernel instead (microseconds)
+DRAFT_TOPK_KERNELS = re.compile(r"SoftMax|topk|bitonicSort|scan_by_key", re.IGNORECASE)
+SPEC_TREE_SHAPE = (5, 4)  # SGLang's own draft for a Llama target: 5 steps, top-k 4
+
+
+def spec_draft_topk(corpus: Path) -> tuple[HostCost, HostCost]:
+    """(spec_draft_topk_us_per_step, spec_draft_topk_us_per_row): the tree server's sampling kernels per iteration
+    (DRAFT_TOPK_KERNELS) against the rows they sample, on a least-squares line: a draft step samples one row per
+    request at its first step and top-k rows per request at each later one, so an iteration of n steps samples
+    bs x (1 + (n - 1) x top-k) rows; the intercept is n steps' fixed cost."""
+    from simperf.groundtruth.trace import read_trace
+
+    steps, topk = SPEC_TREE_SHAPE
+    server = corpus / SPEC_IDLE_SERVERS[1]
+    rows, times = [], []
+    for running in SPEC_IDLE_LOADS:
+        us = sum(
+            float(e["dur"])
+            for e in read_trace(server / f"c{running}.trace.json.gz")
+            if e.get("cat") == "kernel" and DRAFT_TOPK_KERNELS.search(e.get("name", ""))
+        )
+        rows.append(running * (1 + (steps - 1) * topk))
+        times.append(us / SPEC_PROFILED_ITERATIONS)
+    slope, intercept = np.polyfit(rows, times, 1)
+    detail = "; ".join(f"{r} rows: {t:.0f} us an iteration" for r, t in zip(rows, times, strict=True))
+    return HostCost(float(intercept) / steps, detail), HostCost(float(slope), detail)
 
 
 # the profiled Qwen3-30B-A3B decodes (SGLang 0.5.17, flashinfer, H100): served at 1 and 16 requests, one_batch at 1,

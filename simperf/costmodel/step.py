@@ -54,6 +54,8 @@ from simperf.sglang_defaults import (
 
 NUM_SOURCES = len(SOURCES)
 _OVERHEAD_COLUMN = SOURCE_INDEX[OVERHEAD_SOURCE]
+# the vocabulary the draft's top-k sampling cost was measured on (Llama-3's; Overheads.spec_draft_topk_us_per_row)
+DRAFT_TOPK_VOCAB = 128_256
 # a ragged decode batch's time beyond its mean-KV price (decode_straggler_us): a model over the tables' time and a
 # measured per-CTA rate, so labelled as interpolated between measurements
 _STRAGGLER_COLUMN = SOURCE_INDEX["interpolated"]
@@ -306,9 +308,21 @@ class SGLangStepCost:
                 out[steps, src] += us * a.count
         if straggler_us:
             out[:, _STRAGGLER_COLUMN] += straggler_us
+        if graph:
+            out[:, _OVERHEAD_COLUMN] += self.spec_worker_idle_us(bs)
         if eager is not None:
             out[:, _OVERHEAD_COLUMN] += eager.excess_us(out.sum(axis=1))
         return out
+
+    def spec_worker_idle_us(self, bs: int) -> float:
+        """The GPU's idle time per speculative decode iteration replayed in CUDA graphs while SGLang's EAGLE worker
+        launches its small kernels between the graphs (Overheads.spec_worker_idle_us, measured on served EAGLE
+        decodes): per iteration plus per running request. 0 without speculative decoding. An eager step is
+        host-bound already: its launch excess holds this time."""
+        if self.serving.speculative is None:
+            return 0.0
+        o = self.overheads
+        return o.spec_worker_idle_us + o.spec_worker_idle_us_per_running_request * bs
 
     def _straggler_ops(
         self, bs: int, padded_bs: int, graph: bool
@@ -458,6 +472,10 @@ class SGLangStepCost:
         """_decode_entry unpacked for decode_totals: base per source (array and list), its sum, (slice, count, KV
         offset) per attention op, the eager overhead, and the padding/divisor of the mean KV length."""
         base, attention, eager = self._decode_entry(bs, padded_bs, graph)
+        idle = self.spec_worker_idle_us(bs) if graph else 0.0
+        if idle:
+            base = base.copy()  # the entry is shared by every bs of the graph bucket
+            base[_OVERHEAD_COLUMN] += idle
         pad, div = (padded_bs - bs, padded_bs) if graph and padded_bs > bs else (0, bs)
         ops = [(a.along_kv, a.count, a.kv_offset, a.shared_discount) for a in attention]
         return base, base.tolist(), float(base.sum()), ops, eager, pad, div
@@ -490,7 +508,61 @@ class SGLangStepCost:
             ]
         if self.arch.num_moe_layers:
             rows.append(self._router_row(rows_bs))
-        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows)]
+        topk_us = self.draft_topk_us(rows_bs)
+        if topk_us:
+            rows.append(self._draft_topk_row(rows_bs, topk_us))
+        rows.append(self._overhead_row(graph, kernels_per_step(ops, self.arch), rows))
+        idle = self.spec_worker_idle_us(bs) if graph else 0.0
+        if idle:
+            rows.append(self._spec_idle_row(bs, idle))
+        return rows
+
+    def draft_topk_us(self, rows_bs: int) -> float:
+        """GPU time of the draft's sampling over one speculative iteration when it keeps more than one candidate a
+        step (softmax over the vocabulary and torch.topk, which no table times; Overheads.spec_draft_topk_us_*,
+        measured on served EAGLE tree decodes): the first draft step samples one row per request, each later step
+        top-k rows per request. 0 without speculative decoding or with top-k 1 (an argmax kernel)."""
+        spec = self.serving.speculative
+        if spec is None or spec.eagle_topk <= 1:
+            return 0.0
+        o = self.overheads
+        rows = rows_bs * (1 + (spec.num_steps - 1) * spec.eagle_topk)
+        per_row = o.spec_draft_topk_us_per_row * self.draft_arch.vocab_size / DRAFT_TOPK_VOCAB
+        return spec.num_steps * o.spec_draft_topk_us_per_step + rows * per_row
+
+    def _draft_topk_row(self, rows_bs: int, us: float) -> BreakdownRow:
+        spec = self.serving.speculative
+        return BreakdownRow(
+            name="draft.topk",
+            op="draft_topk",
+            key={},
+            axes={"m": float(rows_bs)},
+            count=spec.num_steps,
+            us_per_call=us / spec.num_steps,
+            total_us=us,
+            source=OVERHEAD_SOURCE,
+            detail="named GPU cost Overheads.spec_draft_topk_us_per_step + spec_draft_topk_us_per_row x rows "
+            f"sampled (top-k {spec.eagle_topk}, vocabulary {self.draft_arch.vocab_size:,}): the draft's softmax and "
+            "top-k, which no table times (measured on served EAGLE tree decodes of Llama-3.1-8B, H200, "
+            "docs/overheads.md; another vocabulary or GPU: an estimate)",
+        )
+
+    def _spec_idle_row(self, bs: int, idle_us: float) -> BreakdownRow:
+        o = self.overheads
+        return BreakdownRow(
+            name="spec_worker_idle",
+            op="overhead",
+            key={},
+            axes={"m": float(bs)},
+            count=1,
+            us_per_call=idle_us,
+            total_us=idle_us,
+            source=OVERHEAD_SOURCE,
+            detail=f"named overhead Overheads.spec_worker_idle_us ({o.spec_worker_idle_us:.0f} us) + "
+            f"spec_worker_idle_us_per_running_request ({o.spec_worker_idle_us_per_running_request:.1f} us) x {bs} "
+            "running: the GPU idle while SGLang's EAGLE worker launches its kernels between graphs (measured on "
+            "served Llama-3.1-8B EAGLE decodes, H200, docs/overheads.md; other models an estimate)",
+        )
 
     def _decode_router_us(self) -> float:
         """SGLang's router top-k kernel, once per MoE layer of the (target) forward: GPU time no table holds
@@ -794,7 +866,7 @@ class SGLangStepCost:
             ops = rows + [op for op, _ in attention_ops_]
             kernels = sum(o.count * o.kernels for o in ops) + uncosted_kernels_per_step(self.arch)
             base = rows_cost.copy()
-            base[_OVERHEAD_COLUMN] += self._decode_router_us()
+            base[_OVERHEAD_COLUMN] += self._decode_router_us() + self.draft_topk_us(rows_bs)
             overhead = step_overhead(
                 self.overheads,
                 graph,

@@ -57,6 +57,7 @@ CHECK_ONLY_PLANS = frozenset(
         "h200x2-check-dp-attention.yaml",  # twenty-ninth session
         "h200-check-dense-8b.yaml",  # twenty-eighth session
         "h200-check-eagle.yaml",  # thirtieth session
+        "h200-check-eagle-qwen3.yaml",  # thirty-first session
     }
 )
 

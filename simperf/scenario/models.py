@@ -810,6 +810,49 @@ class Overheads(_Strict):
         "per MoE layer of a decode forward, which no table times: 2.62-2.72 us in five profiled Qwen3-30B-A3B decodes "
         "at 1-64 requests (H100); other models' routers and GPUs take it as an estimate",
     )
+    # Measured on profiled served EAGLE decodes (SGLang 0.5.17, Llama-3.1-8B with a one-layer draft, flashinfer, H200,
+    # groundtruth/forwards/h200/served-llama-3.1-8b-eagle-idle-{chain,tree}; accuracy/hostcosts.py::spec_worker_idle,
+    # recomputed by a test; docs/overheads.md "The speculative worker's idle GPU").
+    spec_worker_idle_us: float = Field(
+        default=1471.5,
+        ge=0,
+        description="GPU idle per speculative decode iteration while SGLang's EAGLE worker (spec v2) launches, from "
+        "the host, the ~50 small kernels between its draft, verify and draft-extend graphs: the unprofiled iteration "
+        "less the profiled GPU busy time and its gaps under 5 us, at 1/16/48 running requests on a chain (3, 1, 4) "
+        "and SGLang's tree (5, 4, 8) draft: 1.33-2.55 ms; this is the least-squares line's value at no request. "
+        "Other models, drafts and tensor-parallel sizes take it as an estimate",
+    )
+    spec_worker_idle_us_per_running_request: float = Field(
+        default=20.65,
+        ge=0,
+        description="the same idle's growth per running request (the line's slope; see spec_worker_idle_us)",
+    )
+    spec_draft_topk_us_per_step: float = Field(
+        default=84.1,
+        ge=0,
+        description="GPU time of a draft step's sampling when the draft keeps more than one candidate per step "
+        "(--speculative-eagle-topk > 1: softmax over the vocabulary and torch.topk), fixed part per draft step; no "
+        "table times these kernels. Measured in the profiled served EAGLE tree decodes (5 steps, top-k 4, Llama-3.1-8B, "
+        "H200): 517 / 964 / 2,331 us an iteration at 1 / 16 / 48 running requests, on a line over the rows sampled "
+        "(groundtruth/forwards/h200/served-llama-3.1-8b-eagle-idle-tree)",
+    )
+    spec_draft_topk_us_per_row: float = Field(
+        default=2.308,
+        ge=0,
+        description="the same per row sampled (one per request at the first draft step, top-k per request at each "
+        "later one), for Llama-3's 128,256-token vocabulary; another vocabulary scales it by its size (an estimate)",
+    )
+    spec_launch_wait_us_per_draft_step: float = Field(
+        default=1659.0,
+        ge=0,
+        description="how long after its input is ready SGLang's EAGLE worker (spec v2, overlap scheduler) returns "
+        "from launching a speculative decode iteration, per draft step: the scheduler processes the previous batch "
+        "(streams its tokens, a prefill's first token included) only then. Measured as the prefill stage (first "
+        "scheduled -> prefill finished) of served Llama-3.1-8B with an EAGLE draft less the same target's without "
+        "one on the same H200 host at 1,024-token prompts, less the draft's priced prefill forward: 5.19 ms for a "
+        "chain of 3 steps and 7.93 ms for SGLang's tree of 5, 1.73 and 1.59 ms a step, their mean "
+        "(groundtruth/h200/llama-3.1-8b-*-ft, docs/overheads.md); other drafts take it per step, an estimate",
+    )
     eager_launch_us_per_kernel: float | None = Field(
         default=None,
         ge=0,
@@ -1118,7 +1161,13 @@ OVERHEAD_HOST_SPEED: dict[str, float | None] = {
 }
 # GPU time between kernels and replays (measured on a profiled decode): the same on any host
 GPU_OVERHEADS = frozenset(
-    {"decode_graph_gap_us_per_kernel", "decode_between_replays_us", "decode_moe_router_us"}
+    {
+        "decode_graph_gap_us_per_kernel",
+        "decode_between_replays_us",
+        "decode_moe_router_us",
+        "spec_draft_topk_us_per_step",
+        "spec_draft_topk_us_per_row",
+    }
 )
 # shares and ratios, not times: the same on every host (on_host leaves them)
 SHARE_OVERHEADS = frozenset(
@@ -1169,6 +1218,11 @@ MEASURED_OVERHEADS = frozenset(
         "decode_graph_gap_us_per_kernel",  # on a profiled served decode, not on the corpus' runs
         "decode_between_replays_us",
         "decode_moe_router_us",  # on profiled Qwen3-30B-A3B decodes
+        "spec_worker_idle_us",  # on profiled served EAGLE decodes
+        "spec_worker_idle_us_per_running_request",
+        "spec_draft_topk_us_per_step",  # on the same profiles' tree decodes
+        "spec_draft_topk_us_per_row",
+        "spec_launch_wait_us_per_draft_step",  # served EAGLE and plain prefills on one host
         "client_setup_us_per_request",
         "client_burst_us_per_request",
         "receive_us_per_request",

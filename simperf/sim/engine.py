@@ -169,6 +169,14 @@ class Simulator:
         self.proc_per_req_s = overheads.process_us_per_running_request * US
         self.egress_s = overheads.egress_us * US
         self.overlap = serving.overlap_schedule
+        # under the overlap loop the previous batch is processed once the next launch returns; a speculative decode
+        # launch returns this long after its input is ready (Overheads.spec_launch_wait_us_per_draft_step)
+        spec = serving.speculative
+        self.spec_launch_wait_s = (
+            overheads.spec_launch_wait_us_per_draft_step * spec.num_steps * US
+            if spec is not None and self.overlap
+            else 0.0
+        )
         self.extend_drains = extend_plan_drains_gpu(serving.prefill_backend)
         self._kv_observer = kv_observer  # test hook: called with the ranks after every commit
         self._step_log = step_log  # sim.steplog.StepLog: what each iteration ran (simperf validate)
@@ -418,7 +426,11 @@ class Simulator:
             elif decoding:
                 cpu_next = self._decode_run()
             elif self.pending is not None:
-                cpu_next = self._process(self.pending, max(now, self.pending.gpu_end_s))
+                # SGLang does not know yet that the batch's requests are done: it launched one more (speculative)
+                # iteration for them, and processes the batch once that launch returns
+                cpu_next = self._process(
+                    self.pending, max(now, self.pending.gpu_end_s) + self.spec_launch_wait_s
+                )
                 self.pending = None
             else:
                 for rank in self.ranks:
@@ -802,7 +814,7 @@ class Simulator:
         a new request; `requests` decode in each iteration. Returns (CPU time, GPU free time, emit times of the
         iterations processed, iterations done, next arrival)."""
         sched, proc = self.sched_s, self.proc_s + self.proc_per_req_s * requests
-        overlap = self.overlap
+        overlap, wait = self.overlap, self.spec_launch_wait_s
         gpu_free = self.gpu_free
         emits: list[float] = []
         k_done = 0
@@ -818,7 +830,7 @@ class Simulator:
                 emits.append(c)
             elif j:
                 # iteration j-1 is processed once iteration j has been launched
-                c = (scheduled if scheduled > prev_end else prev_end) + proc
+                c = (scheduled if scheduled > prev_end else prev_end) + wait + proc
                 emits.append(c)
             elif self.pending is not None:
                 c, next_ready = self._process_pending(scheduled, next_ready)
@@ -830,7 +842,7 @@ class Simulator:
     def _process_pending(self, scheduled: float, next_ready: float) -> tuple[float, float]:
         """Overlap loop, a run's first iteration: the batch still pending from before is processed now."""
         pending = self.pending
-        c = self._process(pending, max(scheduled, pending.gpu_end_s))
+        c = self._process(pending, max(scheduled, pending.gpu_end_s) + self.spec_launch_wait_s)
         self.pending = None
         if pending.finished:
             # finishes it emitted may free client slots: requests sent then reach us later
