@@ -158,3 +158,39 @@ def test_a_priced_speculative_iteration_is_the_one_its_server_logged(h200_db):
         assert priced == pytest.approx(p.iteration_us, rel=0.05), p
         rows = {r.name for r in cm.breakdown_decode(p.running, p.running, int(kv[0]), True)}
         assert ("draft.topk" in rows) == (p.server == "tree") and "spec_worker_idle" in rows
+
+
+def test_a_tree_drafts_top_k_sampling_is_priced_per_step_and_per_row_sampled(h200_db):
+    """The draft samples one row per request at its first step and top-k rows per request at each later one
+    (softmax and top-k over the vocabulary: 1 and 4 rows at one request, 48 and 192 at 48 in the profiled tree's
+    kernel grids); a chain's argmax is not priced; a larger vocabulary costs more per row."""
+    o = Overheads()
+    tree = _eagle(h200_db, (5, 4, 8))
+    for bs in (1, 16, 48):
+        rows = bs * (1 + 4 * 4)
+        assert tree.draft_topk_us(bs) == pytest.approx(
+            5 * o.spec_draft_topk_us_per_step + rows * o.spec_draft_topk_us_per_row
+        )
+    # the profiled tree's own kernels at 1 / 16 / 48 requests: 517 / 964 / 2,331 us an iteration, on a line
+    # through the three (460 / 1,048 / 2,304 us)
+    for bs, profiled in ((1, 517), (16, 964), (48, 2331)):
+        assert tree.draft_topk_us(bs) == pytest.approx(profiled, rel=0.12)
+    assert _eagle(h200_db, (3, 1, 4)).draft_topk_us(48) == 0.0
+    from tests.test_costmodel_step import serving
+
+    qwen = SGLangStepCost(
+        load_arch("qwen3-8b"),
+        serving(
+            tp=1,
+            weight="bf16",
+            prefill="flashinfer",
+            decode="flashinfer",
+            spec=SpecSettings("eagle", 4, 2, 6, 1.0),
+        ),
+        h200_db,
+        o,
+    )
+    per_row = o.spec_draft_topk_us_per_row * 151_936 / 128_256
+    assert qwen.draft_topk_us(8) == pytest.approx(
+        4 * o.spec_draft_topk_us_per_step + 8 * (1 + 3 * 2) * per_row
+    )

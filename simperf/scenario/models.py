@@ -851,7 +851,8 @@ class Overheads(_Strict):
         "scheduled -> prefill finished) of served Llama-3.1-8B with an EAGLE draft less the same target's without "
         "one on the same H200 host at 1,024-token prompts, less the draft's priced prefill forward: 5.19 ms for a "
         "chain of 3 steps and 7.93 ms for SGLang's tree of 5, 1.73 and 1.59 ms a step, their mean "
-        "(groundtruth/h200/llama-3.1-8b-*-ft, docs/overheads.md); other drafts take it per step, an estimate",
+        "(groundtruth/h200/llama-3.1-8b-*-ft, docs/overheads.md); other drafts take it per step, an estimate (a check "
+        "on Qwen3-8B with 4 steps of top-k 2 waited about twice this)",
     )
     eager_launch_us_per_kernel: float | None = Field(
         default=None,
