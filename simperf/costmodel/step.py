@@ -532,16 +532,13 @@ class SGLangStepCost:
 
     def _draft_topk_row(self, rows_bs: int, us: float) -> BreakdownRow:
         spec = self.serving.speculative
-        return BreakdownRow(
-            name="draft.topk",
-            op="draft_topk",
-            key={},
-            axes={"m": float(rows_bs)},
-            count=spec.num_steps,
-            us_per_call=us / spec.num_steps,
-            total_us=us,
-            source=OVERHEAD_SOURCE,
-            detail="named GPU cost Overheads.spec_draft_topk_us_per_step + spec_draft_topk_us_per_row x rows "
+        return _named_cost_row(
+            "draft.topk",
+            "draft_topk",
+            rows_bs,
+            spec.num_steps,
+            us,
+            "named GPU cost Overheads.spec_draft_topk_us_per_step + spec_draft_topk_us_per_row x rows "
             f"sampled (top-k {spec.eagle_topk}, vocabulary {self.draft_arch.vocab_size:,}): the draft's softmax and "
             "top-k, which no table times (measured on served EAGLE tree decodes of Llama-3.1-8B, H200, "
             "docs/overheads.md; another vocabulary or GPU: an estimate)",
@@ -549,16 +546,13 @@ class SGLangStepCost:
 
     def _spec_idle_row(self, bs: int, idle_us: float) -> BreakdownRow:
         o = self.overheads
-        return BreakdownRow(
-            name="spec_worker_idle",
-            op="overhead",
-            key={},
-            axes={"m": float(bs)},
-            count=1,
-            us_per_call=idle_us,
-            total_us=idle_us,
-            source=OVERHEAD_SOURCE,
-            detail=f"named overhead Overheads.spec_worker_idle_us ({o.spec_worker_idle_us:.0f} us) + "
+        return _named_cost_row(
+            "spec_worker_idle",
+            "overhead",
+            bs,
+            1,
+            idle_us,
+            f"named overhead Overheads.spec_worker_idle_us ({o.spec_worker_idle_us:.0f} us) + "
             f"spec_worker_idle_us_per_running_request ({o.spec_worker_idle_us_per_running_request:.1f} us) x {bs} "
             "running: the GPU idle while SGLang's EAGLE worker launches its kernels between graphs (measured on "
             "served Llama-3.1-8B EAGLE decodes, H200, docs/overheads.md; other models an estimate)",
@@ -570,17 +564,13 @@ class SGLangStepCost:
         return self.overheads.decode_moe_router_us * self.arch.num_moe_layers
 
     def _router_row(self, rows_bs: int) -> BreakdownRow:
-        n = self.arch.num_moe_layers
-        return BreakdownRow(
-            name="moe.router",
-            op="moe_router",
-            key={},
-            axes={"m": float(rows_bs)},
-            count=n,
-            us_per_call=self.overheads.decode_moe_router_us,
-            total_us=self._decode_router_us(),
-            source=OVERHEAD_SOURCE,
-            detail="named GPU cost Overheads.decode_moe_router_us per MoE layer: SGLang's router top-k kernel, which "
+        return _named_cost_row(
+            "moe.router",
+            "moe_router",
+            rows_bs,
+            self.arch.num_moe_layers,
+            self._decode_router_us(),
+            "named GPU cost Overheads.decode_moe_router_us per MoE layer: SGLang's router top-k kernel, which "
             "no table times (measured on profiled Qwen3-30B-A3B decodes, H100, docs/overheads.md; other models' "
             "routers and other GPUs: an estimate)",
         )
@@ -1153,6 +1143,21 @@ class SGLangStepCost:
             source=OVERHEAD_SOURCE,
             detail=detail,
         )
+
+
+def _named_cost_row(name: str, op: str, rows: int, count: int, total_us: float, detail: str) -> BreakdownRow:
+    """A breakdown row for a named cost no table holds (Overheads), `count` calls of equal time."""
+    return BreakdownRow(
+        name=name,
+        op=op,
+        key={},
+        axes={"m": float(rows)},
+        count=count,
+        us_per_call=total_us / count,
+        total_us=total_us,
+        source=OVERHEAD_SOURCE,
+        detail=detail,
+    )
 
 
 def _size(a: np.ndarray | None) -> int:
