@@ -99,7 +99,6 @@ def main(path: str) -> None:
     from simperf.calibrate.timing import write_shape_records
 
     workspace = [torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda") for _ in range(3)]
-    props = torch.cuda.get_device_properties(0)
     shapes = [
         {"heads": h, "kv_heads": kv, "q_len": q, "prefix": p}
         for h, kv in HEADS
@@ -110,7 +109,7 @@ def main(path: str) -> None:
         path,
         shapes,
         lambda s: _case(s["heads"], s["kv_heads"], s["q_len"], s["prefix"], workspace),
-        {"gpu": props.name},
+        {},
     )
 
 

@@ -570,26 +570,10 @@ class SpecIdlePoint:
         return self.iteration_us - self.busy_us - self.short_gaps_us
 
 
-def _busy_and_short_gaps_us(trace: Path) -> tuple[float, float]:
-    from simperf.groundtruth.trace import read_trace
-
-    spans = sorted(
-        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
-        for e in read_trace(trace)
-        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-    )
-    busy, short, end = 0.0, 0.0, None
-    for start, stop in spans:
-        if end is not None and start > end and start - end < SPEC_HOST_GAP_US:
-            short += start - end
-        if end is None or stop > end:
-            busy += stop - (start if end is None or start > end else end)
-            end = stop
-    return busy, short
-
-
 def spec_idle_points(corpus: Path) -> list[SpecIdlePoint]:
     """Per server and load: the unprofiled iteration, and the GPU busy time and short gaps of a profiled one."""
+    from simperf.groundtruth.trace import busy_and_short_gaps_us, read_trace
+
     points = []
     for server in SPEC_IDLE_SERVERS:
         d = corpus / server
@@ -598,7 +582,8 @@ def spec_idle_points(corpus: Path) -> list[SpecIdlePoint]:
             (load,) = [x for x in loads if x.get("concurrency") == running and "step_time_s" in x]
             # each entry averages decode_log_interval iterations; the first also holds the load's prefills
             iteration_us = float(np.median(load["step_time_s"][str(running)][1:])) * 1e6
-            busy, short = _busy_and_short_gaps_us(d / f"c{running}.trace.json.gz")
+            trace = read_trace(d / f"c{running}.trace.json.gz")
+            busy, short = busy_and_short_gaps_us(trace, SPEC_HOST_GAP_US)
             n = SPEC_PROFILED_ITERATIONS
             points.append(SpecIdlePoint(server.rsplit("-", 1)[1], running, iteration_us, busy / n, short / n))
     return points

@@ -210,13 +210,15 @@ def write_shape_records(
     path: str, shapes: Sequence[dict], case: Callable[[dict], dict], labels: dict
 ) -> None:
     """Time each shape with `case` (a dict of its times) and append one JSON record per shape to `path`, flushed
-    as it goes: the shape, its times or the error that stopped it (one failing shape leaves the others), `labels`
-    and the wall time. For the GPU benchmarks that time SGLang's kernel paths beside the tables' (benchmarks/)."""
+    as it goes: the shape, its times or the error that stopped it (one failing shape leaves the others), the GPU's
+    name, `labels` and the wall time. For the GPU benchmarks that time SGLang's kernel paths beside the tables'
+    (benchmarks/)."""
     import json
     import time
 
     import torch
 
+    labels = {"gpu": torch.cuda.get_device_properties(0).name} | labels
     with open(path, "a", encoding="utf-8") as f:
         for shape in shapes:
             t0 = time.time()

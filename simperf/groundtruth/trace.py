@@ -149,6 +149,23 @@ def _busy_and_gap(events: list[dict[str, Any]], start: float) -> tuple[float, fl
     return busy, end - start - busy, end
 
 
+def busy_and_short_gaps_us(events: list[dict[str, Any]], below_us: float) -> tuple[float, float]:
+    """(GPU busy time: the union of the kernel / memcpy / memset intervals, the idle stretches between them shorter
+    than `below_us`): what a profiled stretch kept the GPU busy with, and the GPU's own gaps between kernels, apart
+    from the longer ones where it waited for the host."""
+    spans = sorted(
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") in _GPU_CATS and "dur" in e
+    )
+    short, end = 0.0, None
+    for start, stop in spans:
+        if end is not None and 0 < start - end < below_us:
+            short += start - end
+        end = stop if end is None else max(end, stop)
+    return _union_us(spans), short
+
+
 def decode_replays(events: list[dict[str, Any]], cut_edges: bool = True) -> DecodeReplays:
     """Split a profiled decode into replay and between-replay time. Only the forward stream's work counts (the
     stream the replays run on). A served decode (SGLang's /start_profile) is cut by the profiler's start and stop,

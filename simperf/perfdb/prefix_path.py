@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from simperf.jsonl import json_object_lines
-from simperf.perfdb.ratiogrid import bilinear, full_grid, own_or_borrowed
+from simperf.perfdb.ratiogrid import bilinear, full_grid, read_own_or_borrowed
 
 PATH_FILE = "extend_prefix_path.jsonl"
 # the GPU whose measurement stands in for another of its architecture without one
@@ -73,7 +73,10 @@ class PrefixPathRatios:
 def parse_records(lines: list[str], source: str = "extend_prefix_path records") -> list[dict]:
     """The benchmark's records that timed both paths; ValueError naming the source and line of one that is not a
     JSON object."""
-    records = [obj for _, obj in json_object_lines(lines, source, ValueError, "not a JSON record")]
+    return _timed_both([obj for _, obj in json_object_lines(lines, source, ValueError, "not a JSON record")])
+
+
+def _timed_both(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("table_kernel_us") and r.get("sglang_path_us")]
 
 
@@ -101,13 +104,10 @@ def ratios_from_records(records: list[dict], provenance: str) -> PrefixPathRatio
 def read_prefix_path(directory: Path | None, sm_major: int) -> PrefixPathRatios | None:
     """The directory's own measurement, else (a Hopper GPU without one) the H100's, labelled an estimate
     (ratiogrid.own_or_borrowed)."""
-    found = own_or_borrowed(directory, sm_major, PATH_FILE, BORROW_FROM)
-    return None if found is None else _read(*found)
-
-
-def _read(path: Path, provenance: str) -> PrefixPathRatios:
-    records = parse_records(path.read_text(encoding="utf-8").splitlines(), str(path))
-    try:
-        return ratios_from_records(records, provenance)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+    return read_own_or_borrowed(
+        directory,
+        sm_major,
+        PATH_FILE,
+        BORROW_FROM,
+        lambda records, p: ratios_from_records(_timed_both(records), p),
+    )

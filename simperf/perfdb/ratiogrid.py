@@ -3,10 +3,15 @@ from another Hopper GPU's): what prefix_path.py and spec_verify.py share."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
+
+from simperf.jsonl import json_object_lines
+
+T = TypeVar("T")
 
 
 def bilinear(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -55,3 +60,25 @@ def own_or_borrowed(
                 f"measured on {borrow_from} ({borrowed}), used for {Path(directory).name} (estimate)",
             )
     return None
+
+
+def read_own_or_borrowed(
+    directory: Path | None,
+    sm_major: int,
+    file: str,
+    borrow_from: str,
+    build: Callable[[list[dict], str], T],
+) -> T | None:
+    """`build(records, provenance)` from the JSON records of the file own_or_borrowed finds (None where it finds
+    none); ValueError naming the file and line of a record that is not a JSON object, or the file and what `build`
+    refused (a missing field included)."""
+    found = own_or_borrowed(directory, sm_major, file, borrow_from)
+    if found is None:
+        return None
+    path, provenance = found
+    lines = path.read_text(encoding="utf-8").splitlines()
+    records = [obj for _, obj in json_object_lines(lines, str(path), ValueError, "not a JSON record")]
+    try:
+        return build(records, provenance)
+    except (KeyError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None

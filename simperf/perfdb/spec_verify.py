@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simperf.jsonl import json_object_lines
-from simperf.perfdb.ratiogrid import bilinear, full_grid, own_or_borrowed
+from simperf.perfdb.ratiogrid import bilinear, full_grid, read_own_or_borrowed
 
 PATH_FILE = "spec_verify.jsonl"
 BORROW_FROM = "h200"  # the GPU whose measurement stands in for another Hopper GPU without one
@@ -106,14 +105,4 @@ def ratios_from_records(records: list[dict], provenance: str) -> SpecVerifyRatio
 def read_spec_verify(directory: Path | None, sm_major: int) -> SpecVerifyRatios | None:
     """The directory's own measurement, else (a Hopper GPU without one) the H200's, labelled an estimate
     (ratiogrid.own_or_borrowed)."""
-    found = own_or_borrowed(directory, sm_major, PATH_FILE, BORROW_FROM)
-    return None if found is None else _read(*found)
-
-
-def _read(path: Path, provenance: str) -> SpecVerifyRatios:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    records = [obj for _, obj in json_object_lines(lines, str(path), ValueError, "not a JSON record")]
-    try:
-        return ratios_from_records(records, provenance)
-    except (KeyError, ValueError) as exc:
-        raise ValueError(f"{path}: {exc}") from None
+    return read_own_or_borrowed(directory, sm_major, PATH_FILE, BORROW_FROM, ratios_from_records)
