@@ -80,5 +80,7 @@ def read_own_or_borrowed(
     records = [obj for _, obj in json_object_lines(lines, str(path), ValueError, "not a JSON record")]
     try:
         return build(records, provenance)
-    except (KeyError, ValueError) as exc:
+    except KeyError as exc:
+        raise ValueError(f"{path}: a record has no field {exc}") from None
+    except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
