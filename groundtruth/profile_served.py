@@ -9,7 +9,10 @@ loads. UNPROFILED=1 (environment) first drives each load once without the profil
 own iteration times for it (SGLANG_RECORD_STEP_TIME's step_time_dict, read from /server_info before and after), so
 that one server gives both the unprofiled iteration and the profiled GPU busy time; PREFILL=1 also profiles one
 request from its prefill on (3 forward steps, started while the server is idle) after timing five unprofiled
-single-token requests. Writes OUT_DIR/driver.json (what was sent and when).
+single-token requests at each prompt length of PREFILL_LENS (default "1024"); PREFILL_CPU=1 records the host side
+of that profile too (CPU activities with Python stacks: where the scheduler waits). Writes OUT_DIR/driver.json (what
+was sent and when). PROFILE_CPU=1 records the host side (no Python stacks) in the decode profiles as well: how long
+the scheduler's launch of an iteration takes on the host.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ def post(path: str, body: dict) -> str:
     return _post(URL, path, body)
 
 
-def generate(seed: int, new_tokens: int = 256) -> None:
-    _generate(URL, seed, new_tokens)
+def generate(seed: int, new_tokens: int = 256, prompt_len: int = 1024) -> None:
+    _generate(URL, seed, new_tokens, prompt_len)
 
 
 def step_times() -> dict:
@@ -63,21 +66,28 @@ def unprofiled(concurrency: int) -> dict:
     }
 
 
-def prefill_profile() -> dict:
+def one_token_latencies(prompt_len: int) -> list[float]:
     latencies = []
     for i in range(5):
         t = time.time()
-        generate(500 + i, 1)
+        generate(500 + i + prompt_len, 1, prompt_len)
         latencies.append(time.time() - t)
+    return latencies
+
+
+def prefill_profile() -> dict:
+    lens = [int(n) for n in os.environ.get("PREFILL_LENS", "1024").split()]
+    latencies = {str(n): one_token_latencies(n) for n in lens}
     t1 = time.time()
-    post(
-        "/start_profile",
-        {"output_dir": OUT, "num_steps": 3, "activities": ["GPU"], "profile_prefix": "prefill"},
-    )
+    host = os.environ.get("PREFILL_CPU") == "1"
+    body = {"output_dir": OUT, "num_steps": 3, "activities": ["CPU", "GPU"] if host else ["GPU"]}
+    if host:
+        body["with_stack"] = True
+    post("/start_profile", {**body, "profile_prefix": "prefill"})
     generate(600, 4)
     return {
         "name": "prefill",
-        "one_token_latency_s": latencies,
+        "one_token_latency_s": latencies["1024"] if list(latencies) == ["1024"] else latencies,
         "profile_requested_s": t1,
         "done_s": time.time(),
     }
@@ -90,8 +100,10 @@ def profiled(name: str, concurrency: int, after_s: float) -> dict:
         t.start()
     time.sleep(after_s)
     t1 = time.time()
+    activities = ["CPU", "GPU"] if os.environ.get("PROFILE_CPU") == "1" else ["GPU"]
     post(
-        "/start_profile", {"output_dir": OUT, "num_steps": 10, "activities": ["GPU"], "profile_prefix": name}
+        "/start_profile",
+        {"output_dir": OUT, "num_steps": 10, "activities": activities, "profile_prefix": name},
     )
     for t in threads:
         t.join()

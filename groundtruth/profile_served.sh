@@ -4,12 +4,13 @@
 # DRIVER=groundtruth/profile_waves.py drives the wave pattern instead (default groundtruth/profile_served.py).
 # DRAFT=ZOO_NAME_OR_CONFIG adds a speculative draft (its directory written as the runner's plan draft_model is, random
 # weights): pass --speculative-algorithm EAGLE and the shape flags among the server flags.
+# TAG=NAME names the output served-MODEL-NAME (several servers of one model in one call).
 # Writes $OUT/served-MODEL.tgz: the traces, driver.json, the server's log and the exact command.
 set -uo pipefail
 model=$1; budget=$2; shift 2; t0=$(date +%s)
 driver=${DRIVER:-groundtruth/profile_served.py}
 source groundtruth/kit_env.sh || exit $?
-m=/root/gt/work/models/$model; dest=/root/gt/prof/served-$model; rm -rf "$dest"; mkdir -p "$dest"
+m=/root/gt/work/models/$model; name=served-$model${TAG:+-$TAG}; dest=/root/gt/prof/$name; rm -rf "$dest"; mkdir -p "$dest"
 python3 -m simperf.groundtruth modeldir "$model" "$m" || exit 5
 draft=()
 if [ -n "${DRAFT:-}" ]; then
@@ -27,5 +28,5 @@ timeout $(( budget - ($(date +%s) - t0) - 15 )) python3 "$driver" 30000 "$dest"
 echo "driver rc=$? after $(( $(date +%s) - t0 )) s"
 sleep 3; kill -- -$pid 2>/dev/null
 ls -la "$dest"
-[ -n "${OUT:-}" ] && tar -C /root/gt/prof -czf "$OUT/served-$model.tgz" "served-$model"
+[ -n "${OUT:-}" ] && tar -C /root/gt/prof -czf "$OUT/$name.tgz" "$name"
 exit 0
