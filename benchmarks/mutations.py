@@ -426,8 +426,15 @@ MUTATIONS = (
         "spec-launch-wait",
         "the speculative launch's wait before the scheduler processes a batch +1% (sim/engine.py)",
         ENGINE,
-        "            overheads.spec_launch_wait_us_per_draft_step * spec.num_steps * US\n",
-        "            overheads.spec_launch_wait_us_per_draft_step * spec.num_steps * US * 1.01\n",
+        "            overheads.spec_launch_wait_us * US if serving.speculative is not None and self.overlap else 0.0\n",
+        "            overheads.spec_launch_wait_us * US * 1.01 if serving.speculative is not None and self.overlap else 0.0\n",
+    ),
+    Mutation(
+        "spec-draft-prefill-host",
+        "the draft prefill's host time in a speculative extend +1% (costmodel/step.py spec_draft_prefill_host_us)",
+        STEP,
+        "        return 0.0 if self.serving.speculative is None else self.overheads.spec_draft_prefill_host_us\n",
+        "        return 0.0 if self.serving.speculative is None else self.overheads.spec_draft_prefill_host_us * 1.01\n",
     ),
 )
 

@@ -339,9 +339,10 @@ DP_EAGER_RIDERS_TEXT = (
 SPECULATIVE_ONE_SERVER = "Speculative decoding's own costs measured on one kind of server"
 # what the EAGLE measurements cover (docs/overheads.md "The speculative worker"); elsewhere they are estimates
 SPECULATIVE_ONE_SERVER_TEXT = (
-    "the speculative worker's idle GPU between its graphs, its launch wait before the scheduler streams a batch and "
-    "the tree draft's top-k sampling were measured on real SGLang 0.5.17 serving Llama-3.1-8B with a one-layer EAGLE "
-    "draft on one H200 (chain 3/1/4 and tree 5/4/8, 1-48 running requests, random weights: accept length 1); "
+    "the speculative worker's idle GPU between its graphs and the tree draft's top-k sampling were measured on real "
+    "SGLang 0.5.17 serving Llama-3.1-8B with a one-layer EAGLE draft on one H200 (chain 3/1/4 and tree 5/4/8, 1-48 "
+    "running requests, random weights: accept length 1), its launch wait before the scheduler streams a batch on "
+    "that target and Qwen3-8B (4/2/6) on two H200 hosts, where it varied 2x; "
     "other targets, drafts, GPUs, tensor-parallel sizes and accept lengths take them as estimates, and the accept "
     "length itself is an input (docs/overheads.md)"
 )

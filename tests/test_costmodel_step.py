@@ -375,3 +375,38 @@ def test_fresh_prefill_totals_are_extend_step_summed(vidur_cost):
         Overheads(),
     )
     assert dp.fresh_prefill_totals(1000) is None
+
+
+@pytest.mark.parametrize(
+    "model, spec",
+    [
+        ("llama-3.1-8b", SpecSettings("eagle", 3, 1, 4, 1.0)),
+        ("deepseek-v3", SpecSettings("mtp", 3, 1, 4, 2.5)),
+    ],
+)
+def test_a_speculative_prefill_pays_the_drafts_host_launch_once_and_shows_it_in_its_breakdown(
+    empty_db, model, spec
+):
+    """SGLang launches the draft's prefill from the host after the target's prefill has ended on the GPU: a
+    speculative extend costs Overheads.spec_draft_prefill_host_us more than the same extend priced with that cost at
+    0, whatever its length, and its breakdown names the row beside the draft's forward and adds up to the step; a
+    plain server's extend does not pay it."""
+    o = Overheads()
+    arch = load_arch(model)
+    priced = SGLangStepCost(arch, serving(spec=spec), empty_db, o)
+    without = SGLangStepCost(arch, serving(spec=spec), empty_db, Overheads(spec_draft_prefill_host_us=0.0))
+    for ext, pre in ((np.array([128]), np.array([0])), (np.array([1024, 300]), np.array([0, 2048]))):
+        assert priced.extend_step(ext, pre).sum() - without.extend_step(ext, pre).sum() == pytest.approx(
+            o.spec_draft_prefill_host_us
+        )
+        rows = priced.breakdown_extend(ext, pre)
+        (draft_host,) = [r for r in rows if r.name == "spec_draft_prefill_host"]
+        assert draft_host.total_us == pytest.approx(o.spec_draft_prefill_host_us)
+        # the breakdown itemises the whole speculative extend: the target's ops, the draft's forward, the host
+        assert sum(r.total_us for r in rows) == pytest.approx(priced.extend_step(ext, pre).sum())
+        assert any(r.name.startswith("draft_extend.") for r in rows)
+    plain = SGLangStepCost(arch, serving(), empty_db, o)
+    assert plain.spec_draft_prefill_host_us() == 0.0
+    assert "spec_draft_prefill_host" not in {
+        r.name for r in plain.breakdown_extend(np.array([128]), np.array([0]))
+    }

@@ -381,6 +381,42 @@ def test_the_speculative_workers_idle_is_the_served_eagle_profiles_measurement()
         assert len(paged) == 10 * per_iteration_kernels, server
 
 
+def test_the_speculative_launch_wait_is_one_per_launch_and_the_prefills_rest_is_the_drafts_host_time():
+    """Overheads.spec_launch_wait_us is recomputed from the chain's host-side profiles: from the later of (the next
+    launch starts, the previous batch's GPU work ends) to that batch's processing, at 1, 16 and 48 requests within
+    15% of each other (the engine's one wait per launch), taken off the profiler by the host-bound one-request
+    iteration's unprofiled / profiled ratio. Overheads.spec_draft_prefill_host_us is the rest of what a served
+    speculative prefill waits beyond its plain twin on one host (less the draft's profiled prefill, ~1.1 ms): every
+    such point is several ms, and it does not grow with the draft's steps (on the probe's host the 4-step top-2
+    draft waited less than the 3-step chain)."""
+    from simperf.accuracy.hostcosts import (
+        draft_prefill_busy_us,
+        spec_draft_prefill_host,
+        spec_launch_profiles,
+        spec_launch_wait,
+        spec_launch_wait_points,
+    )
+
+    o = Overheads()
+    wait = spec_launch_wait(CORPUS)
+    assert o.spec_launch_wait_us == pytest.approx(wait.value_us, abs=0.1), wait.detail
+    rest = spec_draft_prefill_host(CORPUS)
+    assert o.spec_draft_prefill_host_us == pytest.approx(rest.value_us, abs=0.1), rest.detail
+    profiles = spec_launch_profiles(CORPUS)
+    assert [p.running for p in profiles] == [1, 16, 48]
+    waits = [p.wait_us for p in profiles]
+    assert max(waits) < 1.15 * min(waits), profiles
+    # one request is host-bound: the wait is most of its iteration, and the profiler stretched it
+    assert 0.6 < profiles[0].wait_us / profiles[0].period_us < 0.9
+    assert 0.5 < profiles[0].unprofiled_iteration_us / profiles[0].period_us < 0.9
+    points = dict(spec_launch_wait_points(CORPUS))
+    assert len(points) == 4 and all(4000 < us < 12000 for us in points.values()), points
+    assert points["probe qwen3-8b-eagle one-token"] < points["probe llama-3.1-8b-chain one-token"]
+    assert 1000 < rest.value_us < 4000
+    for server in ("llama-3.1-8b-chain", "qwen3-8b-eagle"):
+        assert 900 < draft_prefill_busy_us(CORPUS, server) < 1300
+
+
 def test_the_tree_drafts_top_k_sampling_is_the_served_profiles_measurement():
     """Overheads.spec_draft_topk_us_per_step / _per_row are recomputed from the tree server's profiled decodes: its
     softmax / top-k kernels per iteration grow with the rows sampled (17 per request for 5 steps of top-k 4); the

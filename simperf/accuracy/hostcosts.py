@@ -633,6 +633,136 @@ def spec_draft_topk(corpus: Path) -> tuple[HostCost, HostCost]:
     return HostCost(float(intercept) / steps, detail), HostCost(float(slope), detail)
 
 
+# The speculative launch's wait (Overheads.spec_launch_wait_us): how much later than the same target without a draft
+# a served prefill is processed, on one host, less the draft's own prefill forward (its GPU busy time in the profile).
+# Two instruments: the scheduler's prefill stage (first scheduled -> result processed) of the first-token plan
+# (groundtruth/plans/h200-spec-first-token.yaml, 16 requests one at a time), and the client's time for a one-token
+# request of the probe (groundtruth/spec_wait_probe.sh, 5 requests each); 1,024-token prompts in both.
+SPEC_WAIT_STAGE_RUNS = (  # (speculative run, the plain run of the same host, the draft's profiled prefill)
+    (
+        "h200/llama-3.1-8b-eagle-chain-ft/c1-1k-64",
+        "h200/llama-3.1-8b-plain-ft/c1-1k-64",
+        "llama-3.1-8b-chain",
+    ),
+    ("h200/llama-3.1-8b-eagle-tree-ft/c1-1k-64", "h200/llama-3.1-8b-plain-ft/c1-1k-64", "llama-3.1-8b-chain"),
+)
+SPEC_WAIT_PROBE = "forwards/h200/served-spec-wait-probe"
+SPEC_WAIT_PROBE_PAIRS = (("llama-3.1-8b-chain", "llama-3.1-8b-plain"), ("qwen3-8b-eagle", "qwen3-8b-plain"))
+SPEC_WAIT_PROMPT = "1024"
+SPEC_LAUNCH_PROFILES = "forwards/h200/served-llama-3.1-8b-chain-launch"
+
+
+def draft_prefill_busy_us(corpus: Path, server: str) -> float:
+    """GPU busy time of the draft's prefill forward (SGLang's `draft_extend` range, its first occurrence: the one
+    after the target's prefill) in the probe server's profiled prefill."""
+    from simperf.groundtruth.trace import read_trace
+
+    events = read_trace(corpus / SPEC_WAIT_PROBE / server / "prefill.trace.json.gz")
+    ranges = sorted(
+        (e for e in events if e.get("cat") == "gpu_user_annotation" and e.get("name") == "draft_extend"),
+        key=lambda e: e["ts"],
+    )
+    if not ranges:
+        raise ValueError(f"{server}: the profiled prefill has no draft_extend range")
+    lo, hi = ranges[0]["ts"], ranges[0]["ts"] + ranges[0]["dur"]
+    return sum(
+        float(e["dur"])
+        for e in events
+        if e.get("cat") == "kernel" and lo <= e["ts"] and e["ts"] + e["dur"] <= hi
+    )
+
+
+def _one_token_ms(corpus: Path, server: str) -> float:
+    (prefill,) = [
+        x
+        for x in json.loads((corpus / SPEC_WAIT_PROBE / server / "driver.json").read_text())
+        if x.get("name") == "prefill"
+    ]
+    return float(np.median(prefill["one_token_latency_s"][SPEC_WAIT_PROMPT])) * 1e3
+
+
+def spec_launch_wait_points(corpus: Path) -> list[tuple[str, float]]:
+    """(what, µs): each speculative server's prefill processed later than its plain twin's, less the draft's
+    prefill."""
+    points = []
+    for spec_run, plain_run, draft in SPEC_WAIT_STAGE_RUNS:
+        extra_ms = _prefill_stage_ms(corpus / spec_run) - _prefill_stage_ms(corpus / plain_run)
+        points.append((f"{spec_run} stage", extra_ms * 1e3 - draft_prefill_busy_us(corpus, draft)))
+    for spec, plain in SPEC_WAIT_PROBE_PAIRS:
+        extra_ms = _one_token_ms(corpus, spec) - _one_token_ms(corpus, plain)
+        points.append((f"probe {spec} one-token", extra_ms * 1e3 - draft_prefill_busy_us(corpus, spec)))
+    return points
+
+
+@dataclass(frozen=True)
+class SpecLaunchProfile:
+    running: int
+    wait_us: (
+        float  # median: the later of (launch starts, previous batch's GPU work ends) -> that batch processed
+    )
+    period_us: float  # median: one launch's start to the next's
+    unprofiled_iteration_us: float  # the scheduler's own iteration at this load, without the profiler
+
+
+def spec_launch_profiles(corpus: Path) -> list[SpecLaunchProfile]:
+    """Per load of the chain's host-side profiles (SPEC_LAUNCH_PROFILES): how long after the previous batch's GPU
+    work ends (or after the launch starts, if later) the scheduler processes that batch, and the iteration with and
+    without the profiler."""
+    from simperf.groundtruth.trace import read_trace
+
+    def ranges(events: list[dict], cat: str, name: str) -> list[tuple[float, float]]:
+        return sorted(
+            (e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == cat and e.get("name") == name
+        )
+
+    d = corpus / SPEC_LAUNCH_PROFILES
+    loads = json.loads((d / "driver.json").read_text(encoding="utf-8"))
+    out = []
+    for running in SPEC_IDLE_LOADS:
+        events = read_trace(d / f"c{running}.trace.json.gz")
+        # a launch of an iteration takes milliseconds; the scheduler's empty passes take microseconds
+        launches = [r for r in ranges(events, "user_annotation", "scheduler.run_batch") if r[1] - r[0] > 1000]
+        on_gpu = [
+            r for r in ranges(events, "gpu_user_annotation", "scheduler.run_batch") if r[1] - r[0] > 1000
+        ]
+        processed = ranges(events, "user_annotation", "scheduler.process_batch_result")
+        waits, periods = [], []
+        for (start, end), (previous, _) in zip(launches[1:], launches[:-1], strict=True):
+            before = [r for r in on_gpu if r[0] < start]
+            after = [r for r in processed if r[0] >= end - 1]
+            if before and after:
+                waits.append(after[0][0] - max(start, before[-1][1]))
+                periods.append(start - previous)
+        (load,) = [x for x in loads if x.get("concurrency") == running and "step_time_s" in x]
+        unprofiled = float(np.median(load["step_time_s"][str(running)][1:])) * 1e6
+        out.append(SpecLaunchProfile(running, float(np.median(waits)), float(np.median(periods)), unprofiled))
+    return out
+
+
+def spec_launch_wait(corpus: Path) -> HostCost:
+    """Overheads.spec_launch_wait_us: the profiled wait at each load, taken off the profiler by the one-request
+    load's unprofiled / profiled iteration (host-bound there, so that is the profiler's stretch of host time);
+    the median over the loads."""
+    profiles = spec_launch_profiles(corpus)
+    (one,) = [p for p in profiles if p.running == 1]
+    stretch = one.unprofiled_iteration_us / one.period_us
+    detail = f"x {stretch:.3f} (unprofiled / profiled iteration at 1 request); " + "; ".join(
+        f"{p.running} requests: {p.wait_us / 1e3:.2f} ms profiled" for p in profiles
+    )
+    return HostCost(float(np.median([p.wait_us * stretch for p in profiles])), detail)
+
+
+def spec_draft_prefill_host(corpus: Path) -> HostCost:
+    """Overheads.spec_draft_prefill_host_us: what a speculative prefill waits beyond the launch wait (the mean of
+    spec_launch_wait_points less spec_launch_wait): the draft's prefill, launched from the host after the target's
+    GPU work ends, beyond its own GPU time."""
+    points = spec_launch_wait_points(corpus)
+    mean = float(np.mean([us for _, us in points]))
+    launch = spec_launch_wait(corpus).value_us
+    detail = "; ".join(f"{what}: {us / 1e3:.2f} ms" for what, us in points) + f"; less {launch / 1e3:.2f} ms"
+    return HostCost(mean - launch, detail)
+
+
 # the profiled Qwen3-30B-A3B decodes (SGLang 0.5.17, flashinfer, H100): served at 1 and 16 requests, one_batch at 1,
 # 16 and 64
 ROUTER_TRACES = (

@@ -314,6 +314,12 @@ class SGLangStepCost:
             out[:, _OVERHEAD_COLUMN] += eager.excess_us(out.sum(axis=1))
         return out
 
+    def spec_draft_prefill_host_us(self) -> float:
+        """Host time of a speculative extend beyond its GPU time: SGLang launches the draft's prefill from the host
+        only after the target's prefill has ended on the GPU (Overheads.spec_draft_prefill_host_us, measured on
+        served EAGLE and plain prefills). 0 without speculative decoding."""
+        return 0.0 if self.serving.speculative is None else self.overheads.spec_draft_prefill_host_us
+
     def spec_worker_idle_us(self, bs: int) -> float:
         """The GPU's idle time per speculative decode iteration replayed in CUDA graphs while SGLang's EAGLE worker
         launches its small kernels between the graphs (Overheads.spec_worker_idle_us, measured on served EAGLE
@@ -490,9 +496,27 @@ class SGLangStepCost:
         gathered_logit_rows: int | None = None,
     ) -> list[BreakdownRow]:
         ops = self.extend_ops(extend_lens, prefix_lens, decode_kv_lens, gathered_rows, gathered_logit_rows)
+        if self.serving.speculative is not None:
+            ops += self._draft_prefill_ops(
+                extend_lens, prefix_lens, decode_kv_lens, gathered_rows, gathered_logit_rows
+            )
         rows = [self._breakdown_row(op) for op in ops]
         graph = self._extend_graph(int(sum(int(x) for x in extend_lens)) + _size(decode_kv_lens))
-        return rows + [self._overhead_row(graph, kernels_per_step(ops, self.arch), rows, extend=True)]
+        rows.append(self._overhead_row(graph, kernels_per_step(ops, self.arch), rows, extend=True))
+        draft_host = self.spec_draft_prefill_host_us()
+        if draft_host:
+            rows.append(
+                _named_cost_row(
+                    "spec_draft_prefill_host",
+                    "spec_draft_prefill_host",
+                    int(sum(int(x) for x in extend_lens)),
+                    1,
+                    draft_host,
+                    "named overhead Overheads.spec_draft_prefill_host_us: the draft's prefill launched from the "
+                    "host after the target's has ended on the GPU (served EAGLE and plain prefills on one host)",
+                )
+            )
+        return rows
 
     def breakdown_decode(
         self, bs: int, padded_bs: int, kv_total: int, graph: bool, shared_kv: float = 0.0
@@ -593,6 +617,33 @@ class SGLangStepCost:
         return dc_replace(row, detail=f"{row.detail}; {note}")
 
     # ---- op lists (public for reports and tests) ---------------------------------------------------------------
+    def _draft_prefill_ops(
+        self,
+        extend_lens: np.ndarray,
+        prefix_lens: np.ndarray,
+        decode_kv_lens: np.ndarray | None,
+        gathered_rows: int | None,
+        gathered_logit_rows: int | None,
+    ) -> list[OpCall]:
+        """The draft layer's forward over an extend's tokens (docs/serving-model.md §3, prefill), as _extend_cost
+        prices it: its rows, its [embedding, hidden] projection and its attention, named draft_extend.*."""
+        plan = plan_extend(self.arch, self.settings, extend_lens, prefix_lens, decode_kv_lens)
+        draft = self.draft_arch
+        rows = row_ops(
+            draft,
+            self.settings,
+            plan.num_tokens,
+            plan.num_logit_rows,
+            plan.method,
+            self._has,
+            gathered_rows,
+            gathered_logit_rows,
+        )
+        attention = attention_ops(
+            draft, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
+        )
+        return _tagged([*rows, self._eh_proj(plan.num_tokens), *attention], "draft_extend")
+
     def extend_ops(
         self,
         extend_lens: np.ndarray,
@@ -745,9 +796,7 @@ class SGLangStepCost:
         rows: list[OpCall] = []
         attention: list[tuple[OpCall, float]] = []
 
-        def tag(ops: list[OpCall], prefix: str, times: int = 1) -> list[OpCall]:
-            return [dc_replace(op, name=f"{prefix}.{op.name}", count=op.count * times) for op in ops]
-
+        tag = _tagged
         # without a measured verify path (perfdb/spec_verify.py) both q_len > 1 steps stay on the prefill tables
         measured_path = self.db.spec_verify is not None
         # every speculative forward is a decode-mode batch replayed in a CUDA graph: under DP attention its rows move
@@ -972,7 +1021,7 @@ class SGLangStepCost:
                 draft_kernels + eh_proj.count * eh_proj.kernels + sum(o.count * o.kernels for o in draft_attn)
             )
         overhead = self._extend_overhead(self._extend_graph(plan.num_tokens), kernels)
-        out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum()))
+        out[_OVERHEAD_COLUMN] += overhead.excess_us(float(out.sum())) + self.spec_draft_prefill_host_us()
         return out, kernels
 
     def _fresh_prefill(self, tokens: int) -> np.ndarray | None:
@@ -1143,6 +1192,11 @@ class SGLangStepCost:
             source=OVERHEAD_SOURCE,
             detail=detail,
         )
+
+
+def _tagged(ops: list[OpCall], prefix: str, times: int = 1) -> list[OpCall]:
+    """The ops of one forward of a speculative step's part (`prefix`: verify, draft, draft_extend), run `times`."""
+    return [dc_replace(op, name=f"{prefix}.{op.name}", count=op.count * times) for op in ops]
 
 
 def _named_cost_row(name: str, op: str, rows: int, count: int, total_us: float, detail: str) -> BreakdownRow:

@@ -842,17 +842,28 @@ class Overheads(_Strict):
         description="the same per row sampled (one per request at the first draft step, top-k per request at each "
         "later one), for Llama-3's 128,256-token vocabulary; another vocabulary scales it by its size (an estimate)",
     )
-    spec_launch_wait_us_per_draft_step: float = Field(
-        default=1659.0,
+    spec_launch_wait_us: float = Field(
+        default=6230.3,
         ge=0,
-        description="how long after its input is ready SGLang's EAGLE worker (spec v2, overlap scheduler) returns "
-        "from launching a speculative decode iteration, per draft step: the scheduler processes the previous batch "
-        "(streams its tokens, a prefill's first token included) only then. Measured as the prefill stage (first "
-        "scheduled -> prefill finished) of served Llama-3.1-8B with an EAGLE draft less the same target's without "
-        "one on the same H200 host at 1,024-token prompts, less the draft's priced prefill forward: 5.19 ms for a "
-        "chain of 3 steps and 7.93 ms for SGLang's tree of 5, 1.73 and 1.59 ms a step, their mean "
-        "(groundtruth/h200/llama-3.1-8b-*-ft, docs/overheads.md); other drafts take it per step, an estimate (a check "
-        "on Qwen3-8B with 4 steps of top-k 2 waited about twice this)",
+        description="how long after the previous batch's GPU work ends SGLang's EAGLE worker (spec v2, overlap "
+        "scheduler) returns from launching the next speculative iteration, whose draft and verify inputs it builds "
+        "from the host kernel by kernel: the scheduler processes that batch (streams its tokens, a prefill's first "
+        "included) only then. Measured in host-side profiles of served Llama-3.1-8B with an EAGLE chain (3, 1, 4) "
+        "on an H200 at 1, 16 and 48 requests: 8.56 / 8.86 / 9.48 ms profiled, x 0.703 for the profiler's stretch "
+        "of host time (the unprofiled / profiled iteration at 1 request), their median "
+        "(accuracy/hostcosts.py::spec_launch_wait, docs/overheads.md). One per launch: it grows neither with the "
+        "batch (within 11% over 1-48 requests) nor with the draft's steps (a 4-step top-2 draft waited less than the "
+        "3-step chain on one host); it varies about 2x between hosts",
+    )
+    spec_draft_prefill_host_us: float = Field(
+        default=2195.5,
+        ge=0,
+        description="host time of a speculative server's prefill beyond its tables' GPU time: the draft's prefill "
+        "is launched from the host after the target's prefill has ended on the GPU (SGLang 0.5.17 "
+        "_draft_extend_for_prefill; 4.4 ms of host for 1.1 ms of GPU work in a profile). Measured as a served "
+        "prefill processed later than the same target's without a draft on one H200 host (1,024-token prompts; "
+        "5.23 / 7.96 ms on one host, 11.08 / 9.42 ms on another, less the draft's profiled prefill), mean less "
+        "spec_launch_wait_us (accuracy/hostcosts.py::spec_draft_prefill_host). Paid once per extend batch",
     )
     eager_launch_us_per_kernel: float | None = Field(
         default=None,
@@ -1223,7 +1234,8 @@ MEASURED_OVERHEADS = frozenset(
         "spec_worker_idle_us_per_running_request",
         "spec_draft_topk_us_per_step",  # on the same profiles' tree decodes
         "spec_draft_topk_us_per_row",
-        "spec_launch_wait_us_per_draft_step",  # served EAGLE and plain prefills on one host
+        "spec_launch_wait_us",  # host-side profiles of a served EAGLE chain
+        "spec_draft_prefill_host_us",  # served EAGLE and plain prefills, each pair on one host
         "client_setup_us_per_request",
         "client_burst_us_per_request",
         "receive_us_per_request",

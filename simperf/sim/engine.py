@@ -170,12 +170,9 @@ class Simulator:
         self.egress_s = overheads.egress_us * US
         self.overlap = serving.overlap_schedule
         # under the overlap loop the previous batch is processed once the next launch returns; a speculative decode
-        # launch returns this long after its input is ready (Overheads.spec_launch_wait_us_per_draft_step)
-        spec = serving.speculative
+        # launch returns this long after the previous batch's GPU work ends (Overheads.spec_launch_wait_us)
         self.spec_launch_wait_s = (
-            overheads.spec_launch_wait_us_per_draft_step * spec.num_steps * US
-            if spec is not None and self.overlap
-            else 0.0
+            overheads.spec_launch_wait_us * US if serving.speculative is not None and self.overlap else 0.0
         )
         self.extend_drains = extend_plan_drains_gpu(serving.prefill_backend)
         self._kv_observer = kv_observer  # test hook: called with the ranks after every commit
