@@ -27,6 +27,7 @@ from simperf.hardware.catalog import get_gpu
 from simperf.models.arch import ModelArch
 from simperf.models.kernels import Key, choose_key, elementwise_keys, gemm_keys
 from simperf.models.ops import (
+    ExtendPlan,
     OpCall,
     StepSettings,
     attention_ops,
@@ -628,9 +629,15 @@ class SGLangStepCost:
         """The draft layer's forward over an extend's tokens (docs/serving-model.md §3, prefill), as _extend_cost
         prices it: its rows, its [embedding, hidden] projection and its attention, named draft_extend.*."""
         plan = plan_extend(self.arch, self.settings, extend_lens, prefix_lens, decode_kv_lens)
-        draft = self.draft_arch
+        rows, attention = self._extend_forward_ops(self.draft_arch, plan, gathered_rows, gathered_logit_rows)
+        return _tagged([*rows, self._eh_proj(plan.num_tokens), *attention], "draft_extend")
+
+    def _extend_forward_ops(
+        self, arch: ModelArch, plan: ExtendPlan, gathered_rows: int | None, gathered_logit_rows: int | None
+    ) -> tuple[list[OpCall], list[OpCall]]:
+        """One model's forward over an extend plan's tokens: (row ops, attention ops)."""
         rows = row_ops(
-            draft,
+            arch,
             self.settings,
             plan.num_tokens,
             plan.num_logit_rows,
@@ -640,9 +647,9 @@ class SGLangStepCost:
             gathered_logit_rows,
         )
         attention = attention_ops(
-            draft, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
+            arch, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
         )
-        return _tagged([*rows, self._eh_proj(plan.num_tokens), *attention], "draft_extend")
+        return rows, attention
 
     def extend_ops(
         self,
@@ -654,19 +661,8 @@ class SGLangStepCost:
     ) -> list[OpCall]:
         """The ops of one extend step (without speculative decoding's draft work), KV-layout conversion included."""
         plan = plan_extend(self.arch, self.settings, extend_lens, prefix_lens, decode_kv_lens)
-        rows = row_ops(
-            self.arch,
-            self.settings,
-            plan.num_tokens,
-            plan.num_logit_rows,
-            plan.method,
-            self._has,
-            gathered_rows,
-            gathered_logit_rows,
-        )
-        ops = rows + attention_ops(
-            self.arch, self.settings, plan.groups, plan.method, "extend", plan.skip_indexer_logits
-        )
+        rows, attention = self._extend_forward_ops(self.arch, plan, gathered_rows, gathered_logit_rows)
+        ops = rows + attention
         convert = self._kv_conversion_op(plan)
         return ops if convert is None else [*ops, convert]
 
