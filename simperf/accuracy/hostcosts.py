@@ -633,8 +633,9 @@ def spec_draft_topk(corpus: Path) -> tuple[HostCost, HostCost]:
     return HostCost(float(intercept) / steps, detail), HostCost(float(slope), detail)
 
 
-# The speculative launch's wait (Overheads.spec_launch_wait_us): how much later than the same target without a draft
-# a served prefill is processed, on one host, less the draft's own prefill forward (its GPU busy time in the profile).
+# What a speculative prefill waits (Overheads.spec_launch_wait_us + spec_draft_prefill_host_us): how much later than
+# the same target without a draft a served prefill is processed, on one host, less the draft's own prefill forward
+# (its GPU busy time in the profile).
 # Two instruments: the scheduler's prefill stage (first scheduled -> result processed) of the first-token plan
 # (groundtruth/plans/h200-spec-first-token.yaml, 16 requests one at a time), and the client's time for a one-token
 # request of the probe (groundtruth/spec_wait_probe.sh, 5 requests each); 1,024-token prompts in both.
@@ -697,9 +698,8 @@ def spec_launch_wait_points(corpus: Path) -> list[tuple[str, float]]:
 @dataclass(frozen=True)
 class SpecLaunchProfile:
     running: int
-    wait_us: (
-        float  # median: the later of (launch starts, previous batch's GPU work ends) -> that batch processed
-    )
+    # median: from the later of (the launch starts, the previous batch's GPU work ends) to that batch's processing
+    wait_us: float
     period_us: float  # median: one launch's start to the next's
     unprofiled_iteration_us: float  # the scheduler's own iteration at this load, without the profiler
 
