@@ -656,16 +656,13 @@ SPEC_LAUNCH_PROFILES = "forwards/h200/served-llama-3.1-8b-chain-launch"
 def draft_prefill_busy_us(corpus: Path, server: str) -> float:
     """GPU busy time of the draft's prefill forward (SGLang's `draft_extend` range, its first occurrence: the one
     after the target's prefill) in the probe server's profiled prefill."""
-    from simperf.groundtruth.trace import read_trace
+    from simperf.groundtruth.trace import named_ranges, read_trace
 
     events = read_trace(corpus / SPEC_WAIT_PROBE / server / "prefill.trace.json.gz")
-    ranges = sorted(
-        (e for e in events if e.get("cat") == "gpu_user_annotation" and e.get("name") == "draft_extend"),
-        key=lambda e: e["ts"],
-    )
+    ranges = named_ranges(events, "gpu_user_annotation", "draft_extend")
     if not ranges:
         raise ValueError(f"{server}: the profiled prefill has no draft_extend range")
-    lo, hi = ranges[0]["ts"], ranges[0]["ts"] + ranges[0]["dur"]
+    lo, hi = ranges[0]
     return sum(
         float(e["dur"])
         for e in events
@@ -708,12 +705,7 @@ def spec_launch_profiles(corpus: Path) -> list[SpecLaunchProfile]:
     """Per load of the chain's host-side profiles (SPEC_LAUNCH_PROFILES): how long after the previous batch's GPU
     work ends (or after the launch starts, if later) the scheduler processes that batch, and the iteration with and
     without the profiler."""
-    from simperf.groundtruth.trace import read_trace
-
-    def ranges(events: list[dict], cat: str, name: str) -> list[tuple[float, float]]:
-        return sorted(
-            (e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == cat and e.get("name") == name
-        )
+    from simperf.groundtruth.trace import named_ranges, read_trace
 
     d = corpus / SPEC_LAUNCH_PROFILES
     loads = json.loads((d / "driver.json").read_text(encoding="utf-8"))
@@ -721,11 +713,15 @@ def spec_launch_profiles(corpus: Path) -> list[SpecLaunchProfile]:
     for running in SPEC_IDLE_LOADS:
         events = read_trace(d / f"c{running}.trace.json.gz")
         # a launch of an iteration takes milliseconds; the scheduler's empty passes take microseconds
-        launches = [r for r in ranges(events, "user_annotation", "scheduler.run_batch") if r[1] - r[0] > 1000]
-        on_gpu = [
-            r for r in ranges(events, "gpu_user_annotation", "scheduler.run_batch") if r[1] - r[0] > 1000
+        launches = [
+            r for r in named_ranges(events, "user_annotation", "scheduler.run_batch") if r[1] - r[0] > 1000
         ]
-        processed = ranges(events, "user_annotation", "scheduler.process_batch_result")
+        on_gpu = [
+            r
+            for r in named_ranges(events, "gpu_user_annotation", "scheduler.run_batch")
+            if r[1] - r[0] > 1000
+        ]
+        processed = named_ranges(events, "user_annotation", "scheduler.process_batch_result")
         waits, periods = [], []
         for (start, end), (previous, _) in zip(launches[1:], launches[:-1], strict=True):
             before = [r for r in on_gpu if r[0] < start]

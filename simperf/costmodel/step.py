@@ -502,22 +502,24 @@ class SGLangStepCost:
                 extend_lens, prefix_lens, decode_kv_lens, gathered_rows, gathered_logit_rows
             )
         rows = [self._breakdown_row(op) for op in ops]
-        graph = self._extend_graph(int(sum(int(x) for x in extend_lens)) + _size(decode_kv_lens))
+        tokens = int(sum(int(x) for x in extend_lens))
+        graph = self._extend_graph(tokens + _size(decode_kv_lens))
         rows.append(self._overhead_row(graph, kernels_per_step(ops, self.arch), rows, extend=True))
         draft_host = self.spec_draft_prefill_host_us()
         if draft_host:
-            rows.append(
-                _named_cost_row(
-                    "spec_draft_prefill_host",
-                    "spec_draft_prefill_host",
-                    int(sum(int(x) for x in extend_lens)),
-                    1,
-                    draft_host,
-                    "named overhead Overheads.spec_draft_prefill_host_us: the draft's prefill launched from the "
-                    "host after the target's has ended on the GPU (served EAGLE and plain prefills on one host)",
-                )
-            )
+            rows.append(self._spec_draft_prefill_row(tokens, draft_host))
         return rows
+
+    def _spec_draft_prefill_row(self, tokens: int, us: float) -> BreakdownRow:
+        return _named_cost_row(
+            "spec_draft_prefill_host",
+            "spec_draft_prefill_host",
+            tokens,
+            1,
+            us,
+            "named overhead Overheads.spec_draft_prefill_host_us: the draft's prefill launched from the host after "
+            "the target's has ended on the GPU (served EAGLE and plain prefills on one host)",
+        )
 
     def breakdown_decode(
         self, bs: int, padded_bs: int, kv_total: int, graph: bool, shared_kv: float = 0.0
@@ -792,19 +794,18 @@ class SGLangStepCost:
         rows: list[OpCall] = []
         attention: list[tuple[OpCall, float]] = []
 
-        tag = _tagged
         # without a measured verify path (perfdb/spec_verify.py) both q_len > 1 steps stay on the prefill tables
         measured_path = self.db.spec_verify is not None
         # every speculative forward is a decode-mode batch replayed in a CUDA graph: under DP attention its rows move
         # in MAX_LEN padding like a decode's (SGLang 0.5.17 layers/dp_attention.py, get_default_mode_in_cuda_graph;
         # get_dp_padding_mode picks SUM_LEN only with an extend in the batch)
         pad = "max_len"
-        rows += tag(
+        rows += _tagged(
             row_ops(arch, s, padded_bs * d, padded_bs * d, method, self._has, dp_padding=pad), "verify"
         )
         attention += [
             (op, d - 1.0)
-            for op in tag(
+            for op in _tagged(
                 decode_attention_ops(
                     arch, s, bs, kv_len, q_len=d, spec_kind="verify" if measured_path else None
                 ),
@@ -813,17 +814,17 @@ class SGLangStepCost:
         ]
         if n > 1:
             draft_rows = row_ops(draft, s, padded_bs * k, padded_bs * k, method, self._has, dp_padding=pad)
-            rows += tag(draft_rows + [self._eh_proj(padded_bs * k)], "draft", n - 1)
+            rows += _tagged(draft_rows + [self._eh_proj(padded_bs * k)], "draft", n - 1)
             attention += [
-                (op, 0.0) for op in tag(decode_attention_ops(draft, s, bs * k, kv_len), "draft", n - 1)
+                (op, 0.0) for op in _tagged(decode_attention_ops(draft, s, bs * k, kv_len), "draft", n - 1)
             ]
-        rows += tag(
+        rows += _tagged(
             row_ops(draft, s, padded_bs * d, padded_bs * d, method, self._has, dp_padding=pad), "draft_extend"
         )
-        rows += tag([self._eh_proj(padded_bs * d)], "draft_extend")
+        rows += _tagged([self._eh_proj(padded_bs * d)], "draft_extend")
         attention += [
             (op, d - 1.0)
-            for op in tag(
+            for op in _tagged(
                 decode_attention_ops(
                     draft, s, bs, kv_len, q_len=d, spec_kind="draft_extend" if measured_path else None
                 ),

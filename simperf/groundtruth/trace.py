@@ -149,6 +149,16 @@ def _busy_and_gap(events: list[dict[str, Any]], start: float) -> tuple[float, fl
     return busy, end - start - busy, end
 
 
+def named_ranges(events: list[dict[str, Any]], cat: str, name: str) -> list[tuple[float, float]]:
+    """(start, end) of every event of category `cat` named `name` (e.g. SGLang's `scheduler.run_batch` ranges,
+    `user_annotation` on the host and `gpu_user_annotation` on the GPU), in time order."""
+    return sorted(
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in events
+        if e.get("cat") == cat and e.get("name") == name
+    )
+
+
 def busy_and_short_gaps_us(events: list[dict[str, Any]], below_us: float) -> tuple[float, float]:
     """(GPU busy time: the union of the kernel / memcpy / memset intervals, the idle stretches between them shorter
     than `below_us`): what a profiled stretch kept the GPU busy with, and the GPU's own gaps between kernels, apart
