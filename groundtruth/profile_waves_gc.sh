@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Is it the scheduler's garbage collector that stretches some eager extend launches? A real SGLang 0.5.17
+# DeepSeek-V2-Lite server started exactly as the corpus' h200/deepseek-v2-lite-flashinfer server, driven by
+# bench_serving with the corpus' c1-1k-256 and c16-1k-512 flags, then POST /freeze_gc (SGLang's own call: gc.freeze()
+# in the scheduler, detokenizer and API server) and c16-1k-512 again. Every Python process logs its collections of
+# 1 ms or more (groundtruth/gclog/sitecustomize.py), and groundtruth/thread_sampler.py samples the scheduler's main
+# thread's CPU and run-queue time every 2 ms. The server's per-request export gives each wave's launches.
+# Why: docs/overheads.md "Slow launches"; groundtruth/profile_waves_spy.sh's run showed the same waves
+# launching their first extend in 59-98 ms.
+# usage (repository root, GPU host, SGLang kit carried): bash groundtruth/profile_waves_gc.sh SECONDS
+# Writes $OUT/waves-gc.tgz: per load bench-LOAD.jsonl, sched-LOAD.csv (thread samples), gc/gc-PID.jsonl, the server's
+# log and per-request export, host facts and the exact commands (cmd.txt).
+set -uo pipefail
+budget=$1; t0=$(date +%s)
+source groundtruth/kit_env.sh || exit $?
+dest=/root/gt/prof/waves-gc; rm -rf "$dest"; mkdir -p "$dest/export" "$dest/gc"
+m=/root/gt/work/models/deepseek-v2-lite; prompts=/root/gt/work/prompt_source.json
+python3 -m simperf.groundtruth modeldir deepseek-v2-lite "$m" --prompts "$prompts" || exit 5
+{ nproc; lscpu | grep -E 'Model name|^CPU\(s\)|MHz'; } > "$dest/host.txt"
+export PYTHONPATH=$PWD/groundtruth/gclog:$PYTHONPATH GC_LOG_DIR=$dest/gc
+server=(python3 -m sglang.launch_server --model-path "$m" --tokenizer-path "$m" --host 127.0.0.1 --port 30000
+        --load-format dummy --export-metrics-to-file-dir "$dest/export" --enable-metrics --export-metrics-to-file
+        --attention-backend flashinfer)
+source groundtruth/start_server.sh
+start_server "$dest" "$budget" "$t0" SGLANG_LOG_MS=1 SGLANG_RECORD_STEP_TIME=1 SGLANG_LOG_FORWARD_ITERS=1 -- "${server[@]}"
+pid=$server_pid
+sched=$(pgrep -f '^sglang::scheduler' | head -1)
+echo "scheduler pid: ${sched:-none}" | tee -a "$dest/host.txt"
+[ -n "$sched" ] || { kill -- -$pid; exit 9; }
+for load in c1-1k-256:1:1024:256:8 c16-1k-512:16:1024:512:64 freeze c16-1k-512-frozen:16:1024:512:64; do
+  if [ "$load" = freeze ]; then
+    python3 -c "import urllib.request as u; print(u.urlopen(u.Request('http://127.0.0.1:30000/freeze_gc', method='POST')).read()[:200])" \
+      >> "$dest/cmd.txt" 2>&1; echo "freeze_gc at $(date +%s.%N)" >> "$dest/cmd.txt"; sleep 2; continue
+  fi
+  IFS=: read -r name c in out n <<< "$load"
+  left=$(( budget - ($(date +%s) - t0) - 25 ))
+  [ $left -gt 40 ] || { echo "skip $name: $left s left"; continue; }
+  bench=(python3 -m sglang.bench_serving --backend sglang --host 127.0.0.1 --port 30000 --model "$m" --tokenizer "$m"
+         --dataset-path "$prompts" --output-file "$dest/bench-$name.jsonl" --output-details --dataset-name random
+         --random-range-ratio 1 --seed 1 --tokenize-prompt --flush-cache --disable-tqdm --cache-report
+         --random-input-len $in --random-output-len $out --num-prompts $n --max-concurrency $c)
+  echo "${bench[*]}" >> "$dest/cmd.txt"
+  rm -f /tmp/sampler.stop
+  python3 groundtruth/thread_sampler.py "$dest/sched-$name.csv" 2 /tmp/sampler.stop $sched &
+  sampler=$!
+  timeout $left "${bench[@]}" > "$dest/client-$name.log" 2>&1
+  echo "$name: rc=$? after $(( $(date +%s) - t0 )) s"; grep -E 'Median TTFT|Median TPOT' "$dest/client-$name.log"
+  touch /tmp/sampler.stop; wait $sampler
+done
+sleep 2; kill -- -$pid 2>/dev/null
+ls -la "$dest" "$dest/gc"
+[ -n "${OUT:-}" ] && tar -C /root/gt/prof -czf "$OUT/waves-gc.tgz" waves-gc
+exit 0

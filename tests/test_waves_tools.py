@@ -1,0 +1,78 @@
+"""The tools behind groundtruth/experiments/waves-gc-h200/ and host-jitter-h200/ (docs/overheads.md "Slow
+launches"): the thread sampler and the garbage-collection log that ran beside a served DeepSeek-V2-Lite, and the
+reduction that recomputes the doc's tables from what they brought back."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+GROUNDTRUTH = Path(__file__).resolve().parent.parent / "groundtruth"
+sys.path.insert(0, str(GROUNDTRUTH))
+import reduce_waves  # noqa: E402
+
+EXPERIMENTS = GROUNDTRUTH / "experiments"
+linux = pytest.mark.skipif(not Path("/proc/self/schedstat").exists(), reason="needs Linux /proc schedstat")
+
+
+@linux
+def test_the_thread_sampler_sees_a_spinning_thread_on_a_cpu(tmp_path):
+    spinner = subprocess.Popen(
+        [sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 2: pass"]
+    )
+    out, stop = tmp_path / "t.csv", tmp_path / "stop"
+    sampler = subprocess.Popen(
+        [sys.executable, str(GROUNDTRUTH / "thread_sampler.py"), str(out), "2", str(stop), str(spinner.pid)]
+    )
+    time.sleep(1.2)
+    stop.touch()
+    sampler.wait(timeout=10)
+    spinner.wait(timeout=10)
+    rows = [tuple(int(v) for v in r.values()) for r in csv.DictReader(out.open())]
+    assert len(rows) > 50
+    (w0, c0, _), (w1, c1, _) = rows[0], rows[-1]
+    assert (c1 - c0) / (w1 - w0) > 0.5  # it spins on a CPU for most of the wall time
+
+
+def test_the_gc_log_records_a_collection_with_its_process_title(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(GROUNDTRUTH / "gclog"), GC_LOG_DIR=str(tmp_path), GC_LOG_MIN_MS="0")
+    code = "import gc\nx = [[i] for i in range(200000)]\ngc.collect()"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
+    (log,) = tmp_path.glob("gc-*.jsonl")
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(x["generation"] == 2 for x in lines)
+    assert all(x["duration_ms"] >= 0 and x["title"] for x in lines)
+
+
+def test_slow_launches_are_the_scheduler_computing_longer_not_waiting_or_collecting():
+    launches = reduce_waves.wave_launches(EXPERIMENTS / "waves-gc-h200")
+    assert len(launches) == 16  # 8 waves, two launches each before the last extend
+    for x in launches:
+        # schedstat counts CPU time in ~4 ms ticks on this host
+        assert abs(x.cpu_ms - x.wall_ms) < 5.0 and x.runqueue_ms < 1.0 and x.gc_ms == 0.0
+    walls = sorted(x.wall_ms for x in launches)
+    assert walls[0] < 57 and walls[-1] > 90  # the same launch, 1.6x apart
+    # freezing the collector (SGLang's /freeze_gc) did not remove them
+    assert max(x.wall_ms for x in launches if x.run.endswith("frozen")) > 90
+
+
+def test_single_requests_vary_the_same_way():
+    prefills = reduce_waves.single_request_prefills(EXPERIMENTS / "waves-gc-h200")
+    assert len(prefills) == 8
+    assert all(abs(wall - cpu) < 5.0 and rq < 1.0 for wall, cpu, rq in prefills)
+    assert max(w for w, _, _ in prefills) / min(w for w, _, _ in prefills) > 1.4
+
+
+def test_the_host_alone_runs_fixed_work_up_to_1_6x_slower_a_fifth_of_the_time():
+    (idle, *_) = reduce_waves.host_jitter(EXPERIMENTS / "host-jitter-h200" / "host-jitter.json.gz")
+    assert idle["busy_processes"] == 0
+    assert 0.15 < idle["slow_share"] < 0.3
+    assert idle["window_p90_ms"] / idle["window_median_ms"] > 1.5
+    assert idle["steal_jiffies"] < 10  # the hypervisor reports no steal
