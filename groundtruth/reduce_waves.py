@@ -1,4 +1,4 @@
-"""Reduce what groundtruth/profile_waves_gc.sh and groundtruth/host_jitter.py brought back (committed in
+"""Reduce what groundtruth/profile_corpus_waves.sh and groundtruth/host_jitter.py brought back (committed in
 groundtruth/experiments/waves-gc-h200/ and host-jitter-h200/) to the tables of docs/overheads.md "Slow launches".
 
 For each closed-loop wave of the served DeepSeek-V2-Lite c16 runs (16 requests of 1,024 tokens, 512 outputs): the

@@ -5,7 +5,7 @@ explained: slow launches"). Over a slow launch, the thread's time on a CPU says 
 collected garbage), its time runnable but waiting for a CPU says whether other processes took its core, and neither
 growing says it was blocked (a copy waiting on the GPU).
 
-usage (GPU host, groundtruth/profile_waves_gc.sh runs it):
+usage (GPU host, groundtruth/profile_corpus_waves.sh runs it):
     python3 groundtruth/thread_sampler.py OUT.csv INTERVAL_MS STOP_FILE PID [TID]
 Appends `wall_ns,run_ns,wait_ns` rows until STOP_FILE exists: time.time_ns() and the first two fields of
 /proc/PID/task/TID/schedstat (nanoseconds on a CPU, nanoseconds runnable on a run queue). TID defaults to PID (the

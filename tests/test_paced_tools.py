@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from samplers import SPIN, sample_beside
 
 GROUNDTRUTH = Path(__file__).resolve().parent.parent / "groundtruth"
 pytestmark = pytest.mark.skipif(
@@ -20,28 +19,14 @@ pytestmark = pytest.mark.skipif(
 
 def test_the_sampler_reads_the_cpu_time_of_a_process_and_its_children(tmp_path):
     # a parent that sleeps and a child that spins: the child is found through the parent and its time grows
-    parent = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', "
-            "'import time\\nt = time.time()\\nwhile time.time() - t < 2.5: pass']); c.wait()",
-        ]
-    )
-    out, stop = tmp_path / "cpu.csv", tmp_path / "stop"
-    sampler = subprocess.Popen(
-        [sys.executable, str(GROUNDTRUTH / "cpu_sampler.py"), str(out), "10", str(stop), str(parent.pid)]
-    )
-    time.sleep(2.0)
-    stop.touch()
-    sampler.wait(timeout=10)
-    parent.wait(timeout=10)
+    child = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {SPIN.format(seconds=2.5)!r}]).wait()"
+    out, parent = sample_beside(tmp_path, "cpu_sampler.py", 10, [sys.executable, "-c", child], 2.0)
     rows = list(csv.DictReader(out.open()))
     by_pid: dict[str, list[tuple[int, int]]] = {}
     for row in rows:
         by_pid.setdefault(row["pid"], []).append((int(row["t_ns"]), int(row["cpu_ns"])))
-    names = (tmp_path / "cpu.csv.names").read_text()
-    assert str(parent.pid) in by_pid and len(by_pid) == 2, names  # the parent and the child it started
+    names = (tmp_path / "cpu_sampler.csv.names").read_text()
+    assert str(parent) in by_pid and len(by_pid) == 2, names  # the parent and the child it started
     child = max(by_pid.values(), key=lambda samples: samples[-1][1] - samples[0][1])
     assert all(b[1] >= a[1] for a, b in zip(child, child[1:], strict=False))  # CPU time never goes back
     busy = (child[-1][1] - child[0][1]) / (child[-1][0] - child[0][0])

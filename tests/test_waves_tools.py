@@ -9,10 +9,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from samplers import SPIN, sample_beside
 
 GROUNDTRUTH = Path(__file__).resolve().parent.parent / "groundtruth"
 sys.path.insert(0, str(GROUNDTRUTH))
@@ -24,17 +24,9 @@ linux = pytest.mark.skipif(not Path("/proc/self/schedstat").exists(), reason="ne
 
 @linux
 def test_the_thread_sampler_sees_a_spinning_thread_on_a_cpu(tmp_path):
-    spinner = subprocess.Popen(
-        [sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 2: pass"]
+    out, _ = sample_beside(
+        tmp_path, "thread_sampler.py", 2, [sys.executable, "-c", SPIN.format(seconds=2)], 1.2
     )
-    out, stop = tmp_path / "t.csv", tmp_path / "stop"
-    sampler = subprocess.Popen(
-        [sys.executable, str(GROUNDTRUTH / "thread_sampler.py"), str(out), "2", str(stop), str(spinner.pid)]
-    )
-    time.sleep(1.2)
-    stop.touch()
-    sampler.wait(timeout=10)
-    spinner.wait(timeout=10)
     rows = [tuple(int(v) for v in r.values()) for r in csv.DictReader(out.open())]
     assert len(rows) > 50
     (w0, c0, _), (w1, c1, _) = rows[0], rows[-1]

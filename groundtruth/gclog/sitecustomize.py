@@ -1,5 +1,5 @@
 """Log every garbage collection of at least GC_LOG_MIN_MS (default 1) milliseconds, in every Python process started
-with this directory on PYTHONPATH and GC_LOG_DIR set (groundtruth/profile_waves_gc.sh): one JSON line per
+with this directory on PYTHONPATH and GC_LOG_DIR set (groundtruth/profile_corpus_waves.sh): one JSON line per
 collection in GC_LOG_DIR/gc-PID.jsonl with the wall time it started, its generation and duration, and the process'
 title (SGLang renames its scheduler `sglang::scheduler`). Why: SGLang 0.5.17 logs long collections of its API server
 only (`--gc-warning-threshold-secs`, tokenizer_manager.py); the question here is whether the scheduler's own
