@@ -95,6 +95,8 @@ class Prediction:
             "decode_iterations": self.stats.decode_iterations,
             "cuda_graph_decode_iterations": self.stats.graph_iterations,
             "eager_decode_iterations": self.stats.eager_decode_iterations,
+            # the share of the launched extends' step time that is the scheduler's CPU launching them
+            "extend_host_share": self.stats.extend_host_share(),
             "gpu_busy_s": self.stats.gpu_busy_s,
             "retractions": self.stats.retractions,
             "rejected": [{"request": r, "reason": why} for r, why in self.stats.rejected],
@@ -346,6 +348,16 @@ SPECULATIVE_ONE_SERVER_TEXT = (
     "other targets, drafts, GPUs, tensor-parallel sizes and accept lengths take them as estimates, and the accept "
     "length itself is an input (docs/overheads.md)"
 )
+HOST_BOUND_EXTENDS = "Extend launches bound by the host's CPU"
+# the note's threshold: most of the extends' time is the scheduler launching them, so the host's own speed, not
+# the GPU, sets TTFT (docs/overheads.md "Slow launches")
+HOST_BOUND_SHARE = 0.5
+HOST_BOUND_EXTENDS_TEXT = (
+    "{share:.0%} of the extend iterations' time is the scheduler's CPU launching their kernels, priced at "
+    "hardware.host_speed {speed:g} from launches at our hosts' usual speed; on a lent H200 host the same CPU work "
+    "ran 1.3x its median or slower 20% of the time, in ~100 ms stretches, and a served DeepSeek-V2-Lite's identical "
+    'launches took 55-95 ms, so TTFT here moves with the host between runs (docs/overheads.md "Slow launches")'
+)
 ACCEPT_LEN_UNUSED = "WARNING: the trace's accept_len is not used"
 # a simperf trace's per-request accept_len is read (trace inspect shows its mean) but no simulator takes it: said
 # here, or a trace of accept lengths 1.2 and one of 3.9 gave the same prediction without a word
@@ -443,6 +455,10 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         notes[EAGER_DECODE] = eager_decode_note(stats, serving, cost.eager_decode_host)
     if serving.speculative is not None:
         notes[SPECULATIVE_ONE_SERVER] = SPECULATIVE_ONE_SERVER_TEXT
+    if stats.extend_host_share() >= HOST_BOUND_SHARE:
+        notes[HOST_BOUND_EXTENDS] = HOST_BOUND_EXTENDS_TEXT.format(
+            share=stats.extend_host_share(), speed=scenario.hardware.resolved_host_speed
+        )
     if stats.rider_extend_iterations and not serving.prefill_cuda_graph:
         notes[DP_EAGER_RIDERS] = DP_EAGER_RIDERS_TEXT.format(n=stats.rider_extend_iterations)
     notes.update(workload_notes(requests))

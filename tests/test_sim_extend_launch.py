@@ -82,3 +82,44 @@ def test_a_request_alone_is_not_delayed_by_its_own_launch():
     )
     # equal up to float summation order
     np.testing.assert_allclose(alone.chunk_time_s, bare.chunk_time_s, rtol=1e-12, atol=0)
+
+
+def test_the_stats_count_the_launches_cpu_time_against_the_extends_step_time():
+    """SimStats.extend_host_share: the scheduler's CPU time launching the extends over their priced step time, what
+    the prediction's host-bound note reads (real cost model, shipped H100 tables, Qwen3-8B)."""
+    scenario, resolved, _, _ = real_setup("qwen3-8b-h100")
+    serving = replace(resolved, prefill_backend="flashinfer")
+    cost = real_cost("qwen3-8b-h100", serving)
+    sim = Simulator(serving, cost, scenario.overheads)
+    sim.run(np.array([1024, 300]), np.array([3, 3]), np.array([0.0, 1.0]))
+    launches = [cost.extend_host_us(np.array([n]), np.array([0])) for n in (1024, 300)]
+    steps = [float(cost.extend_step(np.array([n]), np.array([0])).sum()) for n in (1024, 300)]
+    assert sim.stats.extend_host_s == pytest.approx(sum(launches) * 1e-6, rel=1e-9)
+    assert sim.stats.extend_step_s == pytest.approx(sum(steps) * 1e-6, rel=1e-9)
+    assert 0 < sim.stats.extend_host_share() < 1
+
+
+def _host_bound_note(model: str) -> str | None:
+    from simperf.pipeline import HOST_BOUND_EXTENDS, predict
+    from simperf.scenario.models import Scenario
+
+    spec = {
+        "model": {"name": model},
+        "hardware": {"gpu": "h200"},
+        "serving": {"attention_backend": "flashinfer"},
+        "workload": {
+            "dataset": {"kind": "fixed", "input_len": 1024, "output_len": 8},
+            "num_prompts": 4,
+            "max_concurrency": 1,
+        },
+    }
+    return predict(Scenario.model_validate(spec)).notes.get(HOST_BOUND_EXTENDS)
+
+
+def test_a_prediction_says_when_its_extends_are_bound_by_the_hosts_cpu():
+    """DeepSeek-V2-Lite's extends run eagerly and are the scheduler's CPU (their launch is the step: the note, with
+    the host's measured spread); Qwen3-8B's 1,024-token prefill graph is GPU-bound (no note)."""
+    note = _host_bound_note("deepseek-v2-lite")
+    assert note is not None and note.startswith("100% of the extend iterations' time")
+    assert "Slow launches" in note
+    assert _host_bound_note("qwen3-8b") is None

@@ -79,7 +79,8 @@ class FleetPrediction:
         """Every server's counters added up (iterations, retractions, GPU busy time, time by source)."""
         total = SimStats()
         for o in self.outcomes:
-            for name in ("iterations", "extend_iterations", "decode_iterations", "retractions", "gpu_busy_s"):
+            summed = ("iterations", "extend_iterations", "decode_iterations", "retractions", "gpu_busy_s")
+            for name in (*summed, "extend_host_s", "extend_step_s"):
                 setattr(total, name, getattr(total, name) + getattr(o.stats, name))
             total.time_by_source_us = total.time_by_source_us + np.asarray(
                 o.stats.time_by_source_us, dtype=float

@@ -143,6 +143,13 @@ class SimStats:
     frontend_max_wait_s: float = 0.0  # longest a batch's chunks waited for the API server (sim/frontend.py)
     # DP attention: extend iterations in which a rank with nothing to prefill decoded beside a prefilling one
     rider_extend_iterations: int = 0
+    # extends whose launch takes the scheduler's CPU (ExtendHostTime): that CPU time, and their priced step time
+    extend_host_s: float = 0.0
+    extend_step_s: float = 0.0
+
+    def extend_host_share(self) -> float:
+        """How much of the launched extends' step time is the scheduler's CPU launching them (0 with none)."""
+        return self.extend_host_s / self.extend_step_s if self.extend_step_s > 0 else 0.0
 
     def source_shares(self) -> dict[str, float]:
         total = float(self.time_by_source_us.sum()) or 1.0
@@ -480,6 +487,9 @@ class Simulator:
         self.gpu_free = batch.gpu_end_s
         self.stats.gpu_busy_s += step_us * US
         self.stats.iterations += 1
+        if host_us > 0:
+            self.stats.extend_host_s += host_us * US
+            self.stats.extend_step_s += step_us * US
         if not self.overlap:
             return self._process(batch, batch.gpu_end_s)
         cpu_next = launch_end
