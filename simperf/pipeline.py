@@ -24,7 +24,7 @@ from simperf.report.inflight import InFlight, check_closed_loop, records_in_flig
 from simperf.report.metrics import summarize
 from simperf.runsize import check_requests_size, check_workload_size, memory_limit_bytes
 from simperf.scenario.layout import idle_gpus
-from simperf.scenario.models import ExtendHostTime, Scenario
+from simperf.scenario.models import ExtendHostTime, Overheads, Scenario
 from simperf.scenario.overheads_read import check_overheads_read
 from simperf.scenario.pd import check_kv_compatible
 from simperf.scenario.resolve import resolve
@@ -407,6 +407,38 @@ def eager_decode_note(stats: SimStats, serving: ResolvedServing, host: ExtendHos
     )
 
 
+def api_server_paced_note(
+    stats: SimStats, serving: ResolvedServing, overheads: Overheads, host_speed: float
+) -> str | None:
+    """The API_SERVER_PACED warning where streamed chunks queued for the API server longer than its egress, with
+    the per-chunk costs that priced it; None where they did not."""
+    if stats.frontend_max_wait_s * 1e6 <= overheads.egress_us:
+        return None
+    return (
+        f"streamed chunks queued up to {stats.frontend_max_wait_s * 1e3:.0f} ms for SGLang's API server "
+        f"({overheads.frontend_us_per_chunk_for(serving.enable_metrics):.3g} us per chunk + "
+        f"{overheads.frontend_us_per_token_for(serving.incremental_streaming_output):.3g} us per output token "
+        f"it carries, x (1 + {overheads.frontend_share_per_open_request:.3g} per open request), "
+        f"at hardware.host_speed {host_speed:g}, metrics "
+        f"{'on' if serving.enable_metrics else 'off'}, "
+        f"{'incremental' if serving.incremental_streaming_output else 'cumulative'} streaming; "
+        "measured on our hosts at 56-116 us a chunk with metrics on and cumulative streaming: a "
+        "faster host CPU streams faster, --set hardware.host_speed=X, or overheads.frontend_us_per_chunk=US "
+        "for yours, which metrics_us_per_chunk adds to where metrics are on), so TPOT and TTFT here follow the "
+        "host, not the GPU (docs/overheads.md)"
+    )
+
+
+def prefix_cache_note(scenario: Scenario, serving: ResolvedServing, records: RequestRecords) -> str:
+    """Whether the radix cache is on, and the share of prompt tokens it served."""
+    prompt = float(records.input_len.sum()) or 1.0
+    pd = scenario.disaggregation
+    # a PD pair's cache is its prefill server's (SGLang's decode server keeps none)
+    off = serving.disable_radix_cache if pd is None else pd.prefill.disable_radix_cache
+    state = ("off (--disable-radix-cache)" if off else "on") + (" (prefill server)" if pd is not None else "")
+    return f"{state}, {100 * float(records.cached_tokens.sum()) / prompt:.1f}% of prompt tokens hit"
+
+
 def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, extra_notes):
     if len(requests) and not len(records):
         raise NothingCompleted(nothing_completed(stats, len(requests)))
@@ -424,21 +456,9 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         "Retractions": str(stats.retractions),
         **extra_notes,
     }
-    overheads = cost.overheads
-    if stats.frontend_max_wait_s * 1e6 > overheads.egress_us:
-        notes[API_SERVER_PACED] = (
-            f"streamed chunks queued up to {stats.frontend_max_wait_s * 1e3:.0f} ms for SGLang's API server "
-            f"({overheads.frontend_us_per_chunk_for(serving.enable_metrics):.3g} us per chunk + "
-            f"{overheads.frontend_us_per_token_for(serving.incremental_streaming_output):.3g} us per output token "
-            f"it carries, x (1 + {overheads.frontend_share_per_open_request:.3g} per open request), "
-            f"at hardware.host_speed {scenario.hardware.resolved_host_speed:g}, metrics "
-            f"{'on' if serving.enable_metrics else 'off'}, "
-            f"{'incremental' if serving.incremental_streaming_output else 'cumulative'} streaming; "
-            "measured on our hosts at 56-116 us a chunk with metrics on and cumulative streaming: a "
-            "faster host CPU streams faster, --set hardware.host_speed=X, or overheads.frontend_us_per_chunk=US "
-            "for yours, which metrics_us_per_chunk adds to where metrics are on), so TPOT and TTFT here follow the "
-            "host, not the GPU (docs/overheads.md)"
-        )
+    paced = api_server_paced_note(stats, serving, cost.overheads, scenario.hardware.resolved_host_speed)
+    if paced is not None:
+        notes[API_SERVER_PACED] = paced
     if directory is None:
         notes["Calibration tables"] = "none (--roofline-only): every kernel time is a roofline estimate"
     if not scenario.workload.ignore_eos:
@@ -463,16 +483,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         notes[DP_EAGER_RIDERS] = DP_EAGER_RIDERS_TEXT.format(n=stats.rider_extend_iterations)
     notes.update(workload_notes(requests))
     if requests.block_hashes is not None and len(records):
-        prompt = float(records.input_len.sum()) or 1.0
-        pd = scenario.disaggregation
-        # a PD pair's cache is its prefill server's (SGLang's decode server keeps none)
-        off = serving.disable_radix_cache if pd is None else pd.prefill.disable_radix_cache
-        state = ("off (--disable-radix-cache)" if off else "on") + (
-            " (prefill server)" if pd is not None else ""
-        )
-        notes["Prefix cache"] = (
-            f"{state}, {100 * float(records.cached_tokens.sum()) / prompt:.1f}% of prompt tokens hit"
-        )
+        notes["Prefix cache"] = prefix_cache_note(scenario, serving, records)
     if shares["third_party"] > 0:
         notes["Step time from third-party tables"] = f"{100 * shares['third_party']:.1f}%"
     notes.update(vintage_notes(db, scenario.serving.sglang_version))

@@ -1,0 +1,44 @@
+"""Notes a prediction prints beside its numbers (pipeline._finish): the prefix cache's share of prompt tokens and the
+API server's pacing, with the real cost model and shipped tables (Qwen3-0.6B on an H200)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from simperf.pipeline import API_SERVER_PACED, predict
+from simperf.scenario.models import Scenario
+
+
+def _shared_prefix(radix_off: bool) -> Scenario:
+    spec = {
+        "model": {"name": "qwen3-0.6b"},
+        "hardware": {"gpu": "h200"},
+        "serving": {"attention_backend": "flashinfer", "disable_radix_cache": radix_off},
+        "workload": {
+            "dataset": {"kind": "shared_prefix", "num_groups": 2, "prompts_per_group": 4, "system_prompt_len": 512,
+                        "question_len": 64, "output_len": 4},
+            "max_concurrency": 1,
+        },
+    }  # fmt: skip
+    return Scenario.model_validate(spec)
+
+
+def _hit_percent(note: str) -> float:
+    return float(re.search(r"([0-9.]+)% of prompt tokens hit", note).group(1))
+
+
+def test_the_prefix_cache_note_gives_the_share_of_prompt_tokens_the_cache_served():
+    on = predict(_shared_prefix(radix_off=False))
+    # one at a time, two groups of four: each group's later three prompts reuse its 512-token system prompt
+    expected = 100 * float(on.records.cached_tokens.sum()) / float(on.records.input_len.sum())
+    assert on.notes["Prefix cache"].startswith("on, ")
+    assert _hit_percent(on.notes["Prefix cache"]) == pytest.approx(expected, abs=0.05)
+    assert 6 * 512 / (8 * 576) * 100 == pytest.approx(expected, rel=0.05)
+    off = predict(_shared_prefix(radix_off=True))
+    assert off.notes["Prefix cache"] == "off (--disable-radix-cache), 0.0% of prompt tokens hit"
+
+
+def test_an_unpaced_prediction_carries_no_pacing_warning():
+    assert API_SERVER_PACED not in predict(_shared_prefix(radix_off=False)).notes
