@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -354,7 +354,7 @@ HOST_BOUND_EXTENDS = "Extend launches bound by the host's CPU"
 HOST_BOUND_SHARE = 0.5
 HOST_BOUND_EXTENDS_TEXT = (
     "{share:.0%} of the extend iterations' time is the scheduler's CPU launching their kernels, priced at "
-    "hardware.host_speed {speed:g} from launches at our hosts' usual speed; on a lent H200 host the same CPU work "
+    "hardware.host_speed {speed} from launches at our hosts' usual speed; on a lent H200 host the same CPU work "
     "ran 1.3x its median or slower 20% of the time, in ~100 ms stretches, and a served DeepSeek-V2-Lite's identical "
     'launches took 55-95 ms, so TTFT here moves with the host between runs (docs/overheads.md "Slow launches")'
 )
@@ -404,6 +404,17 @@ def eager_decode_note(stats: SimStats, serving: ResolvedServing, host: ExtendHos
     return (
         f"{stats.eager_decode_iterations:,} of {stats.decode_iterations:,} ({why}); each lasts at least its kernels "
         f"x Overheads.{host.label} = {host.us:.1f} us ({source})"
+    )
+
+
+def host_bound_note(stats: SimStats, host_speeds: Iterable[float]) -> str | None:
+    """The HOST_BOUND_EXTENDS note where most of the extends' time is the scheduler launching them; None where it
+    is not (a server's, a PD pair's or a fleet's stats alike; a fleet's groups may sit on hosts of other speeds)."""
+    share = stats.extend_host_share()
+    if share < HOST_BOUND_SHARE:
+        return None
+    return HOST_BOUND_EXTENDS_TEXT.format(
+        share=share, speed=" / ".join(f"{x:g}" for x in sorted(set(host_speeds)))
     )
 
 
@@ -475,10 +486,9 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
         notes[EAGER_DECODE] = eager_decode_note(stats, serving, cost.eager_decode_host)
     if serving.speculative is not None:
         notes[SPECULATIVE_ONE_SERVER] = SPECULATIVE_ONE_SERVER_TEXT
-    if stats.extend_host_share() >= HOST_BOUND_SHARE:
-        notes[HOST_BOUND_EXTENDS] = HOST_BOUND_EXTENDS_TEXT.format(
-            share=stats.extend_host_share(), speed=scenario.hardware.resolved_host_speed
-        )
+    host_bound = host_bound_note(stats, [scenario.hardware.resolved_host_speed])
+    if host_bound is not None:
+        notes[HOST_BOUND_EXTENDS] = host_bound
     if stats.rider_extend_iterations and not serving.prefill_cuda_graph:
         notes[DP_EAGER_RIDERS] = DP_EAGER_RIDERS_TEXT.format(n=stats.rider_extend_iterations)
     notes.update(workload_notes(requests))
@@ -571,6 +581,9 @@ def _predict_disaggregated(
     wall = time.perf_counter() - started
     stats = dstats.decode
     stats.time_by_source_us = dstats.prefill.time_by_source_us + dstats.decode.time_by_source_us
+    # the pair's extends run on its prefill server: their launches are what the host-bound note reads
+    stats.extend_host_s += dstats.prefill.extend_host_s
+    stats.extend_step_s += dstats.prefill.extend_step_s
     stats.rejected = records.extra.get("rejected", [])
     notes = {
         "Prefill server": f"tp={pools[0].serving.layout.tp}, dp_attention={pools[0].serving.layout.dp_attention}, "

@@ -123,3 +123,47 @@ def test_a_prediction_says_when_its_extends_are_bound_by_the_hosts_cpu():
     assert note is not None and note.startswith("100% of the extend iterations' time")
     assert "Slow launches" in note
     assert _host_bound_note("qwen3-8b") is None
+
+
+def test_a_pd_pairs_note_reads_its_prefill_servers_launches():
+    """A PD pair's extends run on its prefill server; the note read the decode server's stats, which hold none of
+    them, so an eagerly prefilled DeepSeek-V2-Lite pair said nothing. The pair now counts its prefill server's."""
+    from simperf.pipeline import HOST_BOUND_EXTENDS, predict
+    from simperf.scenario.models import Scenario
+
+    spec = {
+        "model": {"name": "deepseek-v2-lite"},
+        "hardware": {"gpu": "h200", "count": 2},
+        "disaggregation": {
+            "prefill": {"tp": 1, "attention_backend": "flashinfer"},
+            "decode": {"tp": 1, "attention_backend": "flashinfer"},
+        },
+        "workload": {
+            "dataset": {"kind": "fixed", "input_len": 1024, "output_len": 8},
+            "num_prompts": 4,
+            "max_concurrency": 1,
+        },
+    }
+    prediction = predict(Scenario.model_validate(spec))
+    _, prefill = prediction.prefill_server
+    assert prefill.extend_host_share() == pytest.approx(1.0)
+    assert prediction.stats.extend_host_s >= prefill.extend_host_s > 0
+    assert HOST_BOUND_EXTENDS in prediction.notes
+
+
+def test_a_fleet_of_host_bound_servers_says_so_as_one_server_does():
+    """A fleet's notes are its own (fleet/predict.py fleet_notes): the note reads the servers' counters added up,
+    so one replica says what the single server says."""
+    from simperf.pipeline import HOST_BOUND_EXTENDS, predict
+    from simperf.scenario.load import parse_scenario
+
+    base = {
+        "model": {"name": "deepseek-v2-lite"},
+        "hardware": {"gpu": "h200"},
+        "serving": {"attention_backend": "flashinfer"},
+        "workload": {"dataset": {"kind": "fixed", "input_len": 1024, "output_len": 8}, "num_prompts": 4,
+                     "request_rate": 1},
+    }  # fmt: skip
+    single = predict(parse_scenario(base))
+    fleet = predict(parse_scenario({**base, "fleet": {"replicas": [{"count": 1}]}}))
+    assert fleet.notes[HOST_BOUND_EXTENDS] == single.notes[HOST_BOUND_EXTENDS]

@@ -38,6 +38,18 @@ class UnsupportedFleet(ValueError):
     """A fleet scenario asks for something the fleet model does not cover yet."""
 
 
+# the SimStats counters a fleet's servers add up to
+SUMMED_STATS = (
+    "iterations",
+    "extend_iterations",
+    "decode_iterations",
+    "retractions",
+    "gpu_busy_s",
+    "extend_host_s",
+    "extend_step_s",
+)
+
+
 @dataclass
 class FleetPrediction:
     scenario: Scenario
@@ -79,8 +91,7 @@ class FleetPrediction:
         """Every server's counters added up (iterations, retractions, GPU busy time, time by source)."""
         total = SimStats()
         for o in self.outcomes:
-            summed = ("iterations", "extend_iterations", "decode_iterations", "retractions", "gpu_busy_s")
-            for name in (*summed, "extend_host_s", "extend_step_s"):
+            for name in SUMMED_STATS:
                 setattr(total, name, getattr(total, name) + getattr(o.stats, name))
             total.time_by_source_us = total.time_by_source_us + np.asarray(
                 o.stats.time_by_source_us, dtype=float
@@ -266,6 +277,12 @@ def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[s
         from simperf.pipeline import ACCEPT_LEN_UNUSED, ACCEPT_LEN_UNUSED_TEXT
 
         notes[ACCEPT_LEN_UNUSED] = ACCEPT_LEN_UNUSED_TEXT
+    from simperf.pipeline import HOST_BOUND_EXTENDS, host_bound_note
+
+    speeds = [g.scenario.hardware.resolved_host_speed for g in prediction.groups]
+    host_bound = host_bound_note(prediction.stats, speeds)
+    if host_bound is not None:
+        notes[HOST_BOUND_EXTENDS] = host_bound
     if prediction.records is None:
         notes["Per-token records"] = "not kept (large run): ITL mean/std from sums, percentiles exact"
     idle = _idle_gpus(prediction.groups)
