@@ -538,6 +538,8 @@ PERFDB_CASES = [
     Case("check-file", ("perfdb", "check", "{ws}/s.yaml"), "not a directory"),
     Case("check-empty", ("perfdb", "check", "{ws}/empty"), "holds no calibration tables"),
     Case("check-not-tables", ("perfdb", "check", "{ws}/nottables"), "nottables"),
+    # an op column but nothing that times it (another tool's export): polars' "unable to find column" named no file
+    Case("check-op-only", ("perfdb", "check", "{ws}/oponly"), "x.parquet: not a calibration table (no column 'gpu', "),
     Case("coverage-missing", ("perfdb", "coverage", "{ws}/nope"), "not a directory"),
     Case("coverage-not-tables", ("perfdb", "coverage", "{ws}/nottables"), "nottables"),
     Case("diff-a-missing", ("perfdb", "diff", "{ws}/nope", "{repo}/calibration/h100"), "not a directory"),
@@ -3446,19 +3448,20 @@ def _write_workspace(ws: Path) -> None:
     (ws / "truth.csv").write_text("id,source\n")
     (ws / "doc.md").write_text("# no generated block here\n")
     (ws / "sweep.yaml").write_text(yaml.safe_dump(sweep_dict({"serving.page_size": [1, 16]})))
-    for directory in ("empty", "empty.parquet", "empty.json", "dir.jsonl", "nottables"):
+    for directory in ("empty", "empty.parquet", "empty.json", "dir.jsonl", "nottables", "oponly"):
         (ws / directory).mkdir()
     (ws / "nottables" / "x.parquet").write_bytes(_small_parquet())
+    (ws / "oponly" / "x.parquet").write_bytes(_small_parquet({"op": ["gemm"], "rel_error": [0.1]}))
 
 
-def _small_parquet() -> bytes:
+def _small_parquet(columns: dict | None = None) -> bytes:
     import io
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     buffer = io.BytesIO()
-    pq.write_table(pa.table({"a": [1, 2]}), buffer)
+    pq.write_table(pa.table(columns or {"a": [1, 2]}), buffer)
     return buffer.getvalue()
 
 

@@ -163,6 +163,9 @@ def test_model_path_takes_zoo_names_hf_repo_ids_and_local_config_dirs(tmp_path):
         (["--model-path", "deepseek-r1", "--gpu", "h200", "--dataset-name", "random", "--speculative-algorithm",
           "EAGLE"], "give --accept-length"),
         (["--disable-radix-cache=1"], "is a switch and takes no value"),
+        # the nsa backend was dropped for a model without DSA and the default backend priced without a word
+        (["--model-path", "qwen3-8b", "--gpu", "h100", "--dataset-name", "random", "--attention-backend", "nsa"],
+         "--attention-backend nsa: SGLang's sparse-attention backend runs only DSA models"),
     ],
 )  # fmt: skip
 def test_bad_flags_fail_with_one_clear_message(tokens, message):

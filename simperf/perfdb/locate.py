@@ -68,6 +68,10 @@ def check_directory(choice: CalibrationChoice) -> None:
         )
 
 
+# every calibration table has had these since the first schema (perfdb/schema.py)
+TABLE_CORE_COLUMNS = ("gpu", "status", "time_us")
+
+
 def check_table_files(directory: Path, label: str = "") -> None:
     """For commands that read a directory as it is (perfdb check/coverage/diff): a directory whose *.parquet
     files are all calibration tables (they have an `op` column), and at least one of them."""
@@ -87,6 +91,12 @@ def check_table_files(directory: Path, label: str = "") -> None:
             raise CalibrationError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
         if "op" not in names:
             raise CalibrationError(f"{path}: not a calibration table (no 'op' column)")
+        # a table with an op column but none of what times it (another tool's export) had failed later with
+        # polars' "unable to find column" naming no file
+        absent = [name for name in TABLE_CORE_COLUMNS if name not in names]
+        if absent:
+            named = ", ".join(repr(name) for name in absent)
+            raise CalibrationError(f"{path}: not a calibration table (no column {named})")
 
 
 def check_rows(

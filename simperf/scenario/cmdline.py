@@ -118,9 +118,28 @@ def _choose(flag: str, text: str, table: dict[str, str], what: str) -> str:
     raise FlagError(f"{flag}: got {text!r}; simperf models these {what}: {', '.join(sorted(table))}")
 
 
+def _check_dsa_model(backend: str, data: dict[str, Any]) -> None:
+    """SGLang's nsa backend runs only DeepSeek sparse attention (DSA) models; simperf had dropped the flag for any
+    other model and priced the default backend without a word."""
+    from simperf.models.zoo import load_arch, zoo_names
+
+    name = _get(data, "model.name")
+    if not isinstance(name, str) or name not in zoo_names():
+        return  # no model yet, or one the scenario's own validation refuses with its field path
+    arch = load_arch(name)
+    if arch.attention != "dsa":
+        raise FlagError(
+            f"--attention-backend {backend}: SGLang's sparse-attention backend runs only DSA models "
+            f"(DeepSeek-V3.2); {name} has {arch.attention.upper()} attention (`simperf backends --model {name}` "
+            "lists its backends)"
+        )
+
+
 def _apply_backends(settings: FlagSettings, data: dict[str, Any], origin: dict[str, str]) -> None:
     both = settings.given("--attention-backend")
     dsa = both in DSA_ATTENTION_BACKENDS
+    if dsa:
+        _check_dsa_model(both, data)
     if both is not None and not dsa:
         # simperf's names of the DSA-only kernels are accepted too (they have no --attention-backend value)
         kernels = {
