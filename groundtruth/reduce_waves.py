@@ -1,5 +1,6 @@
 """Reduce what groundtruth/profile_corpus_waves.sh and groundtruth/host_jitter.py brought back (committed in
-groundtruth/experiments/waves-gc-h200/ and host-jitter-h200/) to the tables of docs/overheads.md "Slow launches".
+groundtruth/experiments/waves-gc-h200/, host-jitter-h200/ and first-wave-h200/) to the tables of docs/overheads.md
+"Slow launches" and "One-time compiles".
 
 For each closed-loop wave of the served DeepSeek-V2-Lite c16 runs (16 requests of 1,024 tokens, 512 outputs): the
 forward entries of its extends (the server's per-request export), and over each launch (one forward entry to the
@@ -116,6 +117,75 @@ def host_jitter(path: Path, window: int = 8) -> list[dict[str, float]]:
     return out
 
 
+FIRST_WAVE_LOADS = (
+    "c1-1k-256",
+    "c16-1k-512",
+    "c16-1k-512-rr0.8",
+    "c16-1k-512-rr0.8-again",
+    "c16-1k-512-rr0.8-seed2",
+)
+
+
+@dataclass(frozen=True)
+class LoadTTFT:
+    load: str
+    median_ms: float  # bench_serving's median TTFT
+    first_wave_ms: float  # ... of the first WAVE requests (sent at once)
+    rest_ms: float  # ... of the others
+
+
+@dataclass(frozen=True)
+class Compile:
+    load: str  # the load during which Triton wrote the kernel to its cache
+    kernel: str
+    first_s: float  # its first and last cache file's modification time
+    last_s: float
+
+
+def first_wave_ttfts(d: Path) -> list[LoadTTFT]:
+    """The first-wave check's closed loops (groundtruth/experiments/first-wave-h200): median TTFT overall, of the
+    first wave and of the rest, from bench_serving's per-request TTFTs (in request order)."""
+    out = []
+    for load in FIRST_WAVE_LOADS[1:]:
+        ttft = np.array(_jsonl(d / f"bench-{load}.jsonl.gz")[0]["ttfts"]) * 1e3
+        out.append(
+            LoadTTFT(
+                load, float(np.median(ttft)), float(np.median(ttft[:WAVE])), float(np.median(ttft[WAVE:]))
+            )
+        )
+    return out
+
+
+def _cache_listing(path: Path) -> dict[str, float]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return {name: float(mtime) for mtime, name in (line.split(" ", 1) for line in f.read().splitlines())}
+
+
+def triton_compiles(d: Path) -> list[Compile]:
+    """The kernels Triton compiled during each load: entries of its cache directory (listed after each load by
+    profile_corpus_waves.sh) that the listing before did not hold."""
+    out, before = [], _cache_listing(d / f"triton-{FIRST_WAVE_LOADS[0]}.txt.gz")
+    for load in FIRST_WAVE_LOADS[1:]:
+        after = _cache_listing(d / f"triton-{load}.txt.gz")
+        entries: dict[str, list[float]] = {}
+        for name in sorted(set(after) - set(before)):
+            entries.setdefault(name.split("/")[0], []).append(after[name])
+        for entry, times in entries.items():
+            source = next(n for n in after if n.startswith(entry + "/") and n.endswith(".source"))
+            out.append(Compile(load, source.split("/")[1].removesuffix(".source"), min(times), max(times)))
+        before = after
+    return sorted(out, key=lambda c: c.first_s)
+
+
+def compile_cpu(d: Path, kernel: str, load: str = "c16-1k-512-rr0.8") -> tuple[float, float, float]:
+    """(wall, CPU, run-queue ms) of the scheduler's main thread from the first file to the last that Triton wrote
+    for `kernel` during `load` (all its variants)."""
+    during = [c for c in triton_compiles(d) if c.load == load and c.kernel == kernel]
+    start, end = min(c.first_s for c in during), max(c.last_s for c in during)
+    cpu, runqueue = _over(_thread_samples(d / f"sched-{load}.csv.gz"), start, end) or (float("nan"),) * 2
+    return (end - start) * 1e3, cpu, runqueue
+
+
 def main() -> None:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("groundtruth/experiments")
     print("| run | wave | launch (ms) | scheduler on a CPU (ms) | on a run queue (ms) | GC >= 1 ms (ms) |")
@@ -136,6 +206,21 @@ def main() -> None:
             f"| {p['busy_processes']} | {p['repetitions']} | {p['cpu_median_ms']:.2f} | {p['cpu_p90_ms']:.2f} | "
             f"{p['window_median_ms']:.1f} | {p['window_p90_ms']:.1f} | {p['window_p99_ms']:.1f} | "
             f"{p['slow_share']:.0%} | {p['steal_jiffies']:.0f} |"
+        )
+    first = root / "first-wave-h200"
+    print("\n| load | median TTFT (ms) | first wave | the rest |")
+    print("|---|---:|---:|---:|")
+    for t in first_wave_ttfts(first):
+        print(f"| {t.load} | {t.median_ms:.1f} | {t.first_wave_ms:.1f} | {t.rest_ms:.1f} |")
+    print("\nTriton kernels compiled during a load (first and last cache file):")
+    for c in triton_compiles(first):
+        print(
+            f"  {c.load}: {c.kernel} {c.first_s:.3f}-{c.last_s:.3f} s ({(c.last_s - c.first_s) * 1e3:.0f} ms)"
+        )
+    for kernel in sorted({c.kernel for c in triton_compiles(first)}):
+        wall, cpu, runqueue = compile_cpu(first, kernel)
+        print(
+            f"scheduler while {kernel} compiled: wall {wall:.0f} ms, on a CPU {cpu:.0f}, run queue {runqueue:.1f}"
         )
 
 

@@ -418,6 +418,39 @@ def host_bound_note(stats: SimStats, host_speeds: Iterable[float]) -> str | None
     )
 
 
+ONE_TIME_COMPILES = "One-time kernel compiles not priced"
+# what the first-wave check measured (groundtruth/experiments/first-wave-h200/README.md): Triton specialises an integer
+# argument on its divisibility by 16, so an extend whose token count a fused-MoE launch has not seen in that form
+# compiles new kernel variants on the scheduler's thread, mid-launch
+ONE_TIME_COMPILES_TEXT = (
+    "an MoE model on Hopper runs SGLang's Triton fused-MoE kernel in eager extends, and some prompts here give it "
+    "a routed-row count (top-k x tokens) not divisible by 16; on a lent H200, real SGLang 0.5.17 serving "
+    "DeepSeek-V2-Lite compiled two variants of that kernel (0.47 s) at the first such extend the server ever ran, "
+    "inside the first wave of a 16-stream load (its median TTFT 797 ms, against 302 ms when the same load ran "
+    "again), and another Triton kernel's variant later (+0.13 s), while the repeat compiled nothing; simperf "
+    "prices a server that has compiled them "
+    '(run such a load, or a warm-up with such lengths, first; docs/overheads.md "One-time compiles")'
+)
+# SGLang's MoE runner on SM100+ is flashinfer's ahead-of-time-built trtllm kernel (models/kernels.py moe_keys)
+TRITON_MOE_MAX_SM_MAJOR = 9
+# Triton specialises an integer argument on its divisibility by 16; the fused-MoE kernel's num_valid_tokens is
+# top-k x tokens
+TRITON_DIVISIBILITY = 16
+
+
+def one_time_compile_note(
+    arch: ModelArch, gpu: GpuSpec, cost: SGLangStepCost, input_len: np.ndarray
+) -> str | None:
+    """The ONE_TIME_COMPILES note where a real server would compile fused-MoE kernel variants on first sight of a
+    prompt length: an MoE model on Hopper whose extends above the prefill graph run eager, with a prompt whose
+    top-k x tokens is not divisible by 16; None elsewhere."""
+    if not arch.is_moe or int(float(gpu.sm)) > TRITON_MOE_MAX_SM_MAJOR or not len(input_len):
+        return None
+    eager = input_len > cost.settings.prefill_graph_max_tokens
+    odd = (input_len * arch.experts_per_token) % TRITON_DIVISIBILITY != 0
+    return ONE_TIME_COMPILES_TEXT if np.any(eager & odd) else None
+
+
 def api_server_paced_note(
     stats: SimStats, serving: ResolvedServing, overheads: Overheads, host_speed: float
 ) -> str | None:
@@ -489,6 +522,9 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     host_bound = host_bound_note(stats, [scenario.hardware.resolved_host_speed])
     if host_bound is not None:
         notes[HOST_BOUND_EXTENDS] = host_bound
+    compiles = one_time_compile_note(arch, gpu, cost, requests.input_len)
+    if compiles is not None:
+        notes[ONE_TIME_COMPILES] = compiles
     if stats.rider_extend_iterations and not serving.prefill_cuda_graph:
         notes[DP_EAGER_RIDERS] = DP_EAGER_RIDERS_TEXT.format(n=stats.rider_extend_iterations)
     notes.update(workload_notes(requests))
