@@ -539,7 +539,11 @@ PERFDB_CASES = [
     Case("check-empty", ("perfdb", "check", "{ws}/empty"), "holds no calibration tables"),
     Case("check-not-tables", ("perfdb", "check", "{ws}/nottables"), "nottables"),
     # an op column but nothing that times it (another tool's export): polars' "unable to find column" named no file
-    Case("check-op-only", ("perfdb", "check", "{ws}/oponly"), "x.parquet: not a calibration table (no column 'gpu', "),
+    Case(
+        "check-op-only",
+        ("perfdb", "check", "{ws}/oponly"),
+        "x.parquet: not a calibration table (no column 'gpu', ",
+    ),
     Case("coverage-missing", ("perfdb", "coverage", "{ws}/nope"), "not a directory"),
     Case("coverage-not-tables", ("perfdb", "coverage", "{ws}/nottables"), "nottables"),
     Case("diff-a-missing", ("perfdb", "diff", "{ws}/nope", "{repo}/calibration/h100"), "not a directory"),
