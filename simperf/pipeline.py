@@ -423,7 +423,8 @@ ONE_TIME_COMPILES = "One-time kernel compiles not priced"
 # argument on its divisibility by 16, so an extend whose token count a fused-MoE launch has not seen in that form
 # compiles new kernel variants on the scheduler's thread, mid-launch
 ONE_TIME_COMPILES_TEXT = (
-    "an MoE model on Hopper runs SGLang's Triton fused-MoE kernel in eager extends, and some prompts here give it "
+    "an MoE model on Hopper runs SGLang's Triton fused-MoE kernel in extends without a CUDA graph, and some prompts "
+    "here give it "
     "a routed-row count (top-k x tokens) not divisible by 16; on a lent H200, real SGLang 0.5.17 serving "
     "DeepSeek-V2-Lite compiled two variants of that kernel (0.47 s) at the first such extend the server ever ran, "
     "inside the first wave of a 16-stream load (its median TTFT 797 ms, against 302 ms when the same load ran "
@@ -442,13 +443,17 @@ def one_time_compile_note(
     arch: ModelArch, gpu: GpuSpec, cost: SGLangStepCost, input_len: np.ndarray
 ) -> str | None:
     """The ONE_TIME_COMPILES note where a real server would compile fused-MoE kernel variants on first sight of a
-    prompt length: an MoE model on Hopper whose extends above the prefill graph run eager, with a prompt whose
-    top-k x tokens is not divisible by 16; None elsewhere."""
+    prompt length: an MoE model on Hopper whose extends of such a prompt run eager, and a prompt whose top-k x
+    tokens is not divisible by 16; None elsewhere. An extend that replays the prefill CUDA graph runs the kernel at a
+    captured size, compiled when the server captured it."""
     if not arch.is_moe or int(float(gpu.sm)) > TRITON_MOE_MAX_SM_MAJOR or not len(input_len):
         return None
-    eager = input_len > cost.settings.prefill_graph_max_tokens
+    if cost.serving.prefill_cuda_graph:
+        # the graph holds every extend up to the chunk size, but a DSA model's only up to its sparse-graph limit
+        limit = cost.settings.dsa_sparse_graph_max_tokens
+        input_len = input_len[input_len > limit] if limit else input_len[:0]
     odd = (input_len * arch.experts_per_token) % TRITON_DIVISIBILITY != 0
-    return ONE_TIME_COMPILES_TEXT if np.any(eager & odd) else None
+    return ONE_TIME_COMPILES_TEXT if np.any(odd) else None
 
 
 def api_server_paced_note(

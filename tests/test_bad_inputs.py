@@ -542,7 +542,7 @@ PERFDB_CASES = [
     Case(
         "check-op-only",
         ("perfdb", "check", "{ws}/oponly"),
-        "x.parquet: not a calibration table (no column 'gpu', ",
+        "x.parquet: not a calibration table: no column gpu, status, time_us",
     ),
     Case("coverage-missing", ("perfdb", "coverage", "{ws}/nope"), "not a directory"),
     Case("coverage-not-tables", ("perfdb", "coverage", "{ws}/nottables"), "nottables"),

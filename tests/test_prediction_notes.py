@@ -44,10 +44,11 @@ def test_an_unpaced_prediction_carries_no_pacing_warning():
     assert API_SERVER_PACED not in predict(_shared_prefix(radix_off=False)).notes
 
 
-def _random(model: str, gpu: str, input_len: int, range_ratio: float) -> Scenario:
+def _random(model: str, gpu: str, input_len: int, range_ratio: float, eager: bool = False) -> Scenario:
     spec = {
         "model": {"name": model},
         "hardware": {"gpu": gpu},
+        "serving": {"disable_cuda_graph": eager},
         "workload": {
             "dataset": {"kind": "random", "input_len": input_len, "output_len": 4, "range_ratio": range_ratio},
             "num_prompts": 8, "max_concurrency": 4, "seed": 1,
@@ -57,22 +58,26 @@ def _random(model: str, gpu: str, input_len: int, range_ratio: float) -> Scenari
 
 
 @pytest.mark.parametrize(
-    "model, gpu, input_len, range_ratio, noted",
+    "model, gpu, input_len, range_ratio, eager, noted",
     [
-        # the first-wave check's load: 6 experts per token, sampled lengths (seed 1 draws 959 tokens: 5,754 rows)
-        ("deepseek-v2-lite", "h200", 1024, 0.8, True),
+        # the first-wave check's load (MLA: no prefill graph): 6 experts per token, sampled lengths (seed 1 draws
+        # 959 tokens: 5,754 rows)
+        ("deepseek-v2-lite", "h200", 1024, 0.8, False, True),
         # 6 x 1024 rows: divisible by 16, the variants the corpus' fixed-length loads ran without compiling
-        ("deepseek-v2-lite", "h200", 1024, 1.0, False),
-        # 8 experts per token: an odd prompt gives 8 x odd rows
-        ("qwen3-30b-a3b", "h200", 1023, 1.0, True),
-        ("qwen3-30b-a3b", "h200", 1022, 1.0, False),
+        ("deepseek-v2-lite", "h200", 1024, 1.0, False, False),
+        # 8 experts per token: an odd prompt gives 8 x odd rows, compiled at run time only without the prefill
+        # graph, whose replays run captured sizes
+        ("qwen3-30b-a3b", "h200", 1023, 1.0, True, True),
+        ("qwen3-30b-a3b", "h200", 1022, 1.0, True, False),
+        ("qwen3-30b-a3b", "h200", 1023, 1.0, False, False),
         # a dense model runs no fused-MoE kernel
-        ("qwen3-8b", "h200", 1024, 0.8, False),
+        ("qwen3-8b", "h200", 1024, 0.8, True, False),
     ],
 )  # fmt: skip
 def test_the_one_time_compile_note_marks_moe_extends_with_row_counts_triton_has_not_compiled(
-    model, gpu, input_len, range_ratio, noted
+    model, gpu, input_len, range_ratio, eager, noted
 ):
     # groundtruth/experiments/first-wave-h200: fused_moe_kernel variants compiled at the first extend whose
     # top-k x tokens was not divisible by 16, never for the fixed 1,024-token prompts before it
-    assert (ONE_TIME_COMPILES in predict(_random(model, gpu, input_len, range_ratio)).notes) is noted
+    prediction = predict(_random(model, gpu, input_len, range_ratio, eager))
+    assert (ONE_TIME_COMPILES in prediction.notes) is noted

@@ -95,8 +95,8 @@ def check_table_files(directory: Path, label: str = "") -> None:
         # polars' "unable to find column" naming no file
         absent = [name for name in TABLE_CORE_COLUMNS if name not in names]
         if absent:
-            named = ", ".join(repr(name) for name in absent)
-            raise CalibrationError(f"{path}: not a calibration table (no column {named})")
+            # the words of perfdb/db.py check_table_rows, which says the same of a table read past this check
+            raise CalibrationError(f"{path}: not a calibration table: no column {', '.join(absent)}")
 
 
 def check_rows(
