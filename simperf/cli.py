@@ -203,6 +203,13 @@ def predict(
             help="print this request's life in the simulated scheduler to stderr (repeatable; one server only)",
         ),
     ] = None,
+    spread: Annotated[
+        bool,
+        typer.Option(
+            help="also predict with the request path +-1 ms and the host CPU +-10% (as they vary between real "
+            "servers) and print each metric's range (docs/spread.md)"
+        ),
+    ] = False,
 ) -> None:
     """Simulate a scenario file, or bench_serving / launch_server flags, and print bench_serving's metrics."""
     from simperf.perfdb.locate import CalibrationError
@@ -221,7 +228,12 @@ def predict(
         _check_predict_outputs(built.source, like, sc, requests, output_file, save_scenario)
         if save_scenario is not None:
             _save_scenario(built, sc, like, save_scenario)
+        if spread and sc.fleet is not None:
+            _fail(
+                "--spread: moves one server's (or PD pair's) timing; a fleet's groups run on hosts of their own"
+            )
         prediction = _run_prediction(sc, calibration, roofline_only, max_memory_gb, quiet, trace_request)
+        ranges = _spread(sc, prediction, calibration, roofline_only, max_memory_gb, quiet) if spread else None
     except (FlagError, ScenarioError, UnsupportedScenario) as e:
         _fail(str(e))
     except CalibrationError as e:  # names the option or the scenario field it came from
@@ -229,7 +241,17 @@ def predict(
     except (ValueError, FileNotFoundError) as e:
         _fail(f"{where}: {e}")
     _print_notes_and_traces(built.notes, prediction, trace_request)
-    _write_prediction(prediction, output, requests, breakdown, output_file, output_details)
+    _write_prediction(prediction, output, requests, breakdown, output_file, output_details, ranges)
+
+
+def _spread(sc, prediction, calibration, roofline_only, max_memory_gb, quiet):
+    """--spread: the prediction's metrics under the measured timing moves (simperf/spread.py)."""
+    from simperf.spread import spread
+
+    def run(variant: Scenario) -> dict:
+        return _run_prediction(variant, calibration, roofline_only, max_memory_gb, quiet, None).result
+
+    return spread(sc, prediction.result, run)
 
 
 def _check_predict_options(
@@ -355,7 +377,9 @@ def _check_predict_outputs(source: str, like, sc, requests, output_file, save_sc
                 fail(f"{option} {path}: is also the {other} file; give each output its own file")
 
 
-def _write_prediction(prediction, output, requests, breakdown, output_file, output_details) -> None:
+def _write_prediction(
+    prediction, output, requests, breakdown, output_file, output_details, ranges=None
+) -> None:
     from simperf.report.output import append_jsonl, bench_jsonl_line, result_json, write_requests_parquet
     from simperf.report.tables import stdout_console
     from simperf.report.text import print_bench_block
@@ -368,6 +392,10 @@ def _write_prediction(prediction, output, requests, breakdown, output_file, outp
     if requests is not None:
         write_requests_parquet(prediction.records, requests)
     extra = prediction.extra()
+    if ranges is not None:
+        from simperf.spread import spread_json
+
+        extra["spread"] = spread_json(ranges)
     if breakdown and output == "json":
         from simperf.report.breakdown import breakdown_json
 
@@ -386,6 +414,16 @@ def _write_prediction(prediction, output, requests, breakdown, output_file, outp
         highlight=False,
     )
     print_bench_block(prediction.result, console, "Serving Benchmark Result", prediction.notes)
+    if ranges is not None:
+        from simperf.spread import spread_lines
+
+        console.print(
+            "spread (prediction   [lowest .. highest] under the measured timing moves):",
+            highlight=False,
+            markup=False,
+        )
+        for line in spread_lines(ranges):
+            console.print(line, highlight=False, markup=False)
     if breakdown:
         from simperf.report.breakdown import print_breakdown
 
