@@ -5,7 +5,8 @@ small differences into large ones:
 - a closed loop whose extends launch eagerly meets sub-millisecond races between a request reaching the scheduler
   and the scheduler's next look: the same load on the same server gave a median TTFT of 112.6 and 122.4 ms with one
   seed and 77.6 ms with another (groundtruth/experiments/first-wave-h200), and simperf's prediction of it jumps from
-  ~76 to ~125 ms when its request path is 0.9 ms longer (docs/overheads.md "One-time compiles");
+  ~76 to ~125 ms for both seeds when its request path grows from 5.0 to 5.5 ms (docs/overheads.md "One-time
+  compiles");
 - a server near saturation turns a few percent more work into much more queueing.
 
 `simperf predict --spread` re-runs the scenario with each timing below moved both ways and reports, per metric,
