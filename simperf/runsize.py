@@ -34,6 +34,7 @@ BYTES_PER_REQUEST = 1_500
 BYTES_PER_TOKEN = 64
 REQUESTS_PER_S = 3_000.0
 TOKENS_PER_S = 3.0e6
+BYTES_PER_PROMPT_BLOCK = 8  # an int64 block id
 # The default memory limit: this many bytes, or half the machine's memory if that is less (docs/scenario.md).
 DEFAULT_LIMIT_BYTES = 8 * 2**30
 PROGRESS_AFTER_S = 2.0  # runs expected to take longer show a progress bar
@@ -47,10 +48,18 @@ class RunTooLarge(ValueError):
 class RunSize:
     requests: int
     output_tokens: float  # expected streamed tokens (mean x requests where lengths are drawn)
+    # prefix-block ids the generator writes for the prompts, one int64 each: a multi-turn conversation's turn holds
+    # its own copy of every earlier turn's blocks (workload/generators.py multi_turn), so long prompts dominate
+    prompt_blocks: float = 0.0
 
     @property
     def memory_bytes(self) -> float:
-        return BASE_BYTES + BYTES_PER_REQUEST * self.requests + BYTES_PER_TOKEN * self.output_tokens
+        return (
+            BASE_BYTES
+            + BYTES_PER_REQUEST * self.requests
+            + BYTES_PER_TOKEN * self.output_tokens
+            + BYTES_PER_PROMPT_BLOCK * self.prompt_blocks
+        )
 
     @property
     def seconds(self) -> float:
@@ -74,7 +83,10 @@ def expected_size(workload: WorkloadSpec) -> RunSize | None:
         return RunSize(n, n * _mean_drawn(d.output_len, d.range_ratio))
     if isinstance(d, MultiTurnDataset):
         n = d.num_conversations * d.turns
-        return RunSize(n, n * _mean_drawn(d.output_len, d.range_ratio))
+        # turn k re-sends the system prompt and the k earlier messages and answers: the mean prompt over the turns
+        per_turn = _mean_drawn(d.input_len, d.range_ratio) + _mean_drawn(d.output_len, d.range_ratio)
+        prompt = d.system_prompt_len + (d.turns - 1) / 2 * per_turn + _mean_drawn(d.input_len, d.range_ratio)
+        return RunSize(n, n * _mean_drawn(d.output_len, d.range_ratio), n * (prompt / d.block_tokens + 1))
     return None
 
 
@@ -96,10 +108,12 @@ def memory_limit_bytes(limit_gb: float | None = None) -> float:
 def check_size(size: RunSize, limit_bytes: float, field: str = "workload.num_prompts") -> None:
     if size.memory_bytes <= limit_bytes:
         return
+    prompts = f" with ~{size.prompt_blocks:,.0f} prompt prefix blocks" if size.prompt_blocks else ""
     raise RunTooLarge(
-        f"{field}: {size.requests:,} requests streaming ~{size.output_tokens:,.0f} tokens need about "
+        f"{field}: {size.requests:,} requests{prompts} streaming ~{size.output_tokens:,.0f} tokens need about "
         f"{size.memory_bytes / 1e9:.1f} GB to simulate (estimate; limit {limit_bytes / 1e9:.1f} GB) and about "
-        f"{describe_seconds(size.seconds)}; simulate fewer requests, or raise the limit with --max-memory-gb "
+        f"{describe_seconds(size.seconds)}; simulate fewer requests{' or shorter prompts' if prompts else ''}, "
+        "or raise the limit with --max-memory-gb "
         "(docs/scenario.md, 'Size limits')"
     )
 
@@ -109,7 +123,11 @@ def check_workload_size(workload: WorkloadSpec, limit_bytes: float) -> None:
     once it is read: check_requests_size)."""
     expected = expected_size(workload)
     if expected is not None:
-        check_size(expected, limit_bytes)
+        # a conversation's length, not the request count, can be what does not fit: name the dataset then
+        field = (
+            "workload.dataset" if isinstance(workload.dataset, MultiTurnDataset) else "workload.num_prompts"
+        )
+        check_size(expected, limit_bytes, field)
 
 
 def check_requests_size(requests: RequestSet, limit_bytes: float) -> None:

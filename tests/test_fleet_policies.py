@@ -131,6 +131,51 @@ def test_approx_tree_match_and_eviction_follow_recency():
     assert tree.tenant_tokens == [0, 0] and tree.prefix_match([1])[0] == 0
 
 
+def _tree_state(tree: ApproxTree) -> tuple:
+    def walk(node):
+        return tuple(
+            sorted((key, tuple(sorted(c.tenants.items())), walk(c)) for key, c in node.children.items())
+        )
+
+    return tuple(tree.tenant_tokens), walk(tree._root)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.lists(st.integers(0, 5), min_size=1, max_size=6), st.integers(0, 2)), max_size=25),
+    st.integers(0, 12),
+)
+def test_eviction_that_finds_every_tenant_under_its_limit_matches_the_full_trim(inserts, limit_blocks):
+    # the fast path: no tenant over the limit returns at once; the full trim must then drop nothing either
+    import copy
+
+    fast = ApproxTree(3, 64)
+    for blocks, tenant in inserts:
+        fast.insert(blocks, tenant)
+    general = copy.deepcopy(fast)
+    assert fast.evict_tenant_by_size(limit_blocks * 64) == general.trim(limit_blocks * 64)
+    assert _tree_state(fast) == _tree_state(general)
+
+
+def test_a_timer_due_many_periods_ago_fires_once_and_is_next_due_after_the_request():
+    from simperf.fleet.policies.base import periodic_timer
+
+    assert periodic_timer(5.0, 10.0, 10.0) == (False, 10.0)
+    assert periodic_timer(10.0, 10.0, 10.0) == (True, 20.0)
+    # a conversation's turns 10^9 s apart: one firing, not 10^8 (the loop that ran them one by one never ended)
+    assert periodic_timer(1e9 + 5.0, 10.0, 10.0) == (True, 1e9 + 10.0)
+
+
+def test_cache_aware_trims_once_for_requests_far_apart(monkeypatch):
+    policy = cache_aware(n=2, interval=10.0, max_tokens=2 * 64)
+    calls = []
+    trim = policy.tree.evict_tenant_by_size
+    monkeypatch.setattr(policy.tree, "evict_tenant_by_size", lambda limit: calls.append(limit) or trim(limit))
+    policy.select(req(0, [1, 2, 3, 4], time_s=0.0), StaticLoads([0, 0]))
+    policy.select(req(1, [9], time_s=1e9), StaticLoads([1, 0]))
+    assert calls == [2 * 64] and policy.evicted_tokens == 2 * 64
+
+
 def test_cache_aware_evicts_its_trees_on_its_interval():
     policy = cache_aware(n=2, interval=10.0, max_tokens=2 * 64)
     policy.select(req(0, [1, 2, 3, 4], time_s=0.0), StaticLoads([0, 0]))

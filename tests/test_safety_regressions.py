@@ -216,6 +216,30 @@ def test_a_billion_prompts_are_refused_not_a_memory_error(tmp_path):
     assert result.exit_code == 2 and "1,000,000,000 requests" in error_line(result)
 
 
+def test_a_multi_turn_conversation_too_long_to_hold_is_refused_by_its_dataset(tmp_path):
+    """Each turn copies every earlier turn's prefix blocks: a 10^9-token system prompt over 3,600 turns was drawn
+    until the kernel's OOM killer ended the process, with no message."""
+    path = tmp_path / "mt.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "model": {"name": "qwen3-8b"},
+                "hardware": {"gpu": "h100"},
+                "workload": {
+                    "dataset": {"kind": "multi_turn", "num_conversations": 720, "turns": 5, "input_len": 600,
+                                "output_len": 300, "system_prompt_len": 10**9},
+                    "request_rate": 24,
+                },
+            }
+        )
+    )  # fmt: skip
+    result = runner.invoke(app, ["predict", str(path)])
+    assert result.exit_code == 2
+    line = error_line(result)
+    assert "workload.dataset: 3,600 requests with ~" in line and "prompt prefix blocks" in line
+    assert "shorter prompts" in line
+
+
 def test_a_tiny_request_rate_runs_in_bounded_memory(tmp_path):
     """bench_serving's peak metrics used to allocate one counter per second of a 4.7e11-s run (3.4 TiB)."""
     path = scenario_file(tmp_path, workload__request_rate=1e-9, workload__num_prompts=5)

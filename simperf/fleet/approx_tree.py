@@ -91,6 +91,14 @@ class ApproxTree:
 
     def evict_tenant_by_size(self, max_tokens: int) -> int:
         """Trim every tenant to at most `max_tokens`, least recently used leaves first; returns tokens dropped."""
+        if all(tokens <= max_tokens for tokens in self.tenant_tokens):
+            # trim drops a leaf only from a tenant over the limit: with none, it walked the whole tree for
+            # nothing, once per request when requests came further apart than the eviction period
+            return 0
+        return self.trim(max_tokens)
+
+    def trim(self, max_tokens: int) -> int:
+        """evict_tenant_by_size without its check that some tenant is over the limit (the general path)."""
         heap: list[tuple[int, int, int, _Node]] = []
         serial = itertools.count()
         stack = list(self._root.children.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 from simperf.fleet.route import RouteRequest, WorkerLoads
@@ -34,3 +35,16 @@ class RoutingPolicy(ABC):
     def summary(self) -> dict:
         """What the policy did, for reports (e.g. how often cache_aware took each branch)."""
         return {}
+
+
+def periodic_timer(now_s: float, due_s: float, interval_s: float) -> tuple[bool, float]:
+    """A gateway timer that fires every `interval_s` (cache_aware's eviction, bucket's boundary adjustment), seen at a
+    request arriving at `now_s`: (whether it fired since it was last run, when it is next due after now_s).
+
+    The policies run it once however many firings fell between two requests: each firing works on router state
+    that only requests change, so every firing after the first in a quiet stretch changes nothing. Running each had
+    a conversation spaced 10^9 s apart (`turn_interval_s`) loop 10^7 times per request."""
+    if now_s < due_s:
+        return False, due_s
+    fired = math.floor((now_s - due_s) / interval_s) + 1
+    return True, due_s + fired * interval_s

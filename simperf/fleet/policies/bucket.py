@@ -19,7 +19,7 @@ from collections import deque
 
 import numpy as np
 
-from simperf.fleet.policies.base import RoutingPolicy
+from simperf.fleet.policies.base import RoutingPolicy, periodic_timer
 from simperf.fleet.policies.cache_aware import is_imbalanced
 from simperf.fleet.route import RouteRequest, WorkerLoads, first_min
 
@@ -62,9 +62,9 @@ class Bucket(RoutingPolicy):
         return None
 
     def select(self, request: RouteRequest, loads: WorkerLoads) -> int:
-        while request.time_s >= self._next_adjust:
+        fired, self._next_adjust = periodic_timer(request.time_s, self._next_adjust, self.interval_s)
+        if fired:  # a second adjustment over the same window keeps the bucket load it set: a no-op
             self._adjust()
-            self._next_adjust += self.interval_s
         chars = int(request.input_len * self.chars_per_token)
         if is_imbalanced(self.window_chars, self.abs_threshold, self.rel_threshold):
             worker = first_min(self.window_chars)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from simperf.fleet.approx_tree import ApproxTree
-from simperf.fleet.policies.base import RoutingPolicy
+from simperf.fleet.policies.base import RoutingPolicy, periodic_timer
 from simperf.fleet.route import RouteRequest, WorkerLoads, first_min
 
 
@@ -65,9 +65,11 @@ class CacheAware(RoutingPolicy):
         self._registered = set(self.active)
 
     def select(self, request: RouteRequest, loads: WorkerLoads) -> int:
-        while request.time_s >= self._next_eviction:
+        fired, self._next_eviction = periodic_timer(
+            request.time_s, self._next_eviction, self.eviction_interval_s
+        )
+        if fired:  # trims every tenant to the limit: a second trim with no insert between drops nothing
             self.evicted_tokens += self.tree.evict_tenant_by_size(self.max_tree_tokens)
-            self._next_eviction += self.eviction_interval_s
         active = self.active
         current = [loads.of(w) for w in active]
         if is_imbalanced(current, self.abs_threshold, self.rel_threshold):
