@@ -488,7 +488,23 @@ def prefix_cache_note(scenario: Scenario, serving: ResolvedServing, records: Req
     return f"{state}, {100 * float(records.cached_tokens.sum()) / prompt:.1f}% of prompt tokens hit"
 
 
-def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, requests, wall, extra_notes):
+def _finish(
+    scenario,
+    serving,
+    arch,
+    gpu,
+    directory,
+    cost,
+    db,
+    records,
+    stats,
+    requests,
+    wall,
+    extra_notes,
+    prefill_cost=None,
+):
+    """The prediction with its notes; `cost` is the server's (a PD pair's decode server's), `prefill_cost` the cost
+    model of the server that runs the prompts' extends where that is another (a PD pair's prefill server)."""
     if len(requests) and not len(records):
         raise NothingCompleted(nothing_completed(stats, len(requests)))
     # bench_serving's clock also waits out the sender's last sleep after the final request
@@ -527,7 +543,7 @@ def _finish(scenario, serving, arch, gpu, directory, cost, db, records, stats, r
     host_bound = host_bound_note(stats, [scenario.hardware.resolved_host_speed])
     if host_bound is not None:
         notes[HOST_BOUND_EXTENDS] = host_bound
-    compiles = one_time_compile_note(arch, gpu, cost, requests.input_len)
+    compiles = one_time_compile_note(arch, gpu, prefill_cost or cost, requests.input_len)
     if compiles is not None:
         notes[ONE_TIME_COMPILES] = compiles
     if stats.rider_extend_iterations and not serving.prefill_cuda_graph:
@@ -646,6 +662,7 @@ def _predict_disaggregated(
         requests,
         wall,
         notes,
+        prefill_cost=pools[0].cost,  # the pair's extends run there (its decode server has no prefill graph)
     )
     prediction.prefill_server = (pools[0].cost, dstats.prefill)
     return prediction

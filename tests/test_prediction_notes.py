@@ -81,3 +81,28 @@ def test_the_one_time_compile_note_marks_moe_extends_with_row_counts_triton_has_
     # top-k x tokens was not divisible by 16, never for the fixed 1,024-token prompts before it
     prediction = predict(_random(model, gpu, input_len, range_ratio, eager))
     assert (ONE_TIME_COMPILES in prediction.notes) is noted
+
+
+def test_a_pd_pair_and_a_fleet_read_the_compile_note_from_the_servers_that_prefill():
+    # a PD pair's decode server has no prefill graph, so its cost model said "eager" for a Qwen3-MoE whose prefill
+    # server replays every extend in its graph; the note must follow the prefill server
+    def scenario(model: str, extra: dict) -> Scenario:
+        spec = {
+            "model": {"name": model},
+            "hardware": {"gpu": "h200", "count": 2},
+            "workload": {"dataset": {"kind": "random", "input_len": 1023, "output_len": 4, "range_ratio": 1.0},
+                         "num_prompts": 4, "request_rate": 4},
+            **extra,
+        }  # fmt: skip
+        return Scenario.model_validate(spec)
+
+    pair = {"disaggregation": {"prefill": {"tp": 1}, "decode": {"tp": 1}}}
+    assert ONE_TIME_COMPILES not in predict(scenario("qwen3-30b-a3b", pair)).notes
+    # an MLA model prefills without the graph on its prefill server too
+    assert ONE_TIME_COMPILES in predict(scenario("deepseek-v2-lite", pair)).notes
+    fleet = {"fleet": {"replicas": [{"count": 2}]}}
+    assert (
+        ONE_TIME_COMPILES
+        in predict(scenario("qwen3-30b-a3b", {"serving": {"disable_cuda_graph": True}, **fleet})).notes
+    )
+    assert ONE_TIME_COMPILES not in predict(scenario("qwen3-30b-a3b", fleet)).notes

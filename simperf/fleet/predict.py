@@ -247,6 +247,20 @@ def assemble(
     return prediction
 
 
+def _one_time_compiles(groups: list[ServerGroup], requests: RequestSet) -> str | None:
+    """The single server's one-time-compile note where any group that runs extends (replicas or PD prefill
+    servers) would compile fused-MoE variants on first sight of these prompts."""
+    from simperf.pipeline import one_time_compile_note
+
+    for group in groups:
+        if group.kind == "decode":
+            continue
+        note = one_time_compile_note(group.arch, group.gpu, group.cost, requests.input_len)
+        if note is not None:
+            return note
+    return None
+
+
 def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[str, str]) -> dict[str, str]:
     shares = source_shares(prediction.outcomes)
     counts = np.bincount(
@@ -277,12 +291,15 @@ def fleet_notes(prediction: FleetPrediction, requests: RequestSet, extra: dict[s
         from simperf.pipeline import ACCEPT_LEN_UNUSED, ACCEPT_LEN_UNUSED_TEXT
 
         notes[ACCEPT_LEN_UNUSED] = ACCEPT_LEN_UNUSED_TEXT
-    from simperf.pipeline import HOST_BOUND_EXTENDS, host_bound_note
+    from simperf.pipeline import HOST_BOUND_EXTENDS, ONE_TIME_COMPILES, host_bound_note
 
     speeds = [g.scenario.hardware.resolved_host_speed for g in prediction.groups]
     host_bound = host_bound_note(prediction.stats, speeds)
     if host_bound is not None:
         notes[HOST_BOUND_EXTENDS] = host_bound
+    compiles = _one_time_compiles(prediction.groups, requests)
+    if compiles is not None:
+        notes[ONE_TIME_COMPILES] = compiles
     if prediction.records is None:
         notes["Per-token records"] = "not kept (large run): ITL mean/std from sums, percentiles exact"
     idle = _idle_gpus(prediction.groups)
