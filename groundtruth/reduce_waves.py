@@ -177,10 +177,12 @@ def triton_compiles(d: Path) -> list[Compile]:
     return sorted(out, key=lambda c: c.first_s)
 
 
-def compile_cpu(d: Path, kernel: str, load: str = "c16-1k-512-rr0.8") -> tuple[float, float, float]:
+def compile_cpu(
+    d: Path, compiles: list[Compile], kernel: str, load: str = "c16-1k-512-rr0.8"
+) -> tuple[float, float, float]:
     """(wall, CPU, run-queue ms) of the scheduler's main thread from the first file to the last that Triton wrote
-    for `kernel` during `load` (all its variants)."""
-    during = [c for c in triton_compiles(d) if c.load == load and c.kernel == kernel]
+    for `kernel` during `load` (all its variants, among `compiles`: triton_compiles(d))."""
+    during = [c for c in compiles if c.load == load and c.kernel == kernel]
     start, end = min(c.first_s for c in during), max(c.last_s for c in during)
     cpu, runqueue = _over(_thread_samples(d / f"sched-{load}.csv.gz"), start, end) or (float("nan"),) * 2
     return (end - start) * 1e3, cpu, runqueue
@@ -213,12 +215,13 @@ def main() -> None:
     for t in first_wave_ttfts(first):
         print(f"| {t.load} | {t.median_ms:.1f} | {t.first_wave_ms:.1f} | {t.rest_ms:.1f} |")
     print("\nTriton kernels compiled during a load (first and last cache file):")
-    for c in triton_compiles(first):
+    compiles = triton_compiles(first)
+    for c in compiles:
         print(
             f"  {c.load}: {c.kernel} {c.first_s:.3f}-{c.last_s:.3f} s ({(c.last_s - c.first_s) * 1e3:.0f} ms)"
         )
-    for kernel in sorted({c.kernel for c in triton_compiles(first)}):
-        wall, cpu, runqueue = compile_cpu(first, kernel)
+    for kernel in sorted({c.kernel for c in compiles}):
+        wall, cpu, runqueue = compile_cpu(first, compiles, kernel)
         print(
             f"scheduler while {kernel} compiled: wall {wall:.0f} ms, on a CPU {cpu:.0f}, run queue {runqueue:.1f}"
         )

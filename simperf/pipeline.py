@@ -424,8 +424,8 @@ ONE_TIME_COMPILES = "One-time kernel compiles not priced"
 # compiles new kernel variants on the scheduler's thread, mid-launch
 ONE_TIME_COMPILES_TEXT = (
     "an MoE model on Hopper runs SGLang's Triton fused-MoE kernel in extends without a CUDA graph, and some prompts "
-    "here give it "
-    "a routed-row count (top-k x tokens) not divisible by 16; on a lent H200, real SGLang 0.5.17 serving "
+    "here give it a routed-row count (top-k x tokens) not divisible by 16; on a lent H200, real SGLang 0.5.17 "
+    "serving "
     "DeepSeek-V2-Lite compiled two variants of that kernel (0.47 s) at the first such extend the server ever ran, "
     "inside the first wave of a 16-stream load (its median TTFT 797 ms, against 302 ms when the same load ran "
     "again), and another Triton kernel's variant later (+0.13 s), while the repeat compiled nothing; simperf "
@@ -439,14 +439,12 @@ TRITON_MOE_MAX_SM_MAJOR = 9
 TRITON_DIVISIBILITY = 16
 
 
-def one_time_compile_note(
-    arch: ModelArch, gpu: GpuSpec, cost: SGLangStepCost, input_len: np.ndarray
-) -> str | None:
+def one_time_compile_note(arch: ModelArch, cost: SGLangStepCost, input_len: np.ndarray) -> str | None:
     """The ONE_TIME_COMPILES note where a real server would compile fused-MoE kernel variants on first sight of a
     prompt length: an MoE model on Hopper whose extends of such a prompt run eager, and a prompt whose top-k x
     tokens is not divisible by 16; None elsewhere. An extend that replays the prefill CUDA graph runs the kernel at a
     captured size, compiled when the server captured it."""
-    if not arch.is_moe or int(float(gpu.sm)) > TRITON_MOE_MAX_SM_MAJOR or not len(input_len):
+    if not arch.is_moe or cost.settings.sm_major > TRITON_MOE_MAX_SM_MAJOR or not len(input_len):
         return None
     if cost.serving.prefill_cuda_graph:
         # the graph holds every extend up to the chunk size, but a DSA model's only up to its sparse-graph limit
@@ -543,7 +541,7 @@ def _finish(
     host_bound = host_bound_note(stats, [scenario.hardware.resolved_host_speed])
     if host_bound is not None:
         notes[HOST_BOUND_EXTENDS] = host_bound
-    compiles = one_time_compile_note(arch, gpu, prefill_cost or cost, requests.input_len)
+    compiles = one_time_compile_note(arch, prefill_cost or cost, requests.input_len)
     if compiles is not None:
         notes[ONE_TIME_COMPILES] = compiles
     if stats.rider_extend_iterations and not serving.prefill_cuda_graph:

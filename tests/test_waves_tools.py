@@ -88,5 +88,5 @@ def test_the_first_wave_check_found_fused_moe_variants_compiled_once_in_the_firs
     # the repeat paid no compile, yet its median TTFT is no closer to simperf's 75.8 ms: the first wave's cost does
     # not set a 64-request run's median (docs/overheads.md "One-time compiles")
     assert ttft["c16-1k-512-rr0.8-again"].median_ms > ttft["c16-1k-512-rr0.8"].median_ms > 100
-    wall, cpu, runqueue = reduce_waves.compile_cpu(d, "fused_moe_kernel")
+    wall, cpu, runqueue = reduce_waves.compile_cpu(d, compiles, "fused_moe_kernel")
     assert wall == pytest.approx(467, abs=1) and 0.5 < cpu / wall < 0.8 and runqueue < 1

@@ -255,7 +255,7 @@ def _one_time_compiles(groups: list[ServerGroup], requests: RequestSet) -> str |
     for group in groups:
         if group.kind == "decode":
             continue
-        note = one_time_compile_note(group.arch, group.gpu, group.cost, requests.input_len)
+        note = one_time_compile_note(group.arch, group.cost, requests.input_len)
         if note is not None:
             return note
     return None
